@@ -1,0 +1,75 @@
+// swift-tools-version: 6.2
+//
+// The attribution ledger. One module per layer; arrows point down:
+//
+//   ledger (CLI) ─▶ LedgerMigrations ─▶ LedgerPostgres ─▶ CLedgerPQ (libpq-fe.h)
+//                ─▶ LedgerPrivateCluster (initdb/pg_ctl harness, used by the CLI default and tests)
+//   LedgerProviders: pure request builders and parsers for Google, Apple, Branch, Singular.
+import PackageDescription
+
+/// Strict from day one: Swift 6 mode (the tools default), and every warning is an error.
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "attribution-ledger",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "ledger", targets: ["LedgerCLI"]),
+        .library(name: "LedgerPostgres", targets: ["LedgerPostgres"]),
+        .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+    ],
+    targets: [
+        // libpq's C API. Only LedgerPostgres imports it.
+        .systemLibrary(
+            name: "CLedgerPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        // A safe Swift wrapper over libpq: connections, bound parameters, typed rows, errors with
+        // SQLSTATE, transactions, COPY, LISTEN/NOTIFY, and a pool that keeps blocking libpq calls
+        // off Swift's cooperative thread pool.
+        .target(
+            name: "LedgerPostgres",
+            dependencies: ["CLedgerPQ", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // The private PostgreSQL cluster started when no LEDGER_DATABASE_URL is configured.
+        .target(
+            name: "LedgerPrivateCluster",
+            dependencies: ["LedgerPostgres", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
+        // Numbered plain-SQL migrations from schema/, applied once each, in a transaction.
+        .target(
+            name: "LedgerMigrations",
+            dependencies: ["LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
+        // Pure provider protocols (no I/O).
+        .target(name: "LedgerProviders", swiftSettings: strict),
+        // The `ledger` command.
+        .executableTarget(
+            name: "LedgerCLI",
+            dependencies: [
+                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerPostgresTests",
+            dependencies: ["LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations"],
+            swiftSettings: strict
+        ),
+    ]
+)

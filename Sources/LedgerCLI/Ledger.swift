@@ -1,0 +1,18 @@
+import ArgumentParser
+
+/// The `ledger` command: the attribution ledger's operations, one subcommand each.
+@main
+struct Ledger: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "The attribution ledger: an event-sourced record of mobile app attribution in PostgreSQL.",
+        discussion: """
+            With no LEDGER_DATABASE_URL, every command uses a private PostgreSQL cluster of its own
+            under .ledger/postgres (started on first use, reused afterwards).
+
+            Exit codes: 0 success, 1 the work failed, 2 bad usage, 3 the database is unreachable,
+            4 the schema was refused (a changed or failing migration).
+            """,
+        subcommands: [MigrateCommand.self, ClusterCommand.self]
+    )
+}

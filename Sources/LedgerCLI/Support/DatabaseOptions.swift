@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import LedgerPostgres
+import LedgerPrivateCluster
+import Logging
+
+/// Options every database command shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .customLong("database-url"),
+        help: ArgumentHelp(
+            "A libpq conninfo string or postgresql:// URI. Defaults to $LEDGER_DATABASE_URL, else the private cluster.",
+            valueName: "url"))
+    var databaseURL: String?
+
+    /// Resolves the database, exiting with code 3 and one line on stderr if it cannot be reached.
+    func resolve(logger: Logger) throws -> DatabaseTarget {
+        var environment = ProcessInfo.processInfo.environment
+        if let databaseURL { environment["LEDGER_DATABASE_URL"] = databaseURL }
+        do {
+            return try DatabaseTarget.resolve(environment: environment, logger: logger)
+        } catch {
+            throw CLIFailure(exitCode: .databaseUnreachable, message: error.description)
+        }
+    }
+}
+
+/// A failure the CLI reports as one line on stderr, with a meaningful exit code.
+struct CLIFailure: Error, CustomStringConvertible {
+    var exitCode: ExitCode
+    var message: String
+    var description: String { message }
+}
+
+extension ExitCode {
+    /// The database (configured or private) could not be reached or started.
+    static let databaseUnreachable = ExitCode(3)
+    /// A migration was refused: a changed applied file, or a file that failed to apply.
+    static let schemaRefused = ExitCode(4)
+}
+
+/// Runs a command body, turning known failures into one line on stderr and an exit code.
+func reportingFailures(_ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let failure as CLIFailure {
+        FileHandle.standardError.write(Data("ledger: error: \(failure.message)\n".utf8))
+        throw failure.exitCode
+    } catch let error as PostgresError {
+        FileHandle.standardError.write(Data("ledger: error: \(error)\n".utf8))
+        throw ExitCode.failure
+    }
+}
+
+/// The CLI's logger: warnings and above on stderr unless LEDGER_LOG_LEVEL says otherwise.
+func makeLogger(_ label: String) -> Logger {
+    var logger = Logger(label: label)
+    logger.logLevel = ProcessInfo.processInfo.environment["LEDGER_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+    return logger
+}

@@ -1,0 +1,209 @@
+import Dispatch
+import Logging
+import Synchronization
+
+/// A small pool of libpq connections for async code.
+///
+/// libpq blocks the calling thread, and Swift's cooperative pool has only as many threads as
+/// cores (two here), so blocking it would stall every task in the process. Each pooled
+/// connection therefore has a serial `DispatchQueue` of its own, and every libpq call on it runs
+/// there; an `await` suspends the task, not a cooperative thread. A connection is lent to one
+/// task at a time and handed back afterwards, rolled back if the body left a transaction open.
+///
+/// Broken connections are noticed when lent out (libpq's status, and any bytes the server sent
+/// while the connection was idle, such as the FATAL from `pg_terminate_backend`) and replaced,
+/// so the next statement runs on a fresh session. Cancelling the calling task cancels the
+/// running statement with `PQcancel` (the statement fails with SQLSTATE 57014).
+public final class PostgresPool: Sendable {
+    /// How the pool connects and how many sessions it keeps.
+    public struct Configuration: Sendable {
+        /// A libpq conninfo string or `postgresql://` URI.
+        public var conninfo: String
+        /// The most sessions open at once; callers beyond that wait in line.
+        public var maxConnections: Int
+        public init(conninfo: String, maxConnections: Int = 4) {
+            self.conninfo = conninfo
+            self.maxConnections = max(1, maxConnections)
+        }
+    }
+
+    private struct State {
+        var idle: [PooledConnection] = []
+        var opened = 0
+        var waiters: [(id: Int, continuation: CheckedContinuation<PooledConnection, any Error>)] = []
+        var nextWaiterID = 0
+        var closed = false
+    }
+
+    /// The pool's configuration.
+    public let configuration: Configuration
+    let logger: Logger
+    private let state = Mutex(State())
+
+    /// Creates a pool; no connection is opened until one is needed.
+    public init(configuration: Configuration, logger: Logger = Logger(label: "ledger.postgres")) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Creates a pool for a conninfo string or URI.
+    public convenience init(conninfo: String, maxConnections: Int = 4,
+                            logger: Logger = Logger(label: "ledger.postgres")) {
+        self.init(configuration: .init(conninfo: conninfo, maxConnections: maxConnections), logger: logger)
+    }
+
+    /// Lends a connection to `body`, which runs on that connection's own thread.
+    ///
+    /// `body` is synchronous on purpose: a transaction cannot stay open across an `await` (and so
+    /// never across an HTTP call).
+    /// - Throws: what `body` throws; ``PostgresError`` with `.connectionFailed` when no session
+    ///   could be opened, `.poolClosed` after ``close()``.
+    public func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        let slot = try await checkout()
+        defer { checkin(slot) }
+        try Task.checkCancellation()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                slot.queue.async {
+                    continuation.resume(with: Result { try slot.run(body) })
+                }
+            }
+        } onCancel: {
+            slot.cancelRunningStatement()
+        }
+    }
+
+    /// Runs `body` in a transaction on a pooled connection (see ``PostgresConnection/transaction(isolation:_:)``).
+    public func withTransaction<T: Sendable>(
+        isolation: PostgresConnection.IsolationLevel = .readCommitted,
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in try connection.transaction(isolation: isolation, body) }
+    }
+
+    /// Runs one statement on a pooled connection.
+    @discardableResult
+    public func query(_ query: PostgresQuery, prepare: Bool = false) async throws -> PostgresRows {
+        try await withConnection { connection in try connection.query(query, prepare: prepare) }
+    }
+
+    /// Closes idle sessions and refuses new work; callers waiting for a connection get `.poolClosed`.
+    /// Sessions in use close when they are handed back.
+    public func close() {
+        let (idle, waiters) = state.withLock { state in
+            state.closed = true
+            defer {
+                state.idle.removeAll()
+                state.waiters.removeAll()
+            }
+            return (state.idle, state.waiters)
+        }
+        for waiter in waiters { waiter.continuation.resume(throwing: Self.closedError) }
+        for slot in idle { slot.queue.async { slot.connection = nil } }
+    }
+
+    /// Sessions open now (idle or lent).
+    public var openConnections: Int { state.withLock { $0.opened } }
+
+    private static let closedError = PostgresError(code: .poolClosed, message: "the connection pool is closed")
+
+    private func checkout() async throws -> PooledConnection {
+        enum Next { case ready(PooledConnection), wait(Int), closed }
+        let next: Next = state.withLock { state in
+            if state.closed { return .closed }
+            if let slot = state.idle.popLast() { return .ready(slot) }
+            if state.opened < configuration.maxConnections {
+                state.opened += 1
+                return .ready(PooledConnection(conninfo: configuration.conninfo, logger: logger,
+                                               label: "ledger.postgres.\(state.opened)"))
+            }
+            state.nextWaiterID += 1
+            return .wait(state.nextWaiterID)
+        }
+        switch next {
+        case .ready(let slot): return slot
+        case .closed: throw Self.closedError
+        case .wait(let id):
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let refusal: (any Error)? = state.withLock { state in
+                        if state.closed { return Self.closedError }
+                        if Task.isCancelled { return CancellationError() }
+                        state.waiters.append((id, continuation))
+                        return nil
+                    }
+                    if let refusal { continuation.resume(throwing: refusal) }
+                }
+            } onCancel: {
+                let waiter = state.withLock { state in
+                    state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
+                }
+                waiter?.continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    private func checkin(_ slot: PooledConnection) {
+        let waiter: CheckedContinuation<PooledConnection, any Error>? = state.withLock { state in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
+            if state.closed {
+                state.opened -= 1
+                slot.queue.async { slot.connection = nil }
+            } else {
+                state.idle.append(slot)
+            }
+            return nil
+        }
+        waiter?.resume(returning: slot)
+    }
+}
+
+/// A pool slot: a serial queue and the session used only on it.
+private final class PooledConnection: @unchecked Sendable {
+    // `@unchecked`: `connection` is touched only on `queue`; `cancelHandle` is behind a mutex.
+    let queue: DispatchQueue
+    let conninfo: String
+    let logger: Logger
+    var connection: PostgresConnection?
+    private let cancelHandle = Mutex<PostgresCancelHandle?>(nil)
+
+    init(conninfo: String, logger: Logger, label: String) {
+        self.queue = DispatchQueue(label: label)
+        self.conninfo = conninfo
+        self.logger = logger
+    }
+
+    /// On `queue`: makes sure the session is usable (replacing a broken one), runs `body`, and
+    /// leaves the session idle (or drops it if it broke).
+    func run<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let session: PostgresConnection
+        if let current = connection, current.checkUsable() {
+            session = current
+        } else {
+            if connection != nil {
+                logger.notice("replacing a broken PostgreSQL connection", metadata: ["db.event": "reconnect"])
+            }
+            connection = nil
+            session = try PostgresConnection(conninfo: conninfo, logger: logger)
+            connection = session
+            let handle = session.makeCancelHandle()
+            cancelHandle.withLock { $0 = handle }
+        }
+        defer {
+            if session.isBroken {
+                connection = nil
+            } else if session.isInTransaction {
+                session.rollbackQuietly()
+            }
+        }
+        return try body(session)
+    }
+
+    func cancelRunningStatement() {
+        let handle = cancelHandle.withLock { $0 }
+        handle?.cancelRunningStatement()
+    }
+}

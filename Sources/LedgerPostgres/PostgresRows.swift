@@ -1,0 +1,125 @@
+import Foundation
+
+/// The rows a statement returned, copied out of libpq's result before it was cleared.
+///
+/// Values are kept as PostgreSQL's text output in one contiguous buffer and decoded on demand
+/// with ``PostgresRow/decode(_:at:)`` or ``PostgresRow/decode(_:column:)``.
+public struct PostgresRows: Sendable, RandomAccessCollection {
+    /// A column of the result.
+    public struct Column: Sendable, Hashable {
+        /// The column's name as the statement gave it.
+        public var name: String
+        /// The column's type OID.
+        public var typeOID: UInt32
+    }
+
+    /// The result's columns, in order.
+    public let columns: [Column]
+    /// The command tag (`INSERT 0 1`, `SELECT 3`).
+    public let commandTag: String
+    /// Rows inserted, updated, deleted, copied or selected, as libpq's `PQcmdTuples` reports them.
+    public let affectedRows: Int
+    let storage: [UInt8]
+    /// Per value: its start in `storage`, and its length (-1 for NULL); row-major.
+    let starts: [Int]
+    let lengths: [Int32]
+    let columnIndex: [String: Int]
+
+    init(columns: [Column], rowCount: Int, commandTag: String, affectedRows: Int, storage: [UInt8],
+         starts: [Int], lengths: [Int32]) {
+        self.columns = columns
+        self.count = rowCount
+        self.commandTag = commandTag
+        self.affectedRows = affectedRows
+        self.storage = storage
+        self.starts = starts
+        self.lengths = lengths
+        var index: [String: Int] = [:]
+        for (position, column) in columns.enumerated() where index[column.name] == nil {
+            index[column.name] = position
+        }
+        self.columnIndex = index
+    }
+
+    /// The number of rows.
+    public let count: Int
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(position: Int) -> PostgresRow { PostgresRow(rows: self, index: position) }
+
+    /// The only row, or an error naming what was expected.
+    public func single() throws(PostgresError) -> PostgresRow {
+        guard count == 1 else {
+            throw PostgresError(code: .unexpectedResponse, message: "expected one row, got \(count)")
+        }
+        return self[0]
+    }
+}
+
+/// One row of ``PostgresRows``.
+public struct PostgresRow: Sendable {
+    let rows: PostgresRows
+    let index: Int
+
+    /// Decodes the value at a column position. `NULL` decodes only into an `Optional`.
+    public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, at column: Int) throws(PostgresError) -> T {
+        guard column >= 0, column < rows.columns.count else {
+            throw PostgresError(code: .decoding, message: "no column at position \(column)")
+        }
+        let slot = index * rows.columns.count + column
+        let length = Int(rows.lengths[slot])
+        let meta = rows.columns[column]
+        if length < 0 {
+            return try T.decodeNull(column: meta.name)
+        }
+        let start = rows.starts[slot]
+        do {
+            return try rows.storage.withUnsafeBytes { buffer in
+                try T(postgresText: UnsafeRawBufferPointer(rebasing: buffer[start..<(start + length)]),
+                      typeOID: meta.typeOID)
+            }
+        } catch let error as PostgresDecodingFailure {
+            throw PostgresError(
+                code: .decoding,
+                message: "column \(meta.name) (type OID \(meta.typeOID)) cannot be decoded as \(T.self): \(error.reason)",
+                columnName: meta.name)
+        } catch let error as PostgresError {
+            throw error
+        } catch {
+            throw PostgresError(code: .decoding, message: "column \(meta.name): \(error)", columnName: meta.name)
+        }
+    }
+
+    /// Decodes the value of the column with this name.
+    public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, column name: String) throws(PostgresError) -> T {
+        guard let position = rows.columnIndex[name] else {
+            throw PostgresError(code: .decoding, message: "no column named \(name)")
+        }
+        return try decode(type, at: position)
+    }
+
+    /// True when the value at a column position is SQL NULL.
+    public func isNull(at column: Int) -> Bool {
+        rows.lengths[index * rows.columns.count + column] < 0
+    }
+
+    /// Decodes a JSON or JSONB column into a `Decodable` value.
+    public func decodeJSON<T: Decodable>(_ type: T.Type, column name: String, decoder: JSONDecoder = JSONDecoder())
+        throws(PostgresError) -> T
+    {
+        let data = try decode(PostgresJSONText.self, column: name).data
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch {
+            throw PostgresError(code: .decoding, message: "column \(name) holds JSON that is not a \(T.self): \(error)",
+                                columnName: name)
+        }
+    }
+}
+
+/// Why a value could not be decoded; wrapped into a ``PostgresError`` naming the column.
+public struct PostgresDecodingFailure: Error, Sendable {
+    /// What was wrong with the value.
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+}

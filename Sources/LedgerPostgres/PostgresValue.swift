@@ -1,0 +1,132 @@
+import Foundation
+
+/// A value bound as a statement parameter or a `COPY` field.
+///
+/// Parameters are always sent separately from the SQL text (`PQexecParams`), never interpolated.
+/// Text is sent with type OID 0 so that the server infers the column's type (a string can fill a
+/// `uuid` or `text` column); other values carry their exact type.
+public enum PostgresValue: Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case int16(Int16)
+    case int32(Int32)
+    case int64(Int64)
+    case double(Double)
+    case text(String)
+    case bytea(Data)
+    case timestamptz(Date)
+    case uuid(UUID)
+    /// JSON text, sent as `json`.
+    case json(String)
+    /// JSON text, sent as `jsonb`.
+    case jsonb(String)
+
+    /// The type OID sent with the parameter (0 lets the server infer it).
+    var typeOID: UInt32 {
+        switch self {
+        case .null, .text: 0
+        case .bool: PostgresTypeOID.bool
+        case .int16: PostgresTypeOID.int2
+        case .int32: PostgresTypeOID.int4
+        case .int64: PostgresTypeOID.int8
+        case .double: PostgresTypeOID.float8
+        case .bytea: PostgresTypeOID.bytea
+        case .timestamptz: PostgresTypeOID.timestamptz
+        case .uuid: PostgresTypeOID.uuid
+        case .json: PostgresTypeOID.json
+        case .jsonb: PostgresTypeOID.jsonb
+        }
+    }
+
+    /// True for the one value sent in binary format (`bytea`, so zero bytes need no escaping).
+    var isBinary: Bool { if case .bytea = self { true } else { false } }
+
+    /// The parameter's bytes: binary for `bytea`, PostgreSQL's text input form for the rest,
+    /// `nil` for NULL.
+    func wireBytes() throws(PostgresError) -> [UInt8]? {
+        switch self {
+        case .null: return nil
+        case .bool(let value): return value ? [UInt8(ascii: "t")] : [UInt8(ascii: "f")]
+        case .int16(let value): return Array(String(value).utf8)
+        case .int32(let value): return Array(String(value).utf8)
+        case .int64(let value): return Array(String(value).utf8)
+        case .double(let value): return Array(Self.floatText(value).utf8)
+        case .text(let value), .json(let value), .jsonb(let value):
+            let bytes = Array(value.utf8)
+            if bytes.contains(0) {
+                throw PostgresError(
+                    code: .encoding, message: "text parameters cannot contain a NUL byte (PostgreSQL rule)")
+            }
+            return bytes
+        case .bytea(let value): return Array(value)
+        case .timestamptz(let value): return Array(PostgresTimestamp.format(value).utf8)
+        case .uuid(let value): return Array(value.uuidString.lowercased().utf8)
+        }
+    }
+
+    /// `float8` input text: Swift's shortest round-tripping form, with PostgreSQL's spellings of
+    /// the special values.
+    static func floatText(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value == .infinity { return "Infinity" }
+        if value == -.infinity { return "-Infinity" }
+        return "\(value)"
+    }
+}
+
+/// Type OIDs of PostgreSQL's built-in types that the wrapper encodes or decodes.
+public enum PostgresTypeOID {
+    public static let bool: UInt32 = 16
+    public static let bytea: UInt32 = 17
+    public static let int8: UInt32 = 20
+    public static let int2: UInt32 = 21
+    public static let int4: UInt32 = 23
+    public static let text: UInt32 = 25
+    public static let json: UInt32 = 114
+    public static let float4: UInt32 = 700
+    public static let float8: UInt32 = 701
+    public static let varchar: UInt32 = 1043
+    public static let timestamp: UInt32 = 1114
+    public static let timestamptz: UInt32 = 1184
+    public static let numeric: UInt32 = 1700
+    public static let uuid: UInt32 = 2950
+    public static let jsonb: UInt32 = 3802
+}
+
+/// A Swift value that can be bound as a parameter.
+public protocol PostgresEncodable: Sendable {
+    /// The value to bind.
+    var postgresValue: PostgresValue { get }
+}
+
+extension PostgresValue: PostgresEncodable {
+    public var postgresValue: PostgresValue { self }
+}
+extension Bool: PostgresEncodable { public var postgresValue: PostgresValue { .bool(self) } }
+extension Int16: PostgresEncodable { public var postgresValue: PostgresValue { .int16(self) } }
+extension Int32: PostgresEncodable { public var postgresValue: PostgresValue { .int32(self) } }
+extension Int64: PostgresEncodable { public var postgresValue: PostgresValue { .int64(self) } }
+extension Int: PostgresEncodable { public var postgresValue: PostgresValue { .int64(Int64(self)) } }
+extension Double: PostgresEncodable { public var postgresValue: PostgresValue { .double(self) } }
+extension String: PostgresEncodable { public var postgresValue: PostgresValue { .text(self) } }
+extension Substring: PostgresEncodable { public var postgresValue: PostgresValue { .text(String(self)) } }
+extension Data: PostgresEncodable { public var postgresValue: PostgresValue { .bytea(self) } }
+extension Date: PostgresEncodable { public var postgresValue: PostgresValue { .timestamptz(self) } }
+extension UUID: PostgresEncodable { public var postgresValue: PostgresValue { .uuid(self) } }
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    public var postgresValue: PostgresValue { self?.postgresValue ?? .null }
+}
+
+/// JSON bound as `jsonb`: `"\(PostgresJSONB(text))"` in a ``PostgresQuery``.
+public struct PostgresJSONB: PostgresEncodable, Hashable {
+    /// The JSON text.
+    public var text: String
+    public init(_ text: String) { self.text = text }
+    /// Encodes a value with `JSONEncoder` (sorted keys, so equal values give equal text).
+    public init(encoding value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        self.text = String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+    public var postgresValue: PostgresValue { .jsonb(text) }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import LedgerPostgres
+import Logging
+
+/// The database the ledger uses: the one `LEDGER_DATABASE_URL` names, or the private cluster's.
+///
+/// Used by the CLI, the tests, the benchmarks and the demo, so that "no configuration" means the
+/// same thing everywhere.
+public struct DatabaseTarget: Sendable {
+    /// A libpq conninfo string or URI for the ledger's database.
+    public let conninfo: String
+    /// The private cluster, when one was started (nil with `LEDGER_DATABASE_URL`).
+    public let cluster: PrivateCluster?
+
+    /// Resolves the target from the environment, starting the private cluster if none is configured,
+    /// and makes sure the database exists and answers.
+    ///
+    /// - Parameter database: the database to use in the private cluster (created if missing).
+    /// - Throws: ``DatabaseTargetError`` with a one-line reason.
+    public static func resolve(
+        database: String = "ledger",
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: "ledger.database")
+    ) throws(DatabaseTargetError) -> DatabaseTarget {
+        if let url = environment["LEDGER_DATABASE_URL"], !url.isEmpty {
+            do {
+                _ = try PostgresConnection(conninfo: url, logger: logger)
+            } catch {
+                throw .unreachable(source: "LEDGER_DATABASE_URL", reason: error.message)
+            }
+            return DatabaseTarget(conninfo: url, cluster: nil)
+        }
+        let cluster: PrivateCluster
+        do {
+            cluster = try PrivateCluster.startOrReuse(directory: PrivateCluster.defaultDirectory(environment: environment),
+                                                      logger: logger)
+        } catch {
+            throw .privateCluster(error)
+        }
+        do {
+            try cluster.createDatabaseIfMissing(database, logger: logger)
+        } catch {
+            throw .unreachable(source: "the private PostgreSQL at \(cluster.socketDirectory)", reason: error.message)
+        }
+        return DatabaseTarget(conninfo: cluster.conninfo(database: database), cluster: cluster)
+    }
+}
+
+extension PrivateCluster {
+    /// Creates a database unless it exists; safe when several processes race to create it.
+    public func createDatabaseIfMissing(_ name: String, template: String? = nil, logger: Logger) throws(PostgresError) {
+        let admin = try PostgresConnection(conninfo: conninfo(database: "postgres"), logger: logger)
+        let exists = try admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)").count == 1
+        guard !exists else { return }
+        do {
+            let templateClause = template.map { " TEMPLATE \(PostgresQuery.quoteIdentifier($0))" } ?? ""
+            try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(name))\(templateClause)")
+        } catch where error.sqlState == "42P04" || error.sqlState == SQLState.uniqueViolation {
+            // Another process created it first.
+        }
+    }
+}
+
+/// Why the ledger's database could not be reached. Each case reads as one line for a person.
+public enum DatabaseTargetError: Error, Sendable, CustomStringConvertible {
+    /// The configured or private database did not answer.
+    case unreachable(source: String, reason: String)
+    /// The private cluster could not be started.
+    case privateCluster(PrivateClusterError)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let source, let reason): "cannot connect to \(source): \(reason)"
+        case .privateCluster(let error): "\(error)"
+        }
+    }
+}

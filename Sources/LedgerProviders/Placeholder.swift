@@ -1,0 +1,1 @@
+// Filled by the provider protocols (issue 4).
