@@ -66,9 +66,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Test support: fresh migrated databases on the private cluster. Used by tests,
+        // benchmarks and the demo; never by the production path.
+        .target(
+            name: "LedgerTestSupport",
+            dependencies: ["LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LedgerPostgresTests",
-            dependencies: ["LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations"],
+            dependencies: ["LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerCLITests",
+            dependencies: ["LedgerCLI", "LedgerPostgres", "LedgerTestSupport", "LedgerPrivateCluster"],
             swiftSettings: strict
         ),
     ]

@@ -115,6 +115,7 @@ public final class PostgresConnection {
     ///
     /// Nest with ``savepoint(_:)``. Keep the body short and free of network calls: a transaction
     /// holds locks until it ends.
+    @discardableResult
     public func transaction<T>(
         isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
@@ -137,6 +138,7 @@ public final class PostgresConnection {
 
     /// Runs `body` inside a savepoint of the current transaction; a throw rolls back to the
     /// savepoint only, and the transaction goes on.
+    @discardableResult
     public func savepoint<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try run(script: "SAVEPOINT ledger_savepoint")
         do {
@@ -169,12 +171,16 @@ public final class PostgresConnection {
     /// after a restart) are read now rather than surfacing as the next statement's failure.
     public func checkUsable() -> Bool {
         guard PQstatus(handle) == CONNECTION_OK, PQtransactionStatus(handle) == PQTRANS_IDLE else { return false }
-        var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
-        let ready = poll(&descriptor, 1, 0)
-        if ready < 0 { return false }
-        if ready > 0 {
+        // A terminated backend sends a FATAL message and then closes the socket: keep reading
+        // while there is something to read, so that libpq also sees the end of the stream.
+        for _ in 0..<8 {
+            var descriptor = pollfd(fd: PQsocket(handle), events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, 0)
+            if ready < 0 { return false }
+            if ready == 0 { break }
             if PQconsumeInput(handle) == 0 { return false }
             _ = drainNotifications()
+            if PQstatus(handle) != CONNECTION_OK { return false }
         }
         return PQstatus(handle) == CONNECTION_OK
     }

@@ -98,6 +98,9 @@ public struct PostgresRow: Sendable {
         return try decode(type, at: position)
     }
 
+    /// The number of columns.
+    public var columnCount: Int { rows.columns.count }
+
     /// True when the value at a column position is SQL NULL.
     public func isNull(at column: Int) -> Bool {
         rows.lengths[index * rows.columns.count + column] < 0

@@ -1,0 +1,136 @@
+import Foundation
+import LedgerMigrations
+import LedgerPostgres
+import LedgerPrivateCluster
+import Logging
+import Synchronization
+
+/// Databases for tests, benchmarks and the demo: each test gets a fresh, migrated database of its
+/// own in the private cluster (or in the server `LEDGER_DATABASE_URL` names), so tests run in
+/// parallel without sharing state and never need a mock.
+///
+/// A migrated template (`ledger_template_<schema checksum>`) is built once per schema version and
+/// cloned with `CREATE DATABASE … TEMPLATE`, which takes a few tens of milliseconds. Databases
+/// left behind by test processes that have exited are dropped the next time a process starts.
+public enum TestDatabase {
+    /// A database made for one test.
+    public struct Handle: Sendable {
+        /// Its conninfo string.
+        public let conninfo: String
+        /// Its name.
+        public let name: String
+        let admin: String
+
+        /// Drops the database (ending any session still connected to it).
+        public func drop() {
+            guard let connection = try? PostgresConnection(conninfo: admin, logger: TestDatabase.quietLogger) else { return }
+            _ = try? connection.run(script: "DROP DATABASE IF EXISTS \(PostgresQuery.quoteIdentifier(name)) WITH (FORCE)")
+        }
+    }
+
+    /// A logger that reports only errors, for test plumbing.
+    public static let quietLogger: Logger = {
+        var logger = Logger(label: "ledger.test")
+        logger.logLevel = .error
+        return logger
+    }()
+
+    private static let counter = Atomic<Int>(0)
+
+    /// The server every test database lives on: started once per process.
+    public static let server: Result<Server, any Error> = Result { try Server.prepare() }
+
+    /// Creates a fresh database, migrated with `schema/` unless `migrated` is false.
+    public static func make(migrated: Bool = true) throws -> Handle {
+        let server = try server.get()
+        let number = counter.add(1, ordering: .relaxed).newValue
+        let name = "ledger_test_\(getpid())_\(number)"
+        let admin = try PostgresConnection(conninfo: server.adminConninfo, logger: quietLogger)
+        let template = migrated ? " TEMPLATE \(PostgresQuery.quoteIdentifier(server.templateName))" : ""
+        try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(name))\(template)")
+        return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
+    }
+
+    /// Runs `body` with a fresh database, dropping it afterwards.
+    public static func with<T>(migrated: Bool = true, _ body: (Handle) async throws -> T) async throws -> T {
+        let handle = try make(migrated: migrated)
+        defer { handle.drop() }
+        return try await body(handle)
+    }
+
+    /// The server and its migrated template.
+    public struct Server: Sendable {
+        /// Conninfo of the maintenance database (`postgres`).
+        public let adminConninfo: String
+        /// The private cluster, or nil when `LEDGER_DATABASE_URL` is set.
+        public let cluster: PrivateCluster?
+        let external: String?
+        let templateName: String
+
+        /// A conninfo for another database on the same server.
+        public func conninfo(database: String) -> String {
+            if let cluster { return cluster.conninfo(database: database) }
+            let base = external ?? ""
+            if base.hasPrefix("postgres://") || base.hasPrefix("postgresql://"), var url = URLComponents(string: base) {
+                url.path = "/" + database
+                return url.string ?? base
+            }
+            return base + " dbname=\(database)"  // in a conninfo string the last keyword wins
+        }
+
+        static func prepare() throws -> Server {
+            let target = try DatabaseTarget.resolve(database: "postgres", logger: quietLogger)
+            let migrator = try Migrator()
+            let digest = migrator.migrations.map(\.checksum).joined(separator: ":")
+            let templateName = "ledger_template_" + String(PrivateClusterNaming.shortHash(digest), radix: 16)
+            let server = Server(adminConninfo: target.conninfo, cluster: target.cluster,
+                                external: target.cluster == nil ? target.conninfo : nil, templateName: templateName)
+            try server.dropLeftovers()
+            try server.buildTemplate(migrator: migrator)
+            return server
+        }
+
+        /// Drops `ledger_test_<pid>_*` databases whose process has exited.
+        private func dropLeftovers() throws {
+            let admin = try PostgresConnection(conninfo: adminConninfo, logger: quietLogger)
+            let names = try admin.query("SELECT datname FROM pg_database WHERE datname LIKE 'ledger_test_%'")
+                .map { try $0.decode(String.self, at: 0) }
+            for name in names {
+                let parts = name.split(separator: "_")
+                guard parts.count >= 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH
+                else { continue }
+                _ = try? admin.run(script: "DROP DATABASE IF EXISTS \(PostgresQuery.quoteIdentifier(name)) WITH (FORCE)")
+            }
+        }
+
+        /// Builds the template once per schema version, under an advisory lock so that parallel
+        /// test processes build it once between them.
+        private func buildTemplate(migrator: Migrator) throws {
+            let admin = try PostgresConnection(conninfo: adminConninfo, logger: quietLogger)
+            try admin.execute("SELECT pg_advisory_lock(\(Int64(0x5445_4D50)))")
+            defer { _ = try? admin.execute("SELECT pg_advisory_unlock(\(Int64(0x5445_4D50)))") }
+            let exists = try admin.query("SELECT 1 FROM pg_database WHERE datname = \(templateName)").count == 1
+            if exists { return }
+            let building = templateName + "_building"
+            try admin.run(script: "DROP DATABASE IF EXISTS \(PostgresQuery.quoteIdentifier(building)) WITH (FORCE)")
+            try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(building))")
+            do {
+                let connection = try PostgresConnection(conninfo: conninfo(database: building), logger: quietLogger)
+                try migrator.apply(on: connection)
+            }
+            try admin.run(script: "ALTER DATABASE \(PostgresQuery.quoteIdentifier(building)) RENAME TO \(PostgresQuery.quoteIdentifier(templateName))")
+        }
+    }
+}
+
+/// Short stable hashes for generated names.
+enum PrivateClusterNaming {
+    static func shortHash(_ text: String) -> UInt32 {
+        var hash: UInt32 = 0x811c_9dc5
+        for byte in text.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 0x0100_0193
+        }
+        return hash
+    }
+}

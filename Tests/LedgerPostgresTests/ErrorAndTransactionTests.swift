@@ -1,0 +1,122 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("Errors and transactions")
+struct ErrorAndTransactionTests {
+    @Test("a unique violation surfaces as SQLSTATE 23505 with its constraint and table")
+    func uniqueViolation() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE accounts (id int CONSTRAINT accounts_pk PRIMARY KEY)")
+            try connection.execute("INSERT INTO accounts VALUES (\(1))")
+            let error = #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO accounts VALUES (\(1))") }
+            #expect(error?.code == .server)
+            #expect(error?.sqlState == SQLState.uniqueViolation)
+            #expect(error?.constraintName == "accounts_pk")
+            #expect(error?.tableName == "accounts")
+            #expect(error?.detail?.contains("(id)=(1)") == true)
+            #expect(error?.shortDescription == "server.23505")
+            // The description never quotes row values; the debug description has the detail.
+            #expect(error?.description.contains("(id)=(1)") == false)
+            #expect(error?.debugDescription.contains("(id)=(1)") == true)
+            #expect(!connection.isBroken)
+        }
+    }
+
+    @Test("a transaction rolls back when its body throws, and commits otherwise")
+    func transactionRollsBack() throws {
+        struct Boom: Error {}
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE ledger (n int)")
+            #expect(throws: Boom.self) {
+                try connection.transaction { connection in
+                    try connection.execute("INSERT INTO ledger VALUES (\(1))")
+                    throw Boom()
+                }
+            }
+            #expect(!connection.isInTransaction)
+            #expect(try connection.query("SELECT count(*) FROM ledger").single().decode(Int.self, at: 0) == 0)
+            try connection.transaction { connection in try connection.execute("INSERT INTO ledger VALUES (\(2))") }
+            #expect(try connection.query("SELECT n FROM ledger").single().decode(Int.self, at: 0) == 2)
+        }
+    }
+
+    @Test("a failing statement inside a transaction rolls back everything before it")
+    func serverErrorRollsBack() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE u (id int PRIMARY KEY)")
+            #expect(throws: PostgresError.self) {
+                try connection.transaction { connection in
+                    try connection.execute("INSERT INTO u VALUES (\(1))")
+                    try connection.execute("INSERT INTO u VALUES (\(1))")
+                }
+            }
+            #expect(try connection.query("SELECT count(*) FROM u").single().decode(Int.self, at: 0) == 0)
+        }
+    }
+
+    @Test("a savepoint undoes only its own part")
+    func savepoint() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE s (id int PRIMARY KEY)")
+            try connection.transaction { connection in
+                try connection.execute("INSERT INTO s VALUES (\(1))")
+                _ = try? connection.savepoint { connection in try connection.execute("INSERT INTO s VALUES (\(1))") }
+                try connection.execute("INSERT INTO s VALUES (\(2))")
+            }
+            #expect(try connection.query("SELECT count(*) FROM s").single().decode(Int.self, at: 0) == 2)
+        }
+    }
+
+    @Test("an unreachable server gives a clear connection error")
+    func unreachableServer() {
+        let error = #expect(throws: PostgresError.self) {
+            _ = try PostgresConnection(conninfo: "host=127.0.0.1 port=1 connect_timeout=2 dbname=x")
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.contains("Connection refused") == true)
+        #expect(error?.message.contains("\n") == false)
+    }
+
+    @Test("wrong credentials give a clear connection error naming the role")
+    func wrongCredentials() throws {
+        let database = try TestDatabase.make(migrated: false)
+        defer { database.drop() }
+        let error = #expect(throws: PostgresError.self) {
+            _ = try PostgresConnection(conninfo: database.conninfo + " user=no_such_role")
+        }
+        #expect(error?.code == .connectionFailed)
+        #expect(error?.message.contains("no_such_role") == true)
+    }
+
+    @Test("a cancelled statement fails with 57014 and the connection stays usable")
+    func cancelHandle() throws {
+        let database = try TestDatabase.make(migrated: false)
+        defer { database.drop() }
+        let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        let handle = try #require(connection.makeCancelHandle())
+        let pid = connection.backendPID
+        let conninfo = database.conninfo
+        let finished = DispatchSemaphore(value: 0)
+        // Another session waits until the statement is running (PQcancel on an idle session does
+        // nothing), then cancels it once.
+        Thread {
+            defer { finished.signal() }
+            guard let observer = try? PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger) else { return }
+            for _ in 0..<1000 {
+                let active = (try? observer.query(
+                    "SELECT 1 FROM pg_stat_activity WHERE pid = \(pid) AND state = 'active' AND query LIKE '%pg_sleep%'"
+                ).count) ?? 0
+                if active == 1 {
+                    handle.cancelRunningStatement()
+                    return
+                }
+            }
+        }.start()
+        let error = #expect(throws: PostgresError.self) { try connection.query("SELECT pg_sleep(30)") }
+        finished.wait()
+        #expect(error?.sqlState == SQLState.queryCanceled)
+        #expect(try connection.query("SELECT 1").count == 1)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("Connection pool")
+struct PoolTests {
+    @Test("a pooled connection whose backend was terminated is replaced, and the next query works")
+    func terminatedBackendIsReplaced() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let firstPID = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            #expect(try admin.query("SELECT pg_terminate_backend(\(firstPID))").single().decode(Bool.self, at: 0))
+            // Wait for the backend to be gone (a condition, not a sleep).
+            while try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count > 0 {
+                await Task.yield()
+            }
+            let secondPID = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+            #expect(secondPID != firstPID)
+            #expect(pool.openConnections == 1)
+        }
+    }
+
+    /// If libpq calls ran on Swift's cooperative pool (two threads here), eight statements blocked
+    /// on a lock would starve the task that releases it, and this test would never finish.
+    @Test("blocking statements do not occupy Swift's cooperative thread pool")
+    func blockingCallsStayOffTheCooperativePool() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let holder = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            let waiters = PostgresPool(conninfo: database.conninfo, maxConnections: 8, logger: TestDatabase.quietLogger)
+            let observer = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            defer { [holder, waiters, observer].forEach { $0.close() } }
+            try await holder.query("SELECT pg_advisory_lock(\(42))")
+            try await withThrowingTaskGroup(of: Bool.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        try await waiters.query("SELECT pg_advisory_lock(\(42)), pg_advisory_unlock(\(42))")
+                            .single().decode(Bool.self, at: 1)
+                    }
+                }
+                var blocked = 0
+                while blocked < 8 {
+                    blocked = try await observer.query(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    ).single().decode(Int.self, at: 0)
+                }
+                try await holder.query("SELECT pg_advisory_unlock(\(42))")
+                var released = 0
+                for try await unlocked in group where unlocked { released += 1 }
+                #expect(released == 8)
+            }
+        }
+    }
+
+    @Test("cancelling the calling task cancels the statement; the connection is reused")
+    func taskCancellation() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            let observer = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            defer { [pool, observer].forEach { $0.close() } }
+            let pid = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+            let sleeper = Task { try await pool.query("SELECT pg_sleep(30)") }
+            while try await observer.query(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = \(pid) AND state = 'active'"
+            ).count == 0 {
+                await Task.yield()
+            }
+            sleeper.cancel()
+            let error = await #expect(throws: PostgresError.self) { try await sleeper.value }
+            #expect(error?.sqlState == SQLState.queryCanceled)
+            let samePID = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+            #expect(samePID == pid)
+        }
+    }
+
+    @Test("a connection handed back inside a transaction is rolled back first")
+    func abandonedTransactionIsRolledBack() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            try await pool.query("CREATE TABLE t (n int)")
+            try await pool.withConnection { connection in
+                try connection.run(script: "BEGIN")
+                try connection.execute("INSERT INTO t VALUES (\(1))")
+            }
+            let inTransaction = try await pool.withConnection { $0.isInTransaction }
+            #expect(!inTransaction)
+            #expect(try await pool.query("SELECT count(*) FROM t").single().decode(Int.self, at: 0) == 0)
+        }
+    }
+
+    @Test("more callers than connections wait their turn; a closed pool refuses work")
+    func waitersAndClose() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger)
+            let sum = try await withThrowingTaskGroup(of: Int.self) { group in
+                for n in 1...20 {
+                    group.addTask { try await pool.query("SELECT \(n)::int + 0").single().decode(Int.self, at: 0) }
+                }
+                return try await group.reduce(0, +)
+            }
+            #expect(sum == 210)
+            #expect(pool.openConnections <= 2)
+            pool.close()
+            let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+            #expect(error?.code == .poolClosed)
+        }
+    }
+
+    @Test("a pool pointed at nothing reports connectionFailed")
+    func unreachable() async {
+        let pool = PostgresPool(conninfo: "host=127.0.0.1 port=1 connect_timeout=2", logger: TestDatabase.quietLogger)
+        let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
+        #expect(error?.code == .connectionFailed)
+    }
+}

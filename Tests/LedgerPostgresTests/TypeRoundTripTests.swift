@@ -1,0 +1,147 @@
+import Foundation
+import LedgerPostgres
+import Testing
+
+/// Every type the wrapper binds and decodes survives a trip through a real table.
+@Suite("Types round-trip through PostgreSQL")
+struct TypeRoundTripTests {
+    @Test("every supported type, and NULL in every column")
+    func everyTypeAndNull() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: """
+                CREATE TABLE t (b boolean, i2 smallint, i4 integer, i8 bigint, f8 double precision, s text,
+                                d bytea, at timestamptz, u uuid, j json, jb jsonb)
+                """)
+            let date = Date(timeIntervalSince1970: 1_432_681_913.123456)
+            let uuid = UUID()
+            let bytes = Data([0, 1, 0, 255, 10, 13, 92, 0])
+            try connection.execute("""
+                INSERT INTO t VALUES (\(true), \(Int16.min), \(Int32.max), \(Int64.min), \(-1.0e-300), \("héllo"),
+                                      \(bytes), \(date), \(uuid), \(PostgresValue.json("{\"a\": [1, 2]}")),
+                                      \(PostgresJSONB("{\"b\":null}")))
+                """)
+            try connection.execute("INSERT INTO t VALUES (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
+            let rows = try connection.query("SELECT * FROM t ORDER BY b NULLS LAST")
+            #expect(rows.count == 2)
+            let row = rows[0]
+            #expect(try row.decode(Bool.self, column: "b") == true)
+            #expect(try row.decode(Int16.self, column: "i2") == Int16.min)
+            #expect(try row.decode(Int32.self, column: "i4") == Int32.max)
+            #expect(try row.decode(Int64.self, column: "i8") == Int64.min)
+            #expect(try row.decode(Double.self, column: "f8") == -1.0e-300)
+            #expect(try row.decode(String.self, column: "s") == "héllo")
+            #expect(try row.decode(Data.self, column: "d") == bytes)
+            #expect(try row.decode(Date.self, column: "at") == date)
+            #expect(try row.decode(UUID.self, column: "u") == uuid)
+            #expect(try row.decode(PostgresJSONText.self, column: "j").text == "{\"a\": [1, 2]}")
+            #expect(try row.decode(PostgresJSONText.self, column: "jb").text == "{\"b\": null}")
+
+            let nulls = rows[1]
+            for column in 0..<nulls.columnCount { #expect(nulls.isNull(at: column)) }
+            #expect(try nulls.decode(Bool?.self, column: "b") == nil)
+            #expect(try nulls.decode(Int64?.self, column: "i8") == nil)
+            #expect(try nulls.decode(Data?.self, column: "d") == nil)
+            #expect(try nulls.decode(Date?.self, column: "at") == nil)
+            #expect(try nulls.decode(UUID?.self, column: "u") == nil)
+            #expect(try nulls.decode(String?.self, column: "s") == nil)
+            let nonOptional = #expect(throws: PostgresError.self) { try nulls.decode(String.self, column: "s") }
+            #expect(nonOptional?.code == .decoding)
+            #expect(nonOptional?.columnName == "s")
+        }
+    }
+
+    @Test("timestamptz keeps microseconds, before and after 1970 and across a leap day")
+    func microsecondPrecision() throws {
+        try withFreshConnection { connection throws in
+            let samples = [
+                Date(timeIntervalSince1970: 1_763_863_434.000001), Date(timeIntervalSince1970: -86_400.5),
+                Date(timeIntervalSince1970: 951_782_400.999999),  // 2000-02-29T00:00:00.999999Z
+                Date(timeIntervalSince1970: 0),
+            ]
+            for sample in samples {
+                let back = try connection.query("SELECT \(sample)::timestamptz AS at").single().decode(Date.self, at: 0)
+                let micros = { (date: Date) in Int64((date.timeIntervalSince1970 * 1_000_000).rounded()) }
+                #expect(micros(back) == micros(sample))
+                // The server agrees on the instant, not only our own codec.
+                let epoch = try connection.query("SELECT extract(epoch FROM \(sample)::timestamptz)::text")
+                    .single().decode(String.self, at: 0)
+                #expect(Decimal(string: epoch) == Decimal(micros(sample)) / 1_000_000)
+            }
+            // Offsets other than UTC parse to the same instant.
+            let shifted = try connection.query("SELECT '2026-11-23 10:00:00.5+05:30'::timestamptz::text AS at")
+            let text = try shifted.single().decode(String.self, at: 0)
+            #expect(text == "2026-11-23 04:30:00.5+00")
+        }
+    }
+
+    @Test("unicode and a 1 MiB JSON value survive")
+    func unicodeAndLargeJSON() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE docs (body jsonb, note text)")
+            let note = "Ünïcödé 🚀 中文 العربية \u{200D} e\u{301}"
+            let element = "{\"k\":\"\(String(repeating: "é🚀", count: 40))\"}"
+            var items: [String] = []
+            var size = 0
+            while size < 1_048_576 {
+                items.append(element)
+                size += element.utf8.count + 1
+            }
+            let json = "[" + items.joined(separator: ",") + "]"
+            #expect(json.utf8.count >= 1_048_576)
+            try connection.execute("INSERT INTO docs VALUES (\(PostgresJSONB(json)), \(note))")
+            let row = try connection.query("SELECT body, note, jsonb_array_length(body) AS n FROM docs").single()
+            #expect(try row.decode(String.self, column: "note") == note)
+            #expect(try row.decode(Int.self, column: "n") == items.count)
+            let back = try row.decode(PostgresJSONText.self, column: "body").data
+            let decoded = try JSONSerialization.jsonObject(with: back) as? [[String: String]]
+            #expect(decoded?.count == items.count)
+            #expect(decoded?.last?["k"] == String(repeating: "é🚀", count: 40))
+        }
+    }
+
+    @Test("a parameter holding SQL is stored literally, never run")
+    func injectionIsStoredLiterally() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE x (v text); CREATE TABLE victims (v text)")
+            let hostile = "'; DROP TABLE victims; --"
+            try connection.execute("INSERT INTO x VALUES (\(hostile))")
+            #expect(try connection.query("SELECT v FROM x").single().decode(String.self, at: 0) == hostile)
+            #expect(try connection.query("SELECT count(*) FROM victims").single().decode(Int.self, at: 0) == 0)
+            #expect(try connection.query("SELECT v FROM x WHERE v = \(hostile)").count == 1)
+        }
+    }
+
+    @Test("decoding refuses values that do not fit, naming the column")
+    func decodingErrors() throws {
+        try withFreshConnection { connection throws in
+            let row = try connection.query("SELECT 70000 AS big, 'x' AS word, '\\x00'::bytea AS blob").single()
+            let overflow = #expect(throws: PostgresError.self) { try row.decode(Int16.self, column: "big") }
+            #expect(overflow?.code == .decoding)
+            #expect(overflow?.columnName == "big")
+            #expect(throws: PostgresError.self) { try row.decode(Int.self, column: "word") }
+            #expect(throws: PostgresError.self) { try row.decode(UUID.self, column: "word") }
+            #expect(throws: PostgresError.self) { try row.decode(Int.self, column: "missing") }
+            #expect(try row.decode(Data.self, column: "blob") == Data([0]))
+        }
+    }
+
+    @Test("a text parameter with a NUL byte is refused before it is sent")
+    func nulByteRefused() throws {
+        try withFreshConnection { connection throws in
+            let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \("a\u{0}b")") }
+            #expect(error?.code == .encoding)
+            #expect(try connection.query("SELECT 1").count == 1)
+        }
+    }
+
+    @Test("prepared statements are reused and survive many executions")
+    func preparedStatements() throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE p (n bigint)")
+            for n in 0..<50 { try connection.execute("INSERT INTO p VALUES (\(n))", prepare: true) }
+            let prepared = try connection.query("SELECT count(*) FROM pg_prepared_statements").single().decode(Int.self, at: 0)
+            #expect(prepared == 1)
+            #expect(try connection.query("SELECT sum(n) FROM p").single().decode(Int.self, at: 0) == 1225)
+        }
+    }
+}
