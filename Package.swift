@@ -79,6 +79,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LedgerMigrationsTests",
+            dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LedgerCLITests",
             dependencies: ["LedgerCLI", "LedgerPostgres", "LedgerTestSupport", "LedgerPrivateCluster"],
             swiftSettings: strict

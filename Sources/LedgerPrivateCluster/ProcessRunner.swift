@@ -19,6 +19,7 @@ enum ProcessRunner {
             .appendingPathComponent("ledger-cluster-\(UUID().uuidString).out").path
         defer { unlink(outputPath) }
 
+        markDescriptorsCloseOnExec()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -43,5 +44,17 @@ enum ProcessRunner {
         // WIFEXITED / WEXITSTATUS by hand: Swift does not import the macros.
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return Outcome(status: exitStatus, output: output)
+    }
+
+    /// A server started by `pg_ctl` lives on after this process: it must not inherit descriptors
+    /// that someone else waits on (the socket through which a parent's `Process` learns of our
+    /// exit, a test runner's pipes). Marking them close-on-exec leaves them usable here.
+    private static func markDescriptorsCloseOnExec() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for entry in entries {
+            guard let descriptor = Int32(entry), descriptor > 2 else { continue }
+            let flags = fcntl(descriptor, F_GETFD)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFD, flags | FD_CLOEXEC) }
+        }
     }
 }

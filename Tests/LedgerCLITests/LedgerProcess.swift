@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+/// Runs the built `ledger` executable, as a person or a script would.
+struct LedgerProcess {
+    struct Result {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// `ledger` sits beside the test bundle in the build folder (`swift build` makes it; the
+    /// test target depends on it so `swift test` does too).
+    static let binary: String = {
+        let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return testBinary.deletingLastPathComponent().appendingPathComponent("ledger").path
+    }()
+
+    static func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Result {
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build the ledger product first: swift build")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "LEDGER_DATABASE_URL")
+        for (key, value) in extra { environment[key] = value }
+        process.environment = environment
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
