@@ -291,7 +291,10 @@ public final class PostgresConnection {
                 total += Int(length)
             }
         }
-        let storage = [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
+        // An empty result must not go through `unsafeUninitializedCapacity`: with capacity 0 it
+        // writes the count into the stdlib's shared empty-array storage, which ThreadSanitizer
+        // rightly reports as a race between threads.
+        let storage = total == 0 ? [] : [UInt8](unsafeUninitializedCapacity: total) { buffer, initialized in
             for row in 0..<rowCount {
                 for column in 0..<columnCount {
                     let slot = row * columnCount + column
