@@ -21,6 +21,7 @@ let package = Package(
         .executable(name: "ledger", targets: ["LedgerCLI"]),
         .library(name: "LedgerPostgres", targets: ["LedgerPostgres"]),
         .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
+        .library(name: "LedgerStore", targets: ["LedgerStore"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -54,6 +55,15 @@ let package = Package(
             dependencies: ["LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
+        // The event store: append, read, subscribe, verify.
+        .target(
+            name: "LedgerStore",
+            dependencies: [
+                "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // Pure provider protocols (no I/O).
         .target(name: "LedgerProviders", swiftSettings: strict),
         // The `ledger` command.
@@ -76,6 +86,11 @@ let package = Package(
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: ["LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerStoreTests",
+            dependencies: ["LedgerStore", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

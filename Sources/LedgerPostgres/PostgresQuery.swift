@@ -23,6 +23,15 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
 
     public init(stringLiteral value: String) { self.init(sql: value) }
 
+    /// Appends trusted SQL text (for statements built in steps; never for input).
+    public mutating func append(sql text: String) { sql += text }
+
+    /// Appends a placeholder and binds `value` to it.
+    public mutating func append(bind value: some PostgresEncodable) {
+        binds.append(value.postgresValue)
+        sql += "$\(binds.count)"
+    }
+
     public init(stringInterpolation: StringInterpolation) {
         self.init(sql: stringInterpolation.sql, binds: stringInterpolation.binds)
     }
@@ -42,6 +51,12 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
         /// Binds a value as the next parameter.
         public mutating func appendInterpolation(_ value: some PostgresEncodable) {
             binds.append(value.postgresValue)
+            sql += "$\(binds.count)"
+        }
+
+        /// Binds an optional value: `nil` becomes SQL NULL.
+        public mutating func appendInterpolation<Value: PostgresEncodable>(_ value: Value?) {
+            binds.append(value?.postgresValue ?? .null)
             sql += "$\(binds.count)"
         }
 

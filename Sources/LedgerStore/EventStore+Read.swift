@@ -1,0 +1,134 @@
+import Foundation
+import LedgerPostgres
+
+extension EventStore {
+    /// The columns every read selects, in the order ``record(from:)`` decodes them.
+    static let columns = """
+        position, transaction_id::text, stream_id, stream_version, event_id, event_type, schema_version, data, \
+        metadata, occurred_at, recorded_at, hash
+        """
+
+    static func record(from row: PostgresRow) throws -> RecordedEvent {
+        RecordedEvent(
+            position: try row.decode(Int64.self, at: 0),
+            transactionID: UInt64(try row.decode(String.self, at: 1)) ?? 0,
+            streamID: try row.decode(String.self, at: 2),
+            streamVersion: try row.decode(Int64.self, at: 3),
+            id: try row.decode(UUID.self, at: 4),
+            type: try row.decode(String.self, at: 5),
+            schemaVersion: try row.decode(Int.self, at: 6),
+            data: try row.decode(PostgresJSONText.self, at: 7).data,
+            metadata: try row.decode(PostgresJSONText.self, at: 8).data,
+            occurredAt: try row.decode(Date.self, at: 9),
+            recordedAt: try row.decode(Date.self, at: 10),
+            hash: try row.decode(Data.self, at: 11))
+    }
+
+    static func appendAsOf(_ asOf: AsOf?, to query: inout PostgresQuery) {
+        switch asOf {
+        case .none: break
+        case .position(let position):
+            query.append(sql: " AND position <= ")
+            query.append(bind: position)
+        case .recordedAt(let time):
+            query.append(sql: " AND recorded_at <= ")
+            query.append(bind: time)
+        }
+    }
+
+    /// Reads one stream in version order.
+    ///
+    /// - Parameters:
+    ///   - from: forward: the first version to return (default 1); backward: the last (default: the end).
+    ///   - backward: newest first.
+    ///   - asOf: only what the ledger held at that position or time ("what did we know then").
+    public func readStream(_ stream: String, from version: Int64? = nil, backward: Bool = false, limit: Int = 1000,
+                           asOf: AsOf? = nil) async throws -> [RecordedEvent]
+    {
+        var query = PostgresQuery(sql: "SELECT \(Self.columns) FROM events WHERE stream_id = ")
+        query.append(bind: stream)
+        if let version {
+            query.append(sql: backward ? " AND stream_version <= " : " AND stream_version >= ")
+            query.append(bind: version)
+        }
+        Self.appendAsOf(asOf, to: &query)
+        query.append(sql: backward ? " ORDER BY stream_version DESC LIMIT " : " ORDER BY stream_version LIMIT ")
+        query.append(bind: limit)
+        let rows = try await pool.query(query)
+        return try rows.map(Self.record)
+    }
+
+    /// A batch of the global log and where to continue from.
+    public struct GlobalBatch: Sendable {
+        /// The events, in (transaction id, position) order.
+        public var events: [RecordedEvent]
+        /// Pass this to the next read; equal to the one given when nothing new was readable.
+        public var checkpoint: GlobalCheckpoint
+    }
+
+    /// Reads the global log after a checkpoint, gap-safely.
+    ///
+    /// Only events whose writing transaction is older than every transaction still running
+    /// (`transaction_id < pg_snapshot_xmin(pg_current_snapshot())`) are returned, ordered by
+    /// (transaction id, position). An event whose transaction commits later than a reader's read
+    /// therefore always sorts after that reader's checkpoint: nothing is skipped. The price: a
+    /// long-running transaction anywhere on the server holds readers back until it ends.
+    public func readAll(after checkpoint: GlobalCheckpoint = .start, limit: Int = 1000, filter: EventFilter = .all,
+                        asOf: AsOf? = nil) async throws -> GlobalBatch
+    {
+        let query = Self.globalReadQuery(after: checkpoint, limit: limit, filter: filter, asOf: asOf)
+        let rows = try await pool.query(query)
+        let events = try rows.map(Self.record)
+        return GlobalBatch(events: events, checkpoint: events.last?.checkpoint ?? checkpoint)
+    }
+
+    static func globalReadQuery(after checkpoint: GlobalCheckpoint, limit: Int, filter: EventFilter, asOf: AsOf?)
+        -> PostgresQuery
+    {
+        var query = PostgresQuery(sql: "SELECT \(columns) FROM events WHERE (transaction_id, position) > (")
+        query.append(bind: String(checkpoint.transactionID))
+        query.append(sql: "::xid8, ")
+        query.append(bind: checkpoint.position)
+        query.append(sql: ") AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())")
+        if !filter.types.isEmpty {
+            query.append(sql: " AND event_type = ANY(")
+            query.append(bind: arrayLiteral(filter.types))
+            query.append(sql: "::text[])")
+        }
+        if !filter.categories.isEmpty {
+            query.append(sql: " AND split_part(stream_id, '-', 1) = ANY(")
+            query.append(bind: arrayLiteral(filter.categories))
+            query.append(sql: "::text[])")
+        }
+        appendAsOf(asOf, to: &query)
+        query.append(sql: " ORDER BY transaction_id, position LIMIT ")
+        query.append(bind: limit)
+        return query
+    }
+
+    /// A PostgreSQL array literal of quoted, escaped strings.
+    static func arrayLiteral(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    /// Events by id, in the order of `ids` (missing ones left out).
+    static func fetchByIDs(_ ids: [UUID], on connection: PostgresConnection) throws -> [RecordedEvent] {
+        let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
+        let rows = try connection.query(
+            "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY stream_id, stream_version")
+        let byID = Dictionary(uniqueKeysWithValues: try rows.map { try record(from: $0) }.map { ($0.id, $0) })
+        return ids.compactMap { byID[$0] }
+    }
+
+    /// One event by id.
+    public func event(id: UUID) async throws -> RecordedEvent? {
+        try await pool.withConnection { try Self.fetchByIDs([id], on: $0).first }
+    }
+
+    /// The stream's current version (0 when it does not exist).
+    public func streamVersion(_ stream: String) async throws -> Int64 {
+        let rows = try await pool.query("SELECT version FROM streams WHERE stream_id = \(stream)")
+        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+    }
+}

@@ -1,0 +1,208 @@
+import Foundation
+import LedgerPostgres
+import Logging
+
+/// The ledger's event store on PostgreSQL: immutable append, idempotency, expected versions,
+/// gap-safe global reads, subscriptions and verification.
+///
+/// Appends go through the `ledger_append` database function (schema/0001_event_store.sql), one
+/// round trip per batch: it locks the stream's head, answers retries of stored events as the
+/// first time, checks the expected version, chains the hashes and inserts the batch. Writers to
+/// different streams never wait for each other.
+public struct EventStore: Sendable {
+    /// The largest payload (`data`) accepted, in bytes of JSON.
+    public static let maximumPayloadBytes = 1_048_576
+    /// The largest envelope metadata accepted, in bytes of JSON.
+    public static let maximumMetadataBytes = 65_536
+
+    /// The pool appends and reads run on.
+    public let pool: PostgresPool
+    /// Checks payloads against the event catalog before appending (nil: envelopes only).
+    public let validator: EventValidator?
+    let logger: Logger
+
+    public init(pool: PostgresPool, validator: EventValidator? = nil, logger: Logger = Logger(label: "ledger.store")) {
+        self.pool = pool
+        self.validator = validator
+        self.logger = logger
+    }
+
+    /// Appends events to one stream, atomically.
+    ///
+    /// - Parameters:
+    ///   - events: the batch, in order; all or none are stored.
+    ///   - stream: the stream id (`device-<app>-<device>`, `send-<uuid>`).
+    ///   - expected: what the stream's version must be.
+    /// - Returns: each event's position and version; `wasDuplicate` when the whole batch had
+    ///   already been stored (an idempotent retry), in which case nothing new was written.
+    /// - Throws: ``EventStoreError`` (typed refusals), ``PostgresError`` (the database failed).
+    @discardableResult
+    public func append(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any) async throws
+        -> AppendResult
+    {
+        let payload = try Self.preparePayload(events, stream: stream, validator: validator)
+        return try await pool.withConnection { connection in
+            try Self.appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+        }
+    }
+
+    /// Appends on a connection the caller holds, inside the caller's transaction if one is open,
+    /// so that events for several streams (a fact and the sends it causes) commit together.
+    @discardableResult
+    public func append(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any,
+                       on connection: PostgresConnection) throws -> AppendResult
+    {
+        let payload = try Self.preparePayload(events, stream: stream, validator: validator)
+        return try Self.appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+    }
+
+    // MARK: Validation and encoding
+
+    /// `^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$`, as the events table's check says.
+    static func isValidStreamID(_ id: String) -> Bool {
+        let bytes = Array(id.utf8)
+        guard let first = bytes.first, bytes.count <= 256, isAlphanumeric(first) else { return false }
+        return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
+            || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") }
+    }
+
+    /// `^[A-Za-z][A-Za-z0-9_.]{0,127}$`, as the events table's check says.
+    static func isValidTypeName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, bytes.count <= 128, isLetter(first) else { return false }
+        return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || (48...57).contains(byte) }
+
+    /// Checks every rule that can be checked here and builds the JSON batch `ledger_append` takes.
+    static func preparePayload(_ events: [NewEvent], stream: String, validator: EventValidator?) throws -> String {
+        guard !stream.isEmpty else { throw EventStoreError.invalidStreamID(stream, rule: "non_empty") }
+        guard isValidStreamID(stream) else {
+            throw EventStoreError.invalidStreamID(stream, rule: "letters_digits_._:-_max_256")
+        }
+        guard !events.isEmpty else { throw EventStoreError.emptyBatch }
+        var seen = Set<UUID>()
+        var json = "["
+        json.reserveCapacity(events.reduce(2) { $0 + $1.data.count + $1.metadata.count + 200 })
+        for (index, event) in events.enumerated() {
+            func refuse(_ field: String, _ rule: String, _ message: String) -> EventStoreError {
+                .invalidEvent(index: index, eventType: event.type, field: field, rule: rule, message: message)
+            }
+            guard seen.insert(event.id).inserted else { throw refuse("id", "unique_in_batch", "the id appears twice in the batch") }
+            guard isValidTypeName(event.type) else {
+                throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
+            }
+            guard event.schemaVersion > 0 else { throw refuse("schema_version", "positive", "must be 1 or more") }
+            let data = try jsonObjectText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
+            let metadata = try jsonObjectText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
+            try validator?(index, event)
+            if index > 0 { json += "," }
+            json += "{\"event_id\":\"\(event.id.uuidString.lowercased())\",\"event_type\":\"\(event.type)\","
+            json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(Self.timestamp(event.occurredAt))\","
+            json += "\"data\":" + data + ",\"metadata\":" + metadata + "}"
+        }
+        return json + "]"
+    }
+
+    /// The payload as text, after checking it is UTF-8, a JSON object, within the size limit, and
+    /// free of `\u0000` (which PostgreSQL's jsonb cannot store).
+    static func jsonObjectText(_ bytes: Data, field: String, limit: Int,
+                               refuse: (String, String, String) -> EventStoreError) throws -> String
+    {
+        guard bytes.count <= limit else {
+            throw refuse(field, "max_\(limit)_bytes", "is \(bytes.count) bytes; the limit is \(limit)")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw refuse(field, "utf8", "is not valid UTF-8")
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed]),
+            object is [String: Any]
+        else { throw refuse(field, "json_object", "must be a JSON object") }
+        guard !text.contains("\\u0000") else {
+            throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
+        }
+        return text
+    }
+
+    /// ISO 8601 in UTC with microseconds, the precision PostgreSQL keeps.
+    static func timestamp(_ date: Date) -> String {
+        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
+        let fraction = micros - seconds * 1_000_000
+        let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(
+            .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false)
+                .timeSeparator(.colon))
+        let digits = String(fraction)
+        return whole + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
+    }
+
+    // MARK: The append itself
+
+    static func appendPrepared(_ payload: String, events: [NewEvent], to stream: String, expected: ExpectedVersion,
+                               on connection: PostgresConnection) throws -> AppendResult
+    {
+        let rows: PostgresRows
+        do {
+            rows = try connection.query(
+                "SELECT * FROM ledger_append(\(stream), \(expected.sqlValue), \(PostgresJSONB(payload)))",
+                prepare: true)
+        } catch {
+            switch error.sqlState {
+            case EventStoreError.SQLStates.wrongExpectedVersion:
+                throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected,
+                                                           actual: Int64(error.hint ?? "") ?? -1)
+            case EventStoreError.SQLStates.eventIDConflict:
+                throw EventStoreError.eventIDConflict(eventID: UUID(uuidString: error.detail ?? "") ?? events[0].id)
+            case SQLState.uniqueViolation where error.constraintName == "events_event_id_unique":
+                // The same id reached another stream's append at the same moment. Outside a
+                // caller's transaction, read back what was stored and answer as the first time
+                // if it is this very batch.
+                if !connection.isInTransaction, let stored = try? readBack(events, stream: stream, on: connection) {
+                    return stored
+                }
+                throw EventStoreError.eventIDConflict(eventID: events[0].id)
+            default:
+                throw error
+            }
+        }
+        var appended: [AppendedEvent] = []
+        appended.reserveCapacity(rows.count)
+        var duplicate = false
+        for (index, row) in rows.enumerated() {
+            appended.append(AppendedEvent(
+                id: events[index].id,
+                position: try row.decode(Int64.self, at: 0),
+                streamVersion: try row.decode(Int64.self, at: 1),
+                transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
+                recordedAt: try row.decode(Date.self, at: 3),
+                hash: try row.decode(Data.self, at: 4)))
+            duplicate = try row.decode(Bool.self, at: 5)
+        }
+        return AppendResult(events: appended, wasDuplicate: duplicate)
+    }
+
+    /// The stored form of a batch, if every event of it is stored in `stream` with the same content.
+    static func readBack(_ events: [NewEvent], stream: String, on connection: PostgresConnection) throws -> AppendResult? {
+        let stored = try EventStore.fetchByIDs(events.map(\.id), on: connection)
+        guard stored.count == events.count else { return nil }
+        var appended: [AppendedEvent] = []
+        for (event, record) in zip(events, stored) {
+            guard record.streamID == stream, record.type == event.type, record.schemaVersion == event.schemaVersion,
+                jsonEqual(record.data, event.data), jsonEqual(record.metadata, event.metadata),
+                abs(record.occurredAt.timeIntervalSince(event.occurredAt)) < 0.000_001
+            else { return nil }
+            appended.append(AppendedEvent(id: record.id, position: record.position, streamVersion: record.streamVersion,
+                                          transactionID: record.transactionID, recordedAt: record.recordedAt,
+                                          hash: record.hash))
+        }
+        return AppendResult(events: appended, wasDuplicate: true)
+    }
+
+    static func jsonEqual(_ lhs: Data, _ rhs: Data) -> Bool {
+        guard let left = try? JSONSerialization.jsonObject(with: lhs), let right = try? JSONSerialization.jsonObject(with: rhs)
+        else { return false }
+        return (left as? NSDictionary)?.isEqual(right) ?? false
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import LedgerPostgres
+
+/// Why an append or a read was refused. Each case names what to fix; nothing of a refused append
+/// is stored.
+public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The stream is not at the version the append expected.
+    case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: Int64)
+    /// An event id was already appended with other content, or to another stream.
+    case eventIDConflict(eventID: UUID)
+    /// An event of the batch breaks a rule. `index` is its place in the batch; `field` names the
+    /// envelope field (`type`, `data`, `metadata`, `id`) or a payload path from the catalog.
+    case invalidEvent(index: Int, eventType: String, field: String, rule: String, message: String)
+    /// The stream id is empty or malformed.
+    case invalidStreamID(String, rule: String)
+    /// An append needs at least one event.
+    case emptyBatch
+
+    public var description: String {
+        switch self {
+        case .wrongExpectedVersion(let stream, let expected, let actual):
+            "stream \(stream) is at version \(actual), not the expected \(expected)"
+        case .eventIDConflict(let id):
+            "event id \(id) was already appended with other content or to another stream"
+        case .invalidEvent(let index, let type, let field, let rule, let message):
+            "event \(index) (\(type)): \(field): \(message) [\(rule)]"
+        case .invalidStreamID(let id, let rule):
+            "stream id \(id.isEmpty ? "(empty)" : id) is invalid [\(rule)]"
+        case .emptyBatch:
+            "an append needs at least one event"
+        }
+    }
+
+    /// Custom SQLSTATEs raised by `ledger_append` (schema/0001_event_store.sql).
+    enum SQLStates {
+        static let wrongExpectedVersion = "LE001"
+        static let eventIDConflict = "LE002"
+        static let badBatch = "LE003"
+        static let appendOnly = "LE100"
+    }
+}
+
+/// Checks an event's payload against the catalog of event types before it is appended.
+///
+/// The store itself knows only envelopes; the domain's catalog knows what each type must hold.
+/// Throw ``EventStoreError/invalidEvent(index:eventType:field:rule:message:)`` to refuse.
+public typealias EventValidator = @Sendable (_ index: Int, _ event: NewEvent) throws -> Void

@@ -1,0 +1,154 @@
+import Foundation
+
+/// An event to append: what happened, as JSON, with the ledger's envelope around it.
+public struct NewEvent: Sendable, Hashable {
+    /// The event's identity. Appending the same id again stores nothing new (idempotency), so
+    /// callers derive it from their own request id where they can.
+    public var id: UUID
+    /// The event type's name in the catalog (`FirstOpen`, `SendAttempted`).
+    public var type: String
+    /// The version of that type's JSON shape.
+    public var schemaVersion: Int
+    /// The payload: a JSON object, UTF-8, at most ``EventStore/maximumPayloadBytes``.
+    public var data: Data
+    /// Envelope facts (correlation and causation ids, actor, app id): a JSON object.
+    public var metadata: Data
+    /// When it happened, by the clock of whoever saw it (the device's, for device events).
+    public var occurredAt: Date
+
+    public init(id: UUID = UUID(), type: String, schemaVersion: Int = 1, data: Data, metadata: Data = Data("{}".utf8),
+                occurredAt: Date) {
+        self.id = id
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.data = data
+        self.metadata = metadata
+        self.occurredAt = occurredAt
+    }
+}
+
+/// What an append may assume about the stream's current version.
+public enum ExpectedVersion: Sendable, Hashable, CustomStringConvertible {
+    /// Append whatever the version is.
+    case any
+    /// The stream must not exist yet.
+    case noStream
+    /// The stream must be exactly at this version (its last event's version).
+    case exact(Int64)
+
+    var sqlValue: Int64? {
+        switch self {
+        case .any: nil
+        case .noStream: 0
+        case .exact(let version): version
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .any: "any"
+        case .noStream: "no stream"
+        case .exact(let version): "\(version)"
+        }
+    }
+}
+
+/// A place in the global log, in the order readers see it: by writing transaction, then position.
+///
+/// Positions come from a sequence and commit out of order under concurrency; readers take only
+/// events whose transaction is older than every transaction still running, in
+/// (transaction id, position) order, so nothing can later appear behind a checkpoint.
+public struct GlobalCheckpoint: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// The writing transaction's id (`xid8`).
+    public var transactionID: UInt64
+    /// The event's global position.
+    public var position: Int64
+
+    public init(transactionID: UInt64, position: Int64) {
+        self.transactionID = transactionID
+        self.position = position
+    }
+
+    /// Before the first event.
+    public static let start = GlobalCheckpoint(transactionID: 0, position: 0)
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        (lhs.transactionID, lhs.position) < (rhs.transactionID, rhs.position)
+    }
+
+    public var description: String { "\(transactionID)/\(position)" }
+}
+
+/// An event as the ledger stored it.
+public struct RecordedEvent: Sendable, Hashable {
+    /// The global position (unique, increasing in order of assignment, not of commit).
+    public var position: Int64
+    /// The writing transaction; with ``position`` it orders the global log for readers.
+    public var transactionID: UInt64
+    public var streamID: String
+    /// 1 for the stream's first event, then consecutive.
+    public var streamVersion: Int64
+    public var id: UUID
+    public var type: String
+    public var schemaVersion: Int
+    /// The payload as stored (jsonb's canonical text).
+    public var data: Data
+    public var metadata: Data
+    public var occurredAt: Date
+    /// When the ledger stored it.
+    public var recordedAt: Date
+    /// sha256(previous event's hash in the stream || this event's canonical bytes).
+    public var hash: Data
+
+    /// Where a reader that has handled this event stands.
+    public var checkpoint: GlobalCheckpoint { GlobalCheckpoint(transactionID: transactionID, position: position) }
+
+    /// Decodes the payload.
+    public func decode<T: Decodable>(_ type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try decoder.decode(T.self, from: data)
+    }
+}
+
+/// One event's place after an append.
+public struct AppendedEvent: Sendable, Hashable {
+    public var id: UUID
+    public var position: Int64
+    public var streamVersion: Int64
+    public var transactionID: UInt64
+    public var recordedAt: Date
+    public var hash: Data
+}
+
+/// The outcome of an append.
+public struct AppendResult: Sendable, Hashable {
+    /// The events in order, with the places the ledger gave them.
+    public var events: [AppendedEvent]
+    /// True when every event was already stored (an idempotent retry): nothing new was written.
+    public var wasDuplicate: Bool
+    /// The stream's version after the append.
+    public var streamVersion: Int64 { events.last?.streamVersion ?? 0 }
+}
+
+/// A moment in the past to read the ledger as of: what it held then.
+public enum AsOf: Sendable, Hashable {
+    /// Events at or before this global position.
+    case position(Int64)
+    /// Events the ledger had recorded by this time.
+    case recordedAt(Date)
+}
+
+/// Which events a global read returns.
+public struct EventFilter: Sendable, Hashable {
+    /// Only these types (all when empty).
+    public var types: [String]
+    /// Only streams of these categories (the part of the stream id before the first `-`).
+    public var categories: [String]
+
+    public init(types: [String] = [], categories: [String] = []) {
+        self.types = types
+        self.categories = categories
+    }
+
+    /// Every event.
+    public static let all = EventFilter()
+}

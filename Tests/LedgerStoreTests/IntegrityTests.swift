@@ -1,0 +1,108 @@
+import Foundation
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+@Suite("Immutability and verification")
+struct IntegrityTests {
+    @Test("UPDATE, DELETE and TRUNCATE on events fail: as the application role by privilege, as a superuser by trigger")
+    func immutable() async throws {
+        try await withStore { store, database throws in
+            try await store.append([sampleEvent(1)], to: "device-app1-imm")
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.run(script: "SET ROLE ledger_app")
+            let update = #expect(throws: PostgresError.self) { try connection.execute("UPDATE events SET data = '{}'") }
+            #expect(update?.sqlState == SQLState.insufficientPrivilege)
+            let delete = #expect(throws: PostgresError.self) { try connection.execute("DELETE FROM events") }
+            #expect(delete?.sqlState == SQLState.insufficientPrivilege)
+            // The application role can still append and read.
+            try connection.run(script: "RESET ROLE")
+            let appRole = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_app'",
+                                                        logger: TestDatabase.quietLogger), logger: TestDatabase.quietLogger)
+            try await appRole.append([sampleEvent(2)], to: "device-app1-imm")
+            #expect(try await appRole.readStream("device-app1-imm").count == 2)
+
+            for statement in ["UPDATE events SET data = '{}'", "DELETE FROM events", "TRUNCATE events"] {
+                let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: statement)) }
+                #expect(error?.sqlState == "LE100", "\(statement)")
+                #expect(error?.message.contains("append-only") == true)
+            }
+            #expect(try eventCount(database) == 2)
+        }
+    }
+
+    @Test("verify passes on an untouched history and names the event a superuser edited")
+    func verifyNamesEditedEvent() async throws {
+        try await withStore { store, database throws in
+            var target: UUID?
+            for n in 0..<40 {
+                let event = sampleEvent(n)
+                if n == 17 { target = event.id }
+                try await store.append([event], to: "device-app1-v\(n % 4)")
+            }
+            try await waitForHorizon(store, count: 40)
+            try await store.seal()
+            let clean = try await store.verify()
+            #expect(clean.isIntact)
+            #expect(clean.eventsChecked == 40)
+            #expect(clean.streamsChecked == 4)
+            #expect(clean.sealsChecked == 1)
+
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
+            try admin.execute("UPDATE events SET data = '{\"n\": 999}' WHERE event_id = \(try #require(target))")
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
+            let report = try await store.verify()
+            #expect(report.problem?.kind == .hashMismatch)
+            #expect(report.problem?.eventID == target)
+            #expect(report.problem?.streamID == "device-app1-v1")
+            #expect(report.problem?.message.contains(target!.uuidString.lowercased()) == true)
+        }
+    }
+
+    @Test("verify names a removed event: by its stream's version gap, or by the seal over a stream's tail")
+    func verifyNamesRemovedEvents() async throws {
+        try await withStore { store, database throws in
+            for n in 0..<12 { try await store.append([sampleEvent(n)], to: "device-app1-r\(n % 2)") }
+            try await waitForHorizon(store, count: 12)
+            #expect(try await store.seal()?.eventCount == 12)
+            try await store.append([sampleEvent(100)], to: "device-app1-r0")
+            try await waitForHorizon(store, count: 13)
+            #expect(try await store.seal()?.eventCount == 1)
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
+            // The last event of stream r1: its chain stays consistent, only the seal can tell.
+            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1-r1' AND stream_version = 6")
+            var report = try await store.verify()
+            #expect(report.problem?.kind == .sealMismatch)
+            #expect(report.problem?.sealNumber == 1)
+            // An event in the middle of stream r0: a version gap.
+            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1-r0' AND stream_version = 3")
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
+            report = try await store.verify()
+            #expect(report.problem?.kind == .versionGap)
+            #expect(report.problem?.streamID == "device-app1-r0")
+            #expect(report.problem?.streamVersion == 4)
+        }
+    }
+
+    @Test("a seal covers only readable events; sealing twice with nothing new makes no seal")
+    func sealing() async throws {
+        try await withStore { store, _ throws in
+            #expect(try await store.seal() == nil)
+            try await store.append((0..<5).map { sampleEvent($0) }, to: "device-app1-seal")
+            try await waitForHorizon(store, count: 5)
+            let first = try #require(try await store.seal())
+            #expect(first.number == 1)
+            #expect(first.eventCount == 5)
+            #expect(try await store.seal() == nil)
+            try await store.append([sampleEvent(9)], to: "device-app1-seal")
+            try await waitForHorizon(store, count: 6)
+            let second = try #require(try await store.seal())
+            #expect(second.number == 2)
+            #expect(second.eventCount == 1)
+            #expect(try await store.verify().sealsChecked == 2)
+        }
+    }
+}

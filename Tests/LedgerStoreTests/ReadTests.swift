@@ -1,0 +1,132 @@
+import Foundation
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+@Suite("Reading")
+struct ReadTests {
+    /// The classic gap: positions come from a sequence, so an older transaction can commit a
+    /// smaller position after a reader has already seen a larger one.
+    @Test("a global reader never skips an event whose transaction commits after a later one was read")
+    func outOfOrderCommits() async throws {
+        try await withStore { store, database throws in
+            let slow = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try slow.run(script: "BEGIN")
+            let early = try store.append([sampleEvent(1)], to: "device-app1-slow", on: slow)
+            let late = try await store.append([sampleEvent(2)], to: "device-app1-fast")
+            #expect(early.events[0].position < late.events[0].position)
+
+            // A naive reader by position would now see position 2 and move its checkpoint past 1.
+            let naive = try await store.pool.query("SELECT max(position) FROM events").single().decode(Int64.self, at: 0)
+            #expect(naive == late.events[0].position)
+
+            // The gap-safe reader holds back while the older transaction is open.
+            let during = try await store.readAll(after: .start)
+            #expect(during.events.isEmpty)
+            #expect(during.checkpoint == .start)
+
+            try slow.run(script: "COMMIT")
+            try await waitForHorizon(store, count: 2)
+            let after = try await store.readAll(after: during.checkpoint)
+            #expect(after.events.map(\.position) == [early.events[0].position, late.events[0].position])
+            // And what the naive reader lost is behind its checkpoint for good.
+            let naiveNext = try await store.pool.query("SELECT count(*) FROM events WHERE position > \(naive)")
+                .single().decode(Int.self, at: 0)
+            #expect(naiveNext == 0)
+        }
+    }
+
+    @Test("the global log reads in batches, filtered by type or stream category")
+    func globalBatchesAndFilters() async throws {
+        try await withStore { store, _ throws in
+            for n in 0..<30 {
+                let stream = n % 3 == 0 ? "send-\(n)" : "device-app1-d\(n % 5)"
+                try await store.append([sampleEvent(n, type: n % 2 == 0 ? "SessionStarted" : "FirstOpen")], to: stream)
+            }
+            try await waitForHorizon(store, count: 30)
+            var checkpoint = GlobalCheckpoint.start
+            var seen: [Int64] = []
+            while true {
+                let batch = try await store.readAll(after: checkpoint, limit: 7)
+                if batch.events.isEmpty { break }
+                #expect(batch.events.count <= 7)
+                seen += batch.events.map(\.position)
+                checkpoint = batch.checkpoint
+            }
+            #expect(seen.count == 30)
+            #expect(Set(seen).count == 30)
+            let sends = try await store.readAll(filter: EventFilter(categories: ["send"]))
+            #expect(sends.events.count == 10)
+            #expect(sends.events.allSatisfy { $0.streamID.hasPrefix("send-") })
+            let firstOpens = try await store.readAll(filter: EventFilter(types: ["FirstOpen"], categories: ["device"]))
+            #expect(firstOpens.events.allSatisfy { $0.type == "FirstOpen" && $0.streamID.hasPrefix("device-") })
+            #expect(firstOpens.events.count == (0..<30).filter { $0 % 2 == 1 && $0 % 3 != 0 }.count)
+        }
+    }
+
+    @Test("reads as of a position or a time show what the ledger held then")
+    func asOf() async throws {
+        try await withStore { store, _ throws in
+            let first = try await store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1-hist")
+            let boundary = try #require(first.events.last)
+            try await store.append([sampleEvent(3)], to: "device-app1-hist")
+            try await waitForHorizon(store, count: 3)
+            let byPosition = try await store.readStream("device-app1-hist", asOf: .position(boundary.position))
+            #expect(byPosition.map(\.streamVersion) == [1, 2])
+            let byTime = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt))
+            #expect(byTime.map(\.streamVersion) == [1, 2])
+            let all = try await store.readAll(asOf: .position(boundary.position))
+            #expect(all.events.count == 2)
+            let before = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt.addingTimeInterval(-60)))
+            #expect(before.isEmpty)
+        }
+    }
+
+    @Test("a subscription sees every event exactly once, across a restart from its checkpoint")
+    func subscriptionAcrossRestart() async throws {
+        try await withStore { store, _ throws in
+            let writer = Task {
+                var ids: [UUID] = []
+                for n in 0..<120 {
+                    let event = sampleEvent(n)
+                    try await store.append([event], to: "device-app1-s\(n % 7)")
+                    ids.append(event.id)
+                }
+                return ids
+            }
+            var received: [UUID] = []
+            var checkpoint = GlobalCheckpoint.start
+            for try await batch in store.subscribe(batchSize: 16, pollInterval: .milliseconds(100)) {
+                received += batch.events.map(\.id)
+                checkpoint = batch.checkpoint
+                if received.count >= 50 { break }
+            }
+            // "Restart": a new subscription from the stored checkpoint.
+            let written = try await writer.value
+            for try await batch in store.subscribe(after: checkpoint, batchSize: 16, pollInterval: .milliseconds(100)) {
+                received += batch.events.map(\.id)
+                if received.count >= written.count { break }
+            }
+            #expect(received.count == written.count)
+            #expect(Set(received) == Set(written))
+        }
+    }
+
+    @Test("a live subscription is woken by a new append")
+    func liveWakeUp() async throws {
+        try await withStore { store, _ throws in
+            let event = sampleEvent(1)
+            // A long poll interval: only the notification can deliver the event promptly enough
+            // for the first batch to be exactly this event.
+            let subscription = store.subscribe(pollInterval: .seconds(30))
+            async let firstBatch: EventStore.GlobalBatch? = {
+                let iterator = subscription.makeAsyncIterator()
+                return try await iterator.next()
+            }()
+            try await store.append([event], to: "device-app1-live")
+            let batch = try await firstBatch
+            #expect(batch?.events.map(\.id) == [event.id])
+        }
+    }
+}
