@@ -19,6 +19,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "ledger", targets: ["LedgerCLI"]),
+        .executable(name: "ledger-bench", targets: ["LedgerBench"]),
         .library(name: "LedgerPostgres", targets: ["LedgerPostgres"]),
         .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
@@ -70,7 +71,7 @@ let package = Package(
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
-                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations",
+                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -83,9 +84,20 @@ let package = Package(
             dependencies: ["LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations"],
             swiftSettings: strict
         ),
+        // Benchmarks: `swift run -c release ledger-bench [NAME]`, one JSON line per measurement.
+        .executableTarget(
+            name: "LedgerBench",
+            dependencies: ["LedgerPostgres", "LedgerStore", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: ["LedgerPostgres", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerProvidersTests",
+            dependencies: ["LedgerProviders"],
             swiftSettings: strict
         ),
         .testTarget(

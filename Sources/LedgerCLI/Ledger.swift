@@ -11,8 +11,9 @@ struct Ledger: AsyncParsableCommand {
             under .ledger/postgres (started on first use, reused afterwards).
 
             Exit codes: 0 success, 1 the work failed, 2 bad usage, 3 the database is unreachable,
-            4 the schema was refused (a changed or failing migration).
+            4 the schema was refused (a changed or failing migration),
+            5 `verify` found a broken link.
             """,
-        subcommands: [MigrateCommand.self, ClusterCommand.self]
+        subcommands: [MigrateCommand.self, VerifyCommand.self, SealCommand.self, ClusterCommand.self]
     )
 }

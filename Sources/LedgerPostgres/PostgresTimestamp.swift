@@ -4,9 +4,10 @@ import Foundation
 ///
 /// Sessions opened by the wrapper use `TimeZone=UTC` and `DateStyle=ISO`, so the server prints
 /// `2026-11-23 01:53:54.123456+00`; offsets such as `+05:30` are read too.
-enum PostgresTimestamp {
-    /// Formats a date as UTC with six fractional digits, rounded to the microsecond.
-    static func format(_ date: Date) -> String {
+public enum PostgresTimestamp {
+    /// Formats a date as UTC with six fractional digits, rounded to the microsecond
+    /// (`2026-11-23 01:53:54.123456+00`), the form `timestamptz` input and JSON payloads take.
+    public static func format(_ date: Date) -> String {
         let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
         var seconds = micros / 1_000_000
         var fraction = micros % 1_000_000

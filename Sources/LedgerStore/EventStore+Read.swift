@@ -96,14 +96,25 @@ extension EventStore {
             query.append(sql: "::text[])")
         }
         if !filter.categories.isEmpty {
-            query.append(sql: " AND split_part(stream_id, '-', 1) = ANY(")
-            query.append(bind: arrayLiteral(filter.categories))
-            query.append(sql: "::text[])")
+            // A prefix match on the "C"-collated stream id: an index range per category.
+            query.append(sql: " AND (")
+            for (index, category) in filter.categories.enumerated() {
+                if index > 0 { query.append(sql: " OR ") }
+                query.append(sql: "stream_id LIKE ")
+                query.append(bind: likePrefix(category) + "-%")
+            }
+            query.append(sql: ")")
         }
         appendAsOf(asOf, to: &query)
         query.append(sql: " ORDER BY transaction_id, position LIMIT ")
         query.append(bind: limit)
         return query
+    }
+
+    /// `value` with LIKE's wildcards escaped.
+    static func likePrefix(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "%", with: "\\%")
+            .replacingOccurrences(of: "_", with: "\\_")
     }
 
     /// A PostgreSQL array literal of quoted, escaped strings.
@@ -128,7 +139,6 @@ extension EventStore {
 
     /// The stream's current version (0 when it does not exist).
     public func streamVersion(_ stream: String) async throws -> Int64 {
-        let rows = try await pool.query("SELECT version FROM streams WHERE stream_id = \(stream)")
-        return try rows.first?.decode(Int64.self, at: 0) ?? 0
+        try await pool.withConnection { try Self.currentVersion(stream, on: $0) }
     }
 }

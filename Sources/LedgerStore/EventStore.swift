@@ -5,10 +5,11 @@ import Logging
 /// The ledger's event store on PostgreSQL: immutable append, idempotency, expected versions,
 /// gap-safe global reads, subscriptions and verification.
 ///
-/// Appends go through the `ledger_append` database function (schema/0001_event_store.sql), one
-/// round trip per batch: it locks the stream's head, answers retries of stored events as the
-/// first time, checks the expected version, chains the hashes and inserts the batch. Writers to
-/// different streams never wait for each other.
+/// An append is one prepared statement (see `EventStore+Append.swift`): it reads the stream's
+/// head, chains the hashes and inserts the batch, or inserts nothing when an id is already stored
+/// or the expected version does not hold; the store then tells an idempotent retry from a
+/// conflict. No lock is shared between writers: two appends to one stream race on its
+/// `(stream_id, stream_version)` key and one loses; appends to different streams never wait.
 public struct EventStore: Sendable {
     /// The largest payload (`data`) accepted, in bytes of JSON.
     public static let maximumPayloadBytes = 1_048_576
@@ -20,11 +21,13 @@ public struct EventStore: Sendable {
     /// Checks payloads against the event catalog before appending (nil: envelopes only).
     public let validator: EventValidator?
     let logger: Logger
+    let notifier: AppendNotifier
 
     public init(pool: PostgresPool, validator: EventValidator? = nil, logger: Logger = Logger(label: "ledger.store")) {
         self.pool = pool
         self.validator = validator
         self.logger = logger
+        self.notifier = AppendNotifier(conninfo: pool.configuration.conninfo, logger: logger)
     }
 
     /// Appends events to one stream, atomically.
@@ -41,8 +44,8 @@ public struct EventStore: Sendable {
         -> AppendResult
     {
         let payload = try Self.preparePayload(events, stream: stream, validator: validator)
-        return try await pool.withConnection { connection in
-            try Self.appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+        return try await pool.withConnection { [self] connection in
+            try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
         }
     }
 
@@ -53,7 +56,7 @@ public struct EventStore: Sendable {
                        on connection: PostgresConnection) throws -> AppendResult
     {
         let payload = try Self.preparePayload(events, stream: stream, validator: validator)
-        return try Self.appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+        return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
     }
 
     // MARK: Validation and encoding
@@ -95,21 +98,23 @@ public struct EventStore: Sendable {
                 throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
             }
             guard event.schemaVersion > 0 else { throw refuse("schema_version", "positive", "must be 1 or more") }
-            let data = try jsonObjectText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
-            let metadata = try jsonObjectText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
+            let data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
+            let metadata = try payloadText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
             try validator?(index, event)
             if index > 0 { json += "," }
             json += "{\"event_id\":\"\(event.id.uuidString.lowercased())\",\"event_type\":\"\(event.type)\","
-            json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(Self.timestamp(event.occurredAt))\","
+            json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(PostgresTimestamp.format(event.occurredAt))\","
             json += "\"data\":" + data + ",\"metadata\":" + metadata + "}"
         }
         return json + "]"
     }
 
-    /// The payload as text, after checking it is UTF-8, a JSON object, within the size limit, and
-    /// free of `\u0000` (which PostgreSQL's jsonb cannot store).
-    static func jsonObjectText(_ bytes: Data, field: String, limit: Int,
-                               refuse: (String, String, String) -> EventStoreError) throws -> String
+    /// The payload as text, after the checks that cost next to nothing: the size limit, UTF-8,
+    /// an object (`{` first), and no `\u0000` (which jsonb cannot store). Full JSON syntax is
+    /// checked by PostgreSQL's jsonb parser; when it refuses, ``diagnoseRefusedBatch(_:)`` names
+    /// the event and nothing is stored.
+    static func payloadText(_ bytes: Data, field: String, limit: Int,
+                            refuse: (String, String, String) -> EventStoreError) throws -> String
     {
         guard bytes.count <= limit else {
             throw refuse(field, "max_\(limit)_bytes", "is \(bytes.count) bytes; the limit is \(limit)")
@@ -117,70 +122,27 @@ public struct EventStore: Sendable {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw refuse(field, "utf8", "is not valid UTF-8")
         }
-        guard let object = try? JSONSerialization.jsonObject(with: bytes, options: [.fragmentsAllowed]),
-            object is [String: Any]
-        else { throw refuse(field, "json_object", "must be a JSON object") }
-        guard !text.contains("\\u0000") else {
+        guard bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") else {
+            throw refuse(field, "json_object", "must be a JSON object")
+        }
+        if bytes.count >= 6, bytes.range(of: Data("\\u0000".utf8)) != nil {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
         return text
     }
 
-    /// ISO 8601 in UTC with microseconds, the precision PostgreSQL keeps.
-    static func timestamp(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
-        let seconds = micros >= 0 ? micros / 1_000_000 : (micros - 999_999) / 1_000_000
-        let fraction = micros - seconds * 1_000_000
-        let whole = Date(timeIntervalSince1970: Double(seconds)).formatted(
-            .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false)
-                .timeSeparator(.colon))
-        let digits = String(fraction)
-        return whole + "." + String(repeating: "0", count: 6 - digits.count) + digits + "Z"
-    }
-
-    // MARK: The append itself
-
-    static func appendPrepared(_ payload: String, events: [NewEvent], to stream: String, expected: ExpectedVersion,
-                               on connection: PostgresConnection) throws -> AppendResult
-    {
-        let rows: PostgresRows
-        do {
-            rows = try connection.query(
-                "SELECT * FROM ledger_append(\(stream), \(expected.sqlValue), \(PostgresJSONB(payload)))",
-                prepare: true)
-        } catch {
-            switch error.sqlState {
-            case EventStoreError.SQLStates.wrongExpectedVersion:
-                throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected,
-                                                           actual: Int64(error.hint ?? "") ?? -1)
-            case EventStoreError.SQLStates.eventIDConflict:
-                throw EventStoreError.eventIDConflict(eventID: UUID(uuidString: error.detail ?? "") ?? events[0].id)
-            case SQLState.uniqueViolation where error.constraintName == "events_event_id_unique":
-                // The same id reached another stream's append at the same moment. Outside a
-                // caller's transaction, read back what was stored and answer as the first time
-                // if it is this very batch.
-                if !connection.isInTransaction, let stored = try? readBack(events, stream: stream, on: connection) {
-                    return stored
+    /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
+    /// parse, as a typed error.
+    static func diagnoseRefusedBatch(_ events: [NewEvent]) -> EventStoreError? {
+        for (index, event) in events.enumerated() {
+            for (field, bytes) in [("data", event.data), ("metadata", event.metadata)] {
+                guard let object = try? JSONSerialization.jsonObject(with: bytes), object is [String: Any] else {
+                    return .invalidEvent(index: index, eventType: event.type, field: field, rule: "json_object",
+                                         message: "must be a JSON object")
                 }
-                throw EventStoreError.eventIDConflict(eventID: events[0].id)
-            default:
-                throw error
             }
         }
-        var appended: [AppendedEvent] = []
-        appended.reserveCapacity(rows.count)
-        var duplicate = false
-        for (index, row) in rows.enumerated() {
-            appended.append(AppendedEvent(
-                id: events[index].id,
-                position: try row.decode(Int64.self, at: 0),
-                streamVersion: try row.decode(Int64.self, at: 1),
-                transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
-                recordedAt: try row.decode(Date.self, at: 3),
-                hash: try row.decode(Data.self, at: 4)))
-            duplicate = try row.decode(Bool.self, at: 5)
-        }
-        return AppendResult(events: appended, wasDuplicate: duplicate)
+        return nil
     }
 
     /// The stored form of a batch, if every event of it is stored in `stream` with the same content.

@@ -43,7 +43,10 @@ public struct EventSubscription: AsyncSequence, Sendable {
         }
 
         public func next() async throws -> EventStore.GlobalBatch? {
-            startListeningIfNeeded()
+            await startListeningIfNeeded()
+            // After a wake-up that found nothing readable yet (an older transaction still open
+            // holds the horizon back), look again soon rather than at the next poll.
+            var eagerDelay: Duration?
             while !Task.isCancelled {
                 let batch = try await subscription.store.readAll(
                     after: checkpoint, limit: subscription.batchSize, filter: subscription.filter)
@@ -51,12 +54,19 @@ public struct EventSubscription: AsyncSequence, Sendable {
                     checkpoint = batch.checkpoint
                     return batch
                 }
-                await doorbell.wait(upTo: subscription.pollInterval)
+                let wait = eagerDelay.map { Swift.min($0, subscription.pollInterval) } ?? subscription.pollInterval
+                if await doorbell.wait(upTo: wait) {
+                    eagerDelay = .milliseconds(5)
+                } else if let delay = eagerDelay {
+                    eagerDelay = delay < subscription.pollInterval ? delay * 2 : nil
+                }
             }
             return nil
         }
 
-        private func startListeningIfNeeded() {
+        /// Starts the listener and waits (up to a few seconds) until it listens, so that no
+        /// append committed after the first read can go unheard.
+        private func startListeningIfNeeded() async {
             guard listener == nil else { return }
             let listener = PostgresListener(conninfo: subscription.conninfo, channels: ["ledger_events"],
                                             logger: subscription.store.logger)
@@ -65,6 +75,7 @@ public struct EventSubscription: AsyncSequence, Sendable {
             listenerTask = Task {
                 for await _ in listener.events { doorbell.ring() }
             }
+            _ = await doorbell.wait(upTo: .seconds(5))
         }
     }
 }
@@ -73,13 +84,13 @@ public struct EventSubscription: AsyncSequence, Sendable {
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiter: CheckedContinuation<Bool, Never>?
         var generation = 0
     }
     private let state = Mutex(State())
 
     func ring() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             if let waiter = state.waiter {
                 state.waiter = nil
                 return waiter
@@ -87,10 +98,12 @@ final class Doorbell: Sendable {
             state.rung = true
             return nil
         }
-        waiter?.resume()
+        waiter?.resume(returning: true)
     }
 
-    func wait(upTo timeout: Duration) async {
+    /// Waits for a ring or the timeout; true when it was rung.
+    @discardableResult
+    func wait(upTo timeout: Duration) async -> Bool {
         let generation: Int? = state.withLock { state in
             if state.rung {
                 state.rung = false
@@ -99,35 +112,37 @@ final class Doorbell: Sendable {
             state.generation += 1
             return state.generation
         }
-        guard let generation else { return }
+        guard let generation else { return true }
         let timer = Task { [weak self] in
             try? await Task.sleep(for: timeout)
             self?.expire(generation)
         }
-        await withCheckedContinuation { continuation in
-            let resumeNow = state.withLock { state -> Bool in
-                if state.rung || state.generation != generation {
+        let wasRung = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let immediate: Bool? = state.withLock { state in
+                if state.rung {
                     state.rung = false
                     return true
                 }
+                if state.generation != generation { return false }
                 state.waiter = continuation
-                return false
+                return nil
             }
-            if resumeNow { continuation.resume() }
+            if let immediate { continuation.resume(returning: immediate) }
         }
         timer.cancel()
+        return wasRung
     }
 
     private func expire(_ generation: Int) {
         // Bumping the generation also covers a timeout that fires before the waiter is
         // installed: the installing side sees the change and does not suspend.
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             guard state.generation == generation else { return nil }
             state.generation += 1
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume()
+        waiter?.resume(returning: false)
     }
 }
 

@@ -1,0 +1,141 @@
+import Foundation
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+
+/// One measurement: the ledger's rate and the baseline's, measured in the same run.
+struct Measurement: Encodable {
+    var bench: String
+    var rate: Double
+    var unit: String
+    var baseline_rate: Double
+    var ratio: Double
+    var baseline: String
+
+    init(bench: String, rate: Double, unit: String, baselineRate: Double, baseline: String) {
+        self.bench = bench
+        self.rate = (rate * 10).rounded() / 10
+        self.unit = unit
+        self.baseline_rate = (baselineRate * 10).rounded() / 10
+        self.ratio = baselineRate > 0 ? (rate / baselineRate * 1000).rounded() / 1000 : 0
+        self.baseline = baseline
+    }
+}
+
+/// A bare table with the events table's columns and none of its machinery (no triggers, no
+/// function, no hash chain, no stream head): what plain libpq inserts are measured against.
+let bareTableSQL = """
+    CREATE TABLE bare_events (
+        position bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, stream_id text NOT NULL,
+        stream_version bigint NOT NULL, event_id uuid NOT NULL UNIQUE, event_type text NOT NULL,
+        schema_version integer NOT NULL, data jsonb NOT NULL, metadata jsonb NOT NULL,
+        occurred_at timestamptz NOT NULL, recorded_at timestamptz NOT NULL DEFAULT clock_timestamp(), hash bytea NOT NULL
+    )
+    """
+
+let payload = Data("""
+    {"app_id":"com.example.app","platform":"ios","idfv":"21DB6612-09B3-4ECC-84AC-B353B0AF1334","ip":"216.58.194.174",\
+    "app_version":"1.2.4","os_version":"17.4","session":{"count":3,"source":"push"}}
+    """.utf8)
+let metadata = Data(#"{"actor":"bench","app_id":"com.example.app"}"#.utf8)
+let hashBytes = Data(repeating: 7, count: 32)
+
+func event(_ n: Int) -> NewEvent {
+    NewEvent(type: "SessionStarted", data: payload, metadata: metadata,
+             occurredAt: Date(timeIntervalSince1970: 1_763_000_000 + Double(n)))
+}
+
+/// Runs `work` on `threads` threads of their own (each with its own session), returns seconds.
+func timeOnThreads(_ threads: Int, _ work: @escaping @Sendable (Int) throws -> Void) throws -> Double {
+    let group = DispatchGroup()
+    let failures = FailureBox()
+    let start = DispatchTime.now()
+    for thread in 0..<threads {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            do { try work(thread) } catch { failures.record(error) }
+        }.start()
+    }
+    group.wait()
+    if let error = failures.first { throw error }
+    return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var errors: [any Error] = []
+    func record(_ error: any Error) { lock.withLock { errors.append(error) } }
+    var first: (any Error)? { lock.withLock { errors.first } }
+}
+
+/// Single-event durable appends (one commit each) by `writers` concurrent writers, each to
+/// streams of its own, against single-row autocommit INSERTs into the bare table.
+func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: Int = 5) throws -> Measurement {
+    let store = EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                           logger: TestDatabase.quietLogger)
+    let perRound = perWriter / rounds
+    var ledgerSeconds = 0.0
+    var rawSeconds = 0.0
+    // Rounds alternate so that the disk's drifting flush speed weighs on both sides alike.
+    for round in 0..<rounds {
+        ledgerSeconds += try timeOnThreads(writers) { writer in
+            let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            for n in 0..<perRound {
+                try store.append([event(n)], to: "device-bench-w\(writer)-r\(round)-d\(n % 50)", on: connection)
+            }
+        }
+        rawSeconds += try timeOnThreads(writers) { writer in
+            let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            for n in 0..<perRound {
+                try connection.execute("""
+                    INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
+                                             metadata, occurred_at, hash)
+                    VALUES (\("device-bench-w\(writer)-r\(round)-d\(n % 50)"), \(Int64(n)), \(UUID()), \("SessionStarted"),
+                            \(1), \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
+                            \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
+                            \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), \(hashBytes))
+                    """, prepare: true)
+            }
+        }
+    }
+    let total = Double(writers * perRound * rounds)
+    return Measurement(bench: "append_single_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
+                       unit: "events/s", baselineRate: total / rawSeconds,
+                       baseline: "single-row INSERT commits into a bare table (PQexecParams, prepared)")
+}
+
+/// Batches of `batchSize` events per append against COPY of the same rows into the bare table.
+func benchBatchedAppends(conninfo: String, batches: Int, batchSize: Int, rounds: Int = 5) throws -> Measurement {
+    let store = EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                           logger: TestDatabase.quietLogger)
+    let perRound = batches / rounds
+    var ledgerSeconds = 0.0
+    var rawSeconds = 0.0
+    let columns = ["stream_id", "stream_version", "event_id", "event_type", "schema_version", "data", "metadata",
+                   "occurred_at", "hash"]
+    for round in 0..<rounds {
+        ledgerSeconds += try timeOnThreads(1) { _ in
+            let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            for batch in 0..<perRound {
+                let events = (0..<batchSize).map { event(batch * batchSize + $0) }
+                try store.append(events, to: "device-bench-batch-\(round)-\(batch)", on: connection)
+            }
+        }
+        rawSeconds += try timeOnThreads(1) { _ in
+            let raw = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            for batch in 0..<perRound {
+                let rows = (0..<batchSize).map { n -> [PostgresValue] in
+                    [.text("device-bench-copy-\(round)-\(batch)"), .int64(Int64(n + 1)), .uuid(UUID()),
+                     .text("SessionStarted"), .int32(1), .jsonb(String(decoding: payload, as: UTF8.self)),
+                     .jsonb(String(decoding: metadata, as: UTF8.self)),
+                     .timestamptz(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), .bytea(hashBytes)]
+                }
+                try raw.copyFrom(table: "bare_events", columns: columns, rows: rows)
+            }
+        }
+    }
+    let total = Double(perRound * rounds * batchSize)
+    return Measurement(bench: "append_batch_\(batchSize)", rate: total / ledgerSeconds, unit: "events/s",
+                       baselineRate: total / rawSeconds, baseline: "COPY of \(batchSize) rows into a bare table, one commit each")
+}

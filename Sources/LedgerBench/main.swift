@@ -1,0 +1,35 @@
+import Foundation
+import LedgerPostgres
+import LedgerTestSupport
+
+// ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
+//   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
+// Run in release mode: swift run -c release ledger-bench [append_single|append_batch]
+// Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
+
+let selected = CommandLine.arguments.dropFirst().filter { !$0.hasPrefix("-") }
+func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains { name.hasPrefix($0) } }
+
+func emit(_ measurement: Measurement) {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    let line = (try? encoder.encode(measurement)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+do {
+    let database = try TestDatabase.make()
+    defer { database.drop() }
+    let setup = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+    try setup.run(script: bareTableSQL)
+    if wanted("append_single") {
+        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 1, perWriter: 3000))
+        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 4, perWriter: 2000))
+    }
+    if wanted("append_batch") {
+        emit(try benchBatchedAppends(conninfo: database.conninfo, batches: 500, batchSize: 100))
+    }
+} catch {
+    FileHandle.standardError.write(Data("ledger-bench: \(error)\n".utf8))
+    exit(1)
+}

@@ -1,0 +1,109 @@
+import Foundation
+
+/// How persistently to retry Branch sends. Defaults follow Branch's own SDKs, which retry 5xx and
+/// timeouts three times but never 4xx, and seed 003's advice for 429 ("wait a few minutes").
+public struct BranchRetryPolicy: Sendable, Hashable, Codable {
+    /// Retries after a 5xx, timeout or transport failure (the SDKs' 3).
+    public var maxRetries: Int
+    /// First back-off after a 5xx or timeout; doubled for each further attempt.
+    public var baseDelay: TimeInterval
+    /// Cap of the 5xx / timeout back-off.
+    public var maxDelay: TimeInterval
+    /// Back-off after a 429 without `Retry-After`, multiplied by the attempt number ("minutes").
+    public var rateLimitDelay: TimeInterval
+    /// Cap of the 429 back-off.
+    public var maxRateLimitDelay: TimeInterval
+    /// Retries after 429s before giving up, so a misbehaving device cannot loop for ever.
+    public var maxRateLimitRetries: Int
+    /// The longest wait a `Retry-After` header may ask for; longer asks are cut to this.
+    public var maxRetryAfter: TimeInterval
+
+    /// Creates a policy.
+    public init(
+        maxRetries: Int = 3, baseDelay: TimeInterval = 2, maxDelay: TimeInterval = 60,
+        rateLimitDelay: TimeInterval = 300, maxRateLimitDelay: TimeInterval = 3600,
+        maxRateLimitRetries: Int = 6, maxRetryAfter: TimeInterval = 86_400
+    ) {
+        self.maxRetries = maxRetries
+        self.baseDelay = baseDelay
+        self.maxDelay = maxDelay
+        self.rateLimitDelay = rateLimitDelay
+        self.maxRateLimitDelay = maxRateLimitDelay
+        self.maxRateLimitRetries = maxRateLimitRetries
+        self.maxRetryAfter = maxRetryAfter
+    }
+
+    /// The default policy.
+    public static let `default` = BranchRetryPolicy()
+}
+
+/// Decides what the send worker does after a `v1/open` attempt. Pure: `now` comes from the caller.
+///
+/// - 2xx: ``SendDisposition/succeeded`` (Branch "will always return a 200"; the open is counted even
+///   if the body later fails to parse, so it must not be sent again).
+/// - 429: retry after `Retry-After` (seconds or HTTP-date) if present, else after
+///   `rateLimitDelay × attempt` — "please wait a few minutes" (seed 003, rate limits).
+/// - 5xx, timeouts, transport failures: retry with exponential back-off, at most `maxRetries`
+///   times (a 503's `Retry-After` is honoured when later).
+/// - Any other status (4xx, 1xx, 3xx): ``SendDisposition/failed(rule:detail:)``.
+public enum BranchClassifier {
+    /// What came back from one attempt.
+    public enum Answer: Sendable, Hashable {
+        /// Branch answered.
+        case response(ProviderResponse)
+        /// No answer in time.
+        case timedOut
+        /// The connection failed (DNS, refused, reset, TLS); `detail` is for people.
+        case transportFailed(detail: String)
+    }
+
+    /// Classifies attempt number `attempt` (1 for the first send) that ended with `answer` at `now`.
+    /// The detail of a failure holds the status only: an error body could echo the request and
+    /// with it `branch_secret`.
+    public static func classify(
+        _ answer: Answer, attempt: Int, now: Date, policy: BranchRetryPolicy = .default
+    ) -> SendDisposition {
+        let attempt = max(1, attempt)
+        switch answer {
+        case .timedOut:
+            return retryOrGiveUp("branch_timeout_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
+        case .transportFailed:
+            return retryOrGiveUp("branch_transport_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
+        case .response(let response):
+            let retryAfter = BSHTTP.retryAfter(
+                response.headerValue("Retry-After"), now: now, maxDelay: policy.maxRetryAfter)
+            switch response.status {
+            case 200...299:
+                return .succeeded
+            case 429:
+                guard attempt <= policy.maxRateLimitRetries else {
+                    return .failed(
+                        rule: "branch_429_exhausted",
+                        detail: "HTTP 429 after \(attempt) attempts: Branch kept rate limiting this device.")
+                }
+                let fallback = min(policy.maxRateLimitDelay, policy.rateLimitDelay * Double(attempt))
+                return .retry(notBefore: retryAfter ?? now.addingTimeInterval(fallback), rule: "branch_429_backoff")
+            case 500...599:
+                return retryOrGiveUp(
+                    "branch_5xx_retry", attempt: attempt, now: now, policy: policy, retryAfter: retryAfter,
+                    status: response.status)
+            case 400...499:
+                return .failed(rule: "branch_http_4xx", detail: "HTTP \(response.status): Branch refused the open; not retried.")
+            default:
+                return .failed(rule: "branch_unexpected_status", detail: "HTTP \(response.status) is not in Branch's protocol.")
+            }
+        }
+    }
+
+    private static func retryOrGiveUp(
+        _ rule: String, attempt: Int, now: Date, policy: BranchRetryPolicy, retryAfter: Date?, status: Int? = nil
+    ) -> SendDisposition {
+        guard attempt <= policy.maxRetries else {
+            let what = status.map { "HTTP \($0)" } ?? rule
+            return .failed(rule: "branch_retries_exhausted", detail: "\(what) after \(attempt) attempts.")
+        }
+        let backoff = now.addingTimeInterval(
+            BSHTTP.backoff(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))
+        return .retry(notBefore: max(backoff, retryAfter ?? backoff), rule: rule)
+    }
+}

@@ -1,0 +1,59 @@
+/// Where Branch's API lives. Production is `https://api2.branch.io` (seed 003, "Endpoint
+/// Specifications"); tests override it to reach a loopback fake, where `http` is allowed.
+public struct BranchEndpoint: Sendable, Hashable, Codable {
+    /// `https`, or `http` for a loopback host only.
+    public var scheme: String
+    /// The host name or address, e.g. `api2.branch.io` or `127.0.0.1`.
+    public var host: String
+    /// The port, or `nil` for the scheme's default.
+    public var port: Int?
+
+    /// Creates an endpoint; it is checked when a request is built.
+    public init(scheme: String = "https", host: String, port: Int? = nil) {
+        self.scheme = scheme
+        self.host = host
+        self.port = port
+    }
+
+    /// `https://api2.branch.io`, the production API host.
+    public static let production = BranchEndpoint(host: "api2.branch.io")
+}
+
+/// The app's Branch credentials and endpoint: the configuration every Branch request is built with.
+///
+/// `branchKey` and `branchSecret` are credentials (seed 003, "POST body parameters": "Your production
+/// API Secret"); built requests mark both as sensitive so ``ProviderRequest/redacted()`` removes them.
+public struct BranchConfiguration: Sendable, Hashable {
+    /// `branch_key`: the Live environment key, e.g. `key_live_…`.
+    public var branchKey: String
+    /// `branch_secret`: the Live environment secret. Never stored or logged.
+    public var branchSecret: String
+    /// Where to send; ``BranchEndpoint/production`` unless a test overrides it.
+    public var endpoint: BranchEndpoint
+    /// This service's own public addresses. An `X-IP-Override` equal to one of them is refused:
+    /// the header must be the device's IP, "not your server's IP" (seed 003).
+    public var serverPublicIPs: Set<String>
+
+    /// Creates a configuration.
+    public init(
+        branchKey: String, branchSecret: String, endpoint: BranchEndpoint = .production,
+        serverPublicIPs: Set<String> = []
+    ) {
+        self.branchKey = branchKey
+        self.branchSecret = branchSecret
+        self.endpoint = endpoint
+        self.serverPublicIPs = serverPublicIPs
+    }
+}
+
+extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+    /// A description without the credentials, so printing a configuration cannot leak them.
+    public var description: String {
+        "BranchConfiguration(branch_key: \(ProviderRequest.redactedMarker), branch_secret: "
+            + "\(ProviderRequest.redactedMarker), endpoint: \(endpoint.scheme)://\(endpoint.host)"
+            + "\(endpoint.port.map { ":\($0)" } ?? ""))"
+    }
+
+    /// Same as ``description``: credentials are never printed.
+    public var debugDescription: String { description }
+}

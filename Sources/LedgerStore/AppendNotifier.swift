@@ -1,0 +1,84 @@
+import Foundation
+import LedgerPostgres
+import Logging
+
+/// Tells subscribers that events were appended: `NOTIFY ledger_events`, coalesced, sent from a
+/// session of its own after the append committed.
+///
+/// Not inside the append's transaction on purpose: PostgreSQL serialises the commits of all
+/// transactions that NOTIFY (a cluster-wide lock held through the commit's flush), which capped
+/// appends at one writer's speed. Here a burst of appends costs one notification, and appends
+/// never wait. If this process dies between a commit and its notification, subscribers still
+/// find the events at their next poll.
+final class AppendNotifier: Sendable {
+    private let conninfo: String
+    private let logger: Logger
+    private let condition = NotifierCondition()
+
+    init(conninfo: String, logger: Logger) {
+        self.conninfo = conninfo
+        self.logger = logger
+    }
+
+    /// Asks for a notification soon; starts the sending thread if it is not running.
+    func signal() {
+        if condition.markPending() {
+            let conninfo = self.conninfo
+            let logger = self.logger
+            let condition = self.condition
+            let thread = Thread { Self.run(conninfo: conninfo, logger: logger, condition: condition) }
+            thread.name = "ledger.store.notifier"
+            thread.start()
+        }
+    }
+
+    /// Sends while there are signals; exits after a few idle seconds (and is started again by the next signal).
+    private static func run(conninfo: String, logger: Logger, condition: NotifierCondition) {
+        var session: PostgresConnection?
+        while condition.takePending(idleTimeout: 5) {
+            do {
+                if session == nil || session?.isBroken == true {
+                    session = try PostgresConnection(conninfo: conninfo, logger: logger)
+                }
+                try session?.execute("SELECT pg_notify('ledger_events', '')")
+            } catch {
+                logger.debug("append notification not sent; subscribers will poll", metadata: ["db.error": "\(error)"])
+                session = nil
+            }
+        }
+    }
+}
+
+/// The notifier's shared state: a pending flag and whether the thread runs.
+private final class NotifierCondition: @unchecked Sendable {
+    // `@unchecked`: every field is read and written under `lock`.
+    private let lock = NSCondition()
+    private var pending = false
+    private var running = false
+
+    /// Marks a notification as wanted; returns true when the caller must start the thread.
+    func markPending() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        pending = true
+        lock.signal()
+        if running { return false }
+        running = true
+        return true
+    }
+
+    /// Waits for a pending signal and clears it; false (thread should exit) after `idleTimeout` seconds without one.
+    func takePending(idleTimeout: Double) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        let deadline = Date().addingTimeInterval(idleTimeout)
+        while !pending {
+            if !lock.wait(until: deadline) {
+                running = false
+                return false
+            }
+        }
+        pending = false
+        return true
+    }
+}
