@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "LedgerPostgres", targets: ["LedgerPostgres"]),
         .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
+        .library(name: "LedgerDomain", targets: ["LedgerDomain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -56,11 +57,13 @@ let package = Package(
             dependencies: ["LedgerPostgres", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict
         ),
+        // The domain: event types and their catalog, identifiers, money, clocks. Pure.
+        .target(name: "LedgerDomain", swiftSettings: strict),
         // The event store: append, read, subscribe, verify.
         .target(
             name: "LedgerStore",
             dependencies: [
-                "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto"),
+                "LedgerPostgres", "LedgerDomain", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -96,13 +99,18 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LedgerDomainTests",
+            dependencies: ["LedgerDomain"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LedgerProvidersTests",
             dependencies: ["LedgerProviders"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
