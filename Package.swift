@@ -120,7 +120,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["LedgerCLI", "LedgerPostgres", "LedgerTestSupport", "LedgerPrivateCluster"],
+            dependencies: ["LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerTestSupport", "LedgerPrivateCluster"],
             swiftSettings: strict
         ),
     ]
