@@ -7,8 +7,8 @@ import Logging
 ///
 /// Not inside the append's transaction on purpose: PostgreSQL serialises the commits of all
 /// transactions that NOTIFY (a cluster-wide lock held through the commit's flush), which capped
-/// appends at one writer's speed. Here a burst of appends costs one notification, and appends
-/// never wait. If this process dies between a commit and its notification, subscribers still
+/// appends at one writer's speed. Here the appends of each 5 ms share one notification, and
+/// appends never wait. If this process dies between a commit and its notification, subscribers still
 /// find the events at their next poll.
 final class AppendNotifier: Sendable {
     private let conninfo: String
@@ -32,6 +32,10 @@ final class AppendNotifier: Sendable {
         }
     }
 
+    /// At most one notification per interval: appends signalled meanwhile share the next one.
+    /// Without it a lone writer would cost the server a second transaction per append.
+    static let minimumInterval = 0.005
+
     /// Sends while there are signals; exits after a few idle seconds (and is started again by the next signal).
     private static func run(conninfo: String, logger: Logger, condition: NotifierCondition) {
         var session: PostgresConnection?
@@ -45,6 +49,7 @@ final class AppendNotifier: Sendable {
                 logger.debug("append notification not sent; subscribers will poll", metadata: ["db.error": "\(error)"])
                 session = nil
             }
+            Thread.sleep(forTimeInterval: minimumInterval)
         }
     }
 }
