@@ -179,10 +179,10 @@ struct BranchOpenRequestTests {
         }
         let remoteHTTP = BranchConfiguration(
             branchKey: "k", branchSecret: "s", endpoint: BranchEndpoint(scheme: "http", host: "api2.branch.io"))
-        expectProviderError(field: "scheme", rule: "https_required") { _ = try Self.iOSRequest().build(with: remoteHTTP) }
+        expectProviderError(field: "scheme", rule: "https_only") { _ = try Self.iOSRequest().build(with: remoteHTTP) }
         let badPort = BranchConfiguration(
             branchKey: "k", branchSecret: "s", endpoint: BranchEndpoint(host: "api2.branch.io", port: 70_000))
-        expectProviderError(field: "port", rule: "port_range") { _ = try Self.iOSRequest().build(with: badPort) }
+        expectProviderError(field: "port", rule: "range_1_65535") { _ = try Self.iOSRequest().build(with: badPort) }
         let badHost = BranchConfiguration(branchKey: "k", branchSecret: "s", endpoint: BranchEndpoint(host: "evil.com/x?"))
         expectProviderError(field: "host", rule: "valid_host") { _ = try Self.iOSRequest().build(with: badHost) }
     }

@@ -169,8 +169,8 @@ struct GoogleConversionRequestRuleTests {
         gaExpectError(field: "scheme", rule: "https_only") { try GoogleEndpoint(scheme: "http", host: "10.0.0.5") }
         gaExpectError(field: "scheme", rule: "https_only") { try GoogleEndpoint(scheme: "ftp", host: "localhost") }
         gaExpectError(field: "port", rule: "range_1_65535") { try GoogleEndpoint(scheme: "https", host: "localhost", port: 0) }
-        gaExpectError(field: "host", rule: "required") { try GoogleEndpoint(scheme: "https", host: "") }
-        gaExpectError(field: "host", rule: "required") { try GoogleEndpoint(scheme: "https", host: "evil.com/path?") }
+        gaExpectError(field: "host", rule: "valid_host") { try GoogleEndpoint(scheme: "https", host: "") }
+        gaExpectError(field: "host", rule: "valid_host") { try GoogleEndpoint(scheme: "https", host: "evil.com/path?") }
     }
 
     @Test("a stored config cannot decode into plain http to a remote host")

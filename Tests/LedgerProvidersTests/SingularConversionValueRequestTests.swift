@@ -179,6 +179,6 @@ struct SingularConversionValueRequestTests {
         let fake = SingularConfiguration(sdkKey: "k", endpoint: SingularEndpoint(scheme: "http", host: "127.0.0.1", port: 9999))
         #expect(try Self.exampleRequest().build(with: fake, at: Self.exampleNow).urlString.hasPrefix("http://127.0.0.1:9999/api/v2/conversion_value?a=k&"))
         let bad = SingularConfiguration(sdkKey: "k", endpoint: SingularEndpoint(scheme: "http", host: "sdk-api-v1.singular.net"))
-        expectProviderError(field: "scheme", rule: "https_required") { _ = try Self.exampleRequest().build(with: bad, at: Self.exampleNow) }
+        expectProviderError(field: "scheme", rule: "https_only") { _ = try Self.exampleRequest().build(with: bad, at: Self.exampleNow) }
     }
 }

@@ -93,9 +93,9 @@ public struct AdServicesEndpoint: Sendable, Hashable, Codable {
 
     /// An overridden endpoint, checked.
     ///
-    /// - Throws: `ProviderError` on `scheme` (`https_only`), `host` (`required`) or `port` (`range_1_65535`).
+    /// - Throws: `ProviderError` on `scheme` (`https_only`), `host` (`valid_host`) or `port` (`range_1_65535`).
     public init(scheme: String, host: String, port: Int? = nil) throws(ProviderError) {
-        let checked = try GAEndpointRules.check(scheme: scheme, host: host, port: port, provider: .appleAdServices)
+        let checked = try EndpointRules.check(scheme: scheme, host: host, port: port, provider: .appleAdServices)
         self.init(uncheckedScheme: checked.scheme, host: checked.host, port: port)
     }
 

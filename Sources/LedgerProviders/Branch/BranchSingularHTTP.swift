@@ -4,39 +4,15 @@ import Foundation
 /// Unix-second arithmetic, `Retry-After` parsing and back-off. Pure: every time comes from the
 /// caller.
 enum BSHTTP {
-    /// Hosts for which `http` is allowed, so tests can point a builder at a loopback fake.
-    static let loopbackHosts: Set<String> = ["127.0.0.1", "localhost", "::1", "[::1]"]
-
-    /// Checks a base URL's scheme, host and port and returns the host as it must appear in a URL
-    /// (IPv6 literals in brackets).
-    ///
-    /// Rules: `https` anywhere; `http` only for a loopback host (`127.0.0.1`, `localhost`, `::1`),
-    /// because the bodies carry credentials (`branch_secret`, Singular's `a`).
+    /// Checks a base URL's scheme, host and port (``EndpointRules``) and returns the host as it
+    /// must appear in a URL (IPv6 literals in brackets). `http` is refused for anything but a
+    /// loopback host because the bodies carry credentials (`branch_secret`, Singular's `a`).
     static func validateEndpoint(
         provider: Provider, scheme: String, host: String, port: Int?
     ) throws(ProviderError) -> String {
-        let lowerHost = host.lowercased()
-        guard !host.isEmpty, !host.contains(where: { "/?#@ \t\r\n".contains($0) }) else {
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "host", rule: "valid_host",
-                message: "The endpoint host '\(host)' is empty or contains URL punctuation.")
-        }
-        switch scheme {
-        case "https": break
-        case "http" where loopbackHosts.contains(lowerHost): break
-        default:
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "scheme", rule: "https_required",
-                message: "The endpoint must use https; http is allowed only for loopback hosts "
-                    + "(127.0.0.1, localhost, ::1), got \(scheme)://\(host).")
-        }
-        if let port, !(1...65535).contains(port) {
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "port", rule: "port_range",
-                message: "The endpoint port must be 1...65535, got \(port).")
-        }
-        if host.contains(":") && !host.hasPrefix("[") { return "[\(host)]" }
-        return host
+        let checked = try EndpointRules.check(scheme: scheme, host: host, port: port, provider: provider)
+        if checked.host.contains(":") && !checked.host.hasPrefix("[") { return "[\(checked.host)]" }
+        return checked.host
     }
 
     /// Whole Unix seconds of `date`, truncated toward zero like `(NSInteger)timeIntervalSince1970`

@@ -20,10 +20,10 @@ public struct GoogleEndpoint: Sendable, Hashable, Codable {
 
     /// An overridden endpoint, checked.
     ///
-    /// - Throws: `ProviderError` on `scheme` (`https_only`), `host` (`required`) or `port`
+    /// - Throws: `ProviderError` on `scheme` (`https_only`), `host` (`valid_host`) or `port`
     ///   (`range_1_65535`).
     public init(scheme: String, host: String, port: Int? = nil) throws(ProviderError) {
-        let checked = try GAEndpointRules.check(scheme: scheme, host: host, port: port, provider: .google)
+        let checked = try EndpointRules.check(scheme: scheme, host: host, port: port, provider: .google)
         self.init(uncheckedScheme: checked.scheme, host: checked.host, port: port)
     }
 
@@ -42,44 +42,3 @@ public struct GoogleEndpoint: Sendable, Hashable, Codable {
     }
 }
 
-/// The endpoint rules shared by the Google and Apple builders.
-enum GAEndpointRules {
-    /// Hosts that `http` may be used with: they never leave the machine.
-    static let loopbackHosts: Set<String> = ["127.0.0.1", "localhost", "::1", "[::1]"]
-
-    /// Checks and normalizes (`scheme` lowercased, `::1` bracketed) an endpoint.
-    static func check(
-        scheme: String, host: String, port: Int?, provider: Provider
-    ) throws(ProviderError) -> (scheme: String, host: String) {
-        let scheme = scheme.lowercased()
-        var host = host.lowercased()
-        guard !host.isEmpty, host.unicodeScalars.allSatisfy({ isHostScalar($0) }) else {
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "host", rule: "required",
-                message: "The endpoint host must be a non-empty host name or address.")
-        }
-        if host == "::1" { host = "[::1]" }
-        if let port, !(1...65_535).contains(port) {
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "port", rule: "range_1_65535",
-                message: "The endpoint port must be between 1 and 65535.")
-        }
-        switch scheme {
-        case "https": break
-        case "http" where loopbackHosts.contains(host): break
-        default:
-            throw ProviderError(
-                .invalidRequest, provider: provider, field: "scheme", rule: "https_only",
-                message: "Requests must be sent via HTTPS; plain http is allowed only to a loopback host "
-                    + "(127.0.0.1, localhost, ::1).")
-        }
-        return (scheme, host)
-    }
-
-    private static func isHostScalar(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar {
-        case "a"..."z", "0"..."9", "-", ".", ":", "[", "]": true
-        default: false
-        }
-    }
-}
