@@ -44,7 +44,7 @@ public final class PostgresConnection {
         self.handle = connection
         self.logger = logger
         self.noticeSink = NoticeSink(logger: logger)
-        PQsetNoticeProcessor(connection, ledgerNoticeProcessor, Unmanaged.passUnretained(noticeSink).toOpaque())
+        _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
             try run(script: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'")
         } catch {
@@ -182,7 +182,9 @@ public final class PostgresConnection {
             _ = drainNotifications()
             if PQstatus(handle) != CONNECTION_OK { return false }
         }
-        return PQstatus(handle) == CONNECTION_OK
+        // The FATAL may have arrived before the server closed the socket (a terminated backend
+        // leaves pg_stat_activity first): libpq passes an idle-time FATAL to the notice receiver.
+        return PQstatus(handle) == CONNECTION_OK && !noticeSink.receivedFatal
     }
 
     /// A handle that cancels this connection's running statement from any thread.
@@ -345,20 +347,28 @@ public final class PostgresCancelHandle: Sendable {
     }
 }
 
-/// Routes the server's NOTICE and WARNING messages to swift-log instead of stderr.
+/// Routes the server's NOTICE and WARNING messages to swift-log instead of stderr, and remembers
+/// a FATAL that arrived while the session was idle (the session is then doomed).
 private final class NoticeSink {
     let logger: Logger
+    /// Touched only on the connection's thread (libpq calls the receiver while parsing input).
+    var receivedFatal = false
     init(logger: Logger) { self.logger = logger }
 }
 
-private func ledgerNoticeProcessor(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {
-    guard let context, let message else { return }
+private func ledgerNoticeReceiver(_ context: UnsafeMutableRawPointer?, _ result: OpaquePointer?) {
+    guard let context, let result else { return }
     let sink = Unmanaged<NoticeSink>.fromOpaque(context).takeUnretainedValue()
-    let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
-    if text.hasPrefix("WARNING") {
+    let severity = PQresultErrorField(result, Int32(CLEDGERPQ_DIAG_SEVERITY)).map { String(cString: $0) } ?? "NOTICE"
+    let text = PostgresConnection.cleanMessage(PQresultErrorMessage(result))
+    switch severity {
+    case "FATAL", "PANIC":
+        sink.receivedFatal = true
+        sink.logger.notice("\(text)", metadata: ["db.notice": "\(severity.lowercased())"])
+    case "WARNING":
         sink.logger.warning("\(text)", metadata: ["db.notice": "warning"])
-    } else {
-        sink.logger.debug("\(text)", metadata: ["db.notice": "notice"])
+    default:
+        sink.logger.debug("\(text)", metadata: ["db.notice": "\(severity.lowercased())"])
     }
 }
 

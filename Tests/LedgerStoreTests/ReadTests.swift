@@ -27,9 +27,8 @@ struct ReadTests {
             #expect(during.checkpoint == .start)
 
             try slow.run(script: "COMMIT")
-            try await waitForHorizon(store, count: 2)
-            let after = try await store.readAll(after: during.checkpoint)
-            #expect(after.events.map(\.position) == [early.events[0].position, late.events[0].position])
+            let after = try await readAllEventually(store, count: 2)
+            #expect(after.map(\.position) == [early.events[0].position, late.events[0].position])
             // And what the naive reader lost is behind its checkpoint for good.
             let naiveNext = try await store.pool.query("SELECT count(*) FROM events WHERE position > \(naive)")
                 .single().decode(Int.self, at: 0)
@@ -44,24 +43,17 @@ struct ReadTests {
                 let stream = n % 3 == 0 ? "send-\(n)" : "device-app1-d\(n % 5)"
                 try await store.append([sampleEvent(n, type: n % 2 == 0 ? "SessionStarted" : "FirstOpen")], to: stream)
             }
-            try await waitForHorizon(store, count: 30)
-            var checkpoint = GlobalCheckpoint.start
-            var seen: [Int64] = []
-            while true {
-                let batch = try await store.readAll(after: checkpoint, limit: 7)
-                if batch.events.isEmpty { break }
-                #expect(batch.events.count <= 7)
-                seen += batch.events.map(\.position)
-                checkpoint = batch.checkpoint
-            }
+            let seen = try await readAllInBatches(store, count: 30, batchSize: 7).map(\.position)
             #expect(seen.count == 30)
             #expect(Set(seen).count == 30)
-            let sends = try await store.readAll(filter: EventFilter(categories: ["send"]))
-            #expect(sends.events.count == 10)
-            #expect(sends.events.allSatisfy { $0.streamID.hasPrefix("send-") })
-            let firstOpens = try await store.readAll(filter: EventFilter(types: ["FirstOpen"], categories: ["device"]))
-            #expect(firstOpens.events.allSatisfy { $0.type == "FirstOpen" && $0.streamID.hasPrefix("device-") })
-            #expect(firstOpens.events.count == (0..<30).filter { $0 % 2 == 1 && $0 % 3 != 0 }.count)
+            let sends = try await readAllEventually(store, count: 10, filter: EventFilter(categories: ["send"]))
+            #expect(sends.count == 10)
+            #expect(sends.allSatisfy { $0.streamID.hasPrefix("send-") })
+            let expectedFirstOpens = (0..<30).filter { $0 % 2 == 1 && $0 % 3 != 0 }.count
+            let firstOpens = try await readAllEventually(
+                store, count: expectedFirstOpens, filter: EventFilter(types: ["FirstOpen"], categories: ["device"]))
+            #expect(firstOpens.allSatisfy { $0.type == "FirstOpen" && $0.streamID.hasPrefix("device-") })
+            #expect(firstOpens.count == expectedFirstOpens)
         }
     }
 
@@ -71,13 +63,12 @@ struct ReadTests {
             let first = try await store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1-hist")
             let boundary = try #require(first.events.last)
             try await store.append([sampleEvent(3)], to: "device-app1-hist")
-            try await waitForHorizon(store, count: 3)
             let byPosition = try await store.readStream("device-app1-hist", asOf: .position(boundary.position))
             #expect(byPosition.map(\.streamVersion) == [1, 2])
             let byTime = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt))
             #expect(byTime.map(\.streamVersion) == [1, 2])
-            let all = try await store.readAll(asOf: .position(boundary.position))
-            #expect(all.events.count == 2)
+            let all = try await readAllEventually(store, count: 2, asOf: .position(boundary.position))
+            #expect(all.count == 2)
             let before = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt.addingTimeInterval(-60)))
             #expect(before.isEmpty)
         }

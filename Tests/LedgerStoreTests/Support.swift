@@ -2,6 +2,7 @@ import Foundation
 import LedgerPostgres
 import LedgerStore
 import LedgerTestSupport
+import Testing
 
 /// Runs `body` with an event store on a fresh migrated database.
 func withStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws -> T) async throws -> T {
@@ -41,3 +42,52 @@ func waitForHorizon(_ store: EventStore, count: Int) async throws {
 }
 
 struct HorizonStalled: Error { var count: Int }
+
+/// Seals until the seals cover `count` events in all, waiting for the horizon between tries
+/// (it can stand still for a moment while other tests' transactions run). Returns the new seals.
+func sealCovering(_ store: EventStore, count: Int64, alreadySealed: Int64 = 0) async throws -> [Seal] {
+    var seals: [Seal] = []
+    var covered = alreadySealed
+    for _ in 0..<1000 where covered < count {
+        if let seal = try await store.seal() {
+            seals.append(seal)
+            covered += seal.eventCount
+        } else {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+    if covered < count { throw HorizonStalled(count: Int(count)) }
+    return seals
+}
+
+/// Reads the whole global log in batches of `batchSize`, waiting (bounded) until `count` events
+/// have been read: an empty batch means "nothing readable yet", not "the end".
+func readAllInBatches(_ store: EventStore, count: Int, batchSize: Int) async throws -> [RecordedEvent] {
+    var checkpoint = GlobalCheckpoint.start
+    var events: [RecordedEvent] = []
+    for _ in 0..<2000 where events.count < count {
+        let batch = try await store.readAll(after: checkpoint, limit: batchSize)
+        if batch.events.isEmpty {
+            try await Task.sleep(for: .milliseconds(10))
+            continue
+        }
+        #expect(batch.events.count <= batchSize)
+        events += batch.events
+        checkpoint = batch.checkpoint
+    }
+    return events
+}
+
+/// One global read (with a filter, as of a point) retried until it returns `count` events: the
+/// horizon can stand still for a moment while other tests' transactions run.
+func readAllEventually(_ store: EventStore, count: Int, filter: EventFilter = .all, asOf: AsOf? = nil) async throws
+    -> [RecordedEvent]
+{
+    var last: [RecordedEvent] = []
+    for _ in 0..<2000 {
+        last = try await store.readAll(limit: 10_000, filter: filter, asOf: asOf).events
+        if last.count >= count { return last }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return last
+}
