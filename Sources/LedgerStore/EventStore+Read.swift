@@ -82,6 +82,17 @@ extension EventStore {
         return GlobalBatch(events: events, checkpoint: events.last?.checkpoint ?? checkpoint)
     }
 
+    /// Reads the global log after a checkpoint on a connection the caller holds (see
+    /// ``readAll(after:limit:filter:asOf:)``), for callers that work synchronously on their own
+    /// thread, such as a projection applying a batch in its own transaction.
+    public func readAll(after checkpoint: GlobalCheckpoint = .start, limit: Int = 1000, filter: EventFilter = .all,
+                        asOf: AsOf? = nil, on connection: PostgresConnection) throws -> GlobalBatch
+    {
+        let rows = try connection.query(Self.globalReadQuery(after: checkpoint, limit: limit, filter: filter, asOf: asOf))
+        let events = try rows.map(Self.record)
+        return GlobalBatch(events: events, checkpoint: events.last?.checkpoint ?? checkpoint)
+    }
+
     static func globalReadQuery(after checkpoint: GlobalCheckpoint, limit: Int, filter: EventFilter, asOf: AsOf?)
         -> PostgresQuery
     {

@@ -52,10 +52,27 @@ public enum TestDatabase {
     }
 
     /// Runs `body` with a fresh database, dropping it afterwards.
+    ///
+    /// Creating and dropping run on a thread of their own: they block on libpq for a while, and
+    /// blocking Swift's cooperative pool (two threads here) would stall every other test's
+    /// `await`, including those of a test that holds a transaction open on purpose.
     public static func with<T>(migrated: Bool = true, _ body: (Handle) async throws -> T) async throws -> T {
-        let handle = try make(migrated: migrated)
-        defer { handle.drop() }
-        return try await body(handle)
+        let handle = try await offThePool { try make(migrated: migrated) }
+        do {
+            let result = try await body(handle)
+            try await offThePool { handle.drop() }
+            return result
+        } catch {
+            try? await offThePool { handle.drop() }
+            throw error
+        }
+    }
+
+    /// Runs blocking work on a new thread and waits for it without holding a cooperative thread.
+    static func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 
     /// The server and its migrated template.

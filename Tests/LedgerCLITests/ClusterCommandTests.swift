@@ -16,7 +16,7 @@ struct ClusterCommandTests {
             try? FileManager.default.removeItem(atPath: directory)
         }
         let results = try await withThrowingTaskGroup(of: LedgerProcess.Result.self) { group in
-            for _ in 0..<2 { group.addTask { try LedgerProcess.run(["cluster", "start"], environment: environment) } }
+            for _ in 0..<2 { group.addTask { try await LedgerProcess.runDetached(["cluster", "start"], environment: environment) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.map(\.status) == [0, 0], "\(results.map(\.stderr))")

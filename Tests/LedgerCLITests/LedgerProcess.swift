@@ -16,6 +16,13 @@ struct LedgerProcess {
         return testBinary.deletingLastPathComponent().appendingPathComponent("ledger").path
     }()
 
+    /// Runs `ledger` on a thread of its own, so that waiting for it holds no cooperative thread.
+    static func runDetached(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Swift.Result { try run(arguments, environment: extra) }) }.start()
+        }
+    }
+
     static func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Result {
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build the ledger product first: swift build")
         let process = Process()

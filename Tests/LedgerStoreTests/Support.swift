@@ -31,7 +31,8 @@ func eventCount(_ database: TestDatabase.Handle) throws -> Int {
 /// transaction still running anywhere on the server, so other tests' appends in flight hold it
 /// back for a moment; this waits for that condition, with a bound.
 func waitForHorizon(_ store: EventStore, count: Int) async throws {
-    for _ in 0..<1000 {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
         let readable = try await store.pool.query(
             "SELECT count(*) FROM events WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())"
         ).single().decode(Int.self, at: 0)
@@ -48,7 +49,8 @@ struct HorizonStalled: Error { var count: Int }
 func sealCovering(_ store: EventStore, count: Int64, alreadySealed: Int64 = 0) async throws -> [Seal] {
     var seals: [Seal] = []
     var covered = alreadySealed
-    for _ in 0..<1000 where covered < count {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while covered < count, ContinuousClock.now < deadline {
         if let seal = try await store.seal() {
             seals.append(seal)
             covered += seal.eventCount
@@ -65,7 +67,8 @@ func sealCovering(_ store: EventStore, count: Int64, alreadySealed: Int64 = 0) a
 func readAllInBatches(_ store: EventStore, count: Int, batchSize: Int) async throws -> [RecordedEvent] {
     var checkpoint = GlobalCheckpoint.start
     var events: [RecordedEvent] = []
-    for _ in 0..<2000 where events.count < count {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while events.count < count, ContinuousClock.now < deadline {
         let batch = try await store.readAll(after: checkpoint, limit: batchSize)
         if batch.events.isEmpty {
             try await Task.sleep(for: .milliseconds(10))
@@ -84,7 +87,8 @@ func readAllEventually(_ store: EventStore, count: Int, filter: EventFilter = .a
     -> [RecordedEvent]
 {
     var last: [RecordedEvent] = []
-    for _ in 0..<2000 {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
         last = try await store.readAll(limit: 10_000, filter: filter, asOf: asOf).events
         if last.count >= count { return last }
         try await Task.sleep(for: .milliseconds(10))
