@@ -3,8 +3,13 @@ import LedgerPostgres
 
 extension EventStore {
     /// The columns every read selects, in the order ``record(from:)`` decodes them.
+    ///
+    /// The transaction id is selected as text under another name on purpose: a bare
+    /// `ORDER BY transaction_id` would otherwise sort by that text output column ("10" before
+    /// "9"), not by the `xid8` column, and global reads would come out of order. Every ORDER BY
+    /// here names `events.` columns for the same reason.
     static let columns = """
-        position, transaction_id::text, stream_id, stream_version, event_id, event_type, schema_version, data, \
+        position, transaction_id::text AS transaction_text, stream_id, stream_version, event_id, event_type, schema_version, data, \
         metadata, occurred_at, recorded_at, hash
         """
 
@@ -52,7 +57,7 @@ extension EventStore {
             query.append(bind: version)
         }
         Self.appendAsOf(asOf, to: &query)
-        query.append(sql: backward ? " ORDER BY stream_version DESC LIMIT " : " ORDER BY stream_version LIMIT ")
+        query.append(sql: backward ? " ORDER BY events.stream_version DESC LIMIT " : " ORDER BY events.stream_version LIMIT ")
         query.append(bind: limit)
         let rows = try await pool.query(query)
         return try rows.map(Self.record)
@@ -117,7 +122,7 @@ extension EventStore {
             query.append(sql: ")")
         }
         appendAsOf(asOf, to: &query)
-        query.append(sql: " ORDER BY transaction_id, position LIMIT ")
+        query.append(sql: " ORDER BY events.transaction_id, events.position LIMIT ")
         query.append(bind: limit)
         return query
     }
@@ -138,7 +143,7 @@ extension EventStore {
     static func fetchByIDs(_ ids: [UUID], on connection: PostgresConnection) throws -> [RecordedEvent] {
         let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
         let rows = try connection.query(
-            "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY stream_id, stream_version")
+            "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY events.stream_id, events.stream_version")
         let byID = Dictionary(uniqueKeysWithValues: try rows.map { try record(from: $0) }.map { ($0.id, $0) })
         return ids.compactMap { byID[$0] }
     }

@@ -78,7 +78,7 @@ extension EventStore {
                        (extract(epoch FROM occurred_at) * 1000000)::bigint::text,
                        (extract(epoch FROM recorded_at) * 1000000)::bigint::text
                 FROM events WHERE (stream_id, stream_version) > (\(lastStream), \(lastVersion))
-                ORDER BY stream_id, stream_version LIMIT 5000
+                ORDER BY events.stream_id, events.stream_version LIMIT 5000
                 """, prepare: true)
             if rows.isEmpty { break }
             for row in rows {
@@ -162,7 +162,8 @@ extension EventStore {
         var count: Int64 = 0
         var cursor = from
         while true {
-            var query = PostgresQuery(sql: "SELECT transaction_id::text, position, hash FROM events WHERE (transaction_id, position) > (")
+            var query = PostgresQuery(
+                sql: "SELECT transaction_id::text AS transaction_text, position, hash FROM events WHERE (transaction_id, position) > (")
             query.append(bind: String(cursor.transactionID))
             query.append(sql: "::xid8, ")
             query.append(bind: cursor.position)
@@ -170,7 +171,7 @@ extension EventStore {
             query.append(bind: String(through.transactionID))
             query.append(sql: "::xid8, ")
             query.append(bind: through.position)
-            query.append(sql: ") ORDER BY transaction_id, position LIMIT 10000")
+            query.append(sql: ") ORDER BY events.transaction_id, events.position LIMIT 10000")
             let rows = try connection.query(query)
             if rows.isEmpty { break }
             for row in rows {
@@ -204,9 +205,9 @@ extension EventStore {
                 let previous = try last?.decode(Data.self, at: 3)
                 // Fix the horizon first, so the digest and the boundary cover the same events.
                 let horizon = try connection.query("""
-                    SELECT transaction_id::text, position FROM events
+                    SELECT transaction_id::text AS transaction_text, position FROM events
                     WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-                    ORDER BY transaction_id DESC, position DESC LIMIT 1
+                    ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
                     """).first
                 guard let horizon else { return nil }
                 let upTo = GlobalCheckpoint(transactionID: UInt64(try horizon.decode(String.self, at: 0)) ?? 0,

@@ -39,6 +39,32 @@ struct ReadTests {
         }
     }
 
+    /// Transaction ids 9 and 10 sort "10" < "9" as text: the global order must be numeric, or
+    /// readers deliver events twice and skip others when ids cross a power of ten.
+    @Test("the global order is by transaction id as a number, across a power of ten")
+    func transactionIDOrderIsNumeric() async throws {
+        try await withStore { store, database throws in
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            for (transaction, stream) in [(10, "device-app1-ten"), (9, "device-app1-nine")] {
+                try admin.execute("""
+                    INSERT INTO events (transaction_id, stream_id, stream_version, event_id, event_type, schema_version,
+                                        data, occurred_at, recorded_at, hash)
+                    VALUES (\(String(transaction))::xid8, \(stream), 1, \(UUID()), 'SessionStarted', 1, '{}', now(), now(),
+                            sha256(''::bytea))
+                    """)
+            }
+            let first = try await store.readAll(limit: 1)
+            #expect(first.events.map(\.transactionID) == [9])
+            let second = try await store.readAll(after: first.checkpoint, limit: 1)
+            #expect(second.events.map(\.transactionID) == [10])
+            let third = try await store.readAll(after: second.checkpoint, limit: 1)
+            #expect(third.events.isEmpty)
+            let sealed = try #require(try await store.seal())
+            #expect(sealed.eventCount == 2)
+            #expect(sealed.upTo.transactionID == 10)
+        }
+    }
+
     @Test("the global log reads in batches, filtered by type or stream category")
     func globalBatchesAndFilters() async throws {
         try await withStore { store, _ throws in
