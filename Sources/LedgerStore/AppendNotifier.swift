@@ -42,7 +42,12 @@ final class AppendNotifier: Sendable {
         while condition.takePending(idleTimeout: 5) {
             do {
                 if session == nil || session?.isBroken == true {
-                    session = try PostgresConnection(conninfo: conninfo, logger: logger)
+                    let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
+                    // NOTIFY takes a transaction id, so each one would be a durable commit with
+                    // its own flush, competing with the appends' flushes. A notification lost
+                    // in a crash costs nothing: subscribers poll.
+                    try fresh.run(script: "SET synchronous_commit = off")
+                    session = fresh
                 }
                 try session?.execute("SELECT pg_notify('ledger_events', '')")
             } catch {
