@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerDomain", targets: ["LedgerDomain"]),
+        .library(name: "LedgerProjections", targets: ["LedgerProjections"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -70,11 +71,22 @@ let package = Package(
         ),
         // Pure provider protocols (no I/O).
         .target(name: "LedgerProviders", swiftSettings: strict),
+        // Projections: the checkpointed runner, online rebuild into shadow tables, and the
+        // per-device states (SKAN 4, AdServices tokens, Branch identity, Google obligations).
+        .target(
+            name: "LedgerProjections",
+            dependencies: [
+                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         // The `ledger` command.
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
-                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore",
+                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -90,7 +102,7 @@ let package = Package(
         // Benchmarks: `swift run -c release ledger-bench [NAME]`, one JSON line per measurement.
         .executableTarget(
             name: "LedgerBench",
-            dependencies: ["LedgerPostgres", "LedgerStore", "LedgerTestSupport"],
+            dependencies: ["LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -114,13 +126,24 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LedgerProjectionsTests",
+            dependencies: [
+                "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
+                "LedgerTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LedgerMigrationsTests",
             dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerCLITests",
-            dependencies: ["LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerTestSupport", "LedgerPrivateCluster"],
+            dependencies: [
+                "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
+                "LedgerPrivateCluster",
+            ],
             swiftSettings: strict
         ),
     ]

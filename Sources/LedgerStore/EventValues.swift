@@ -100,6 +100,23 @@ public struct RecordedEvent: Sendable, Hashable {
     /// sha256(previous event's hash in the stream || this event's canonical bytes).
     public var hash: Data
 
+    /// An event as read from the log (the store and readers that scan the log themselves build these).
+    public init(position: Int64, transactionID: UInt64, streamID: String, streamVersion: Int64, id: UUID, type: String,
+                schemaVersion: Int, data: Data, metadata: Data, occurredAt: Date, recordedAt: Date, hash: Data) {
+        self.position = position
+        self.transactionID = transactionID
+        self.streamID = streamID
+        self.streamVersion = streamVersion
+        self.id = id
+        self.type = type
+        self.schemaVersion = schemaVersion
+        self.data = data
+        self.metadata = metadata
+        self.occurredAt = occurredAt
+        self.recordedAt = recordedAt
+        self.hash = hash
+    }
+
     /// Where a reader that has handled this event stands.
     public var checkpoint: GlobalCheckpoint { GlobalCheckpoint(transactionID: transactionID, position: position) }
 

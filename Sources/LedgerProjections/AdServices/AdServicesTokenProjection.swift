@@ -1,0 +1,221 @@
+import Crypto
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProviders
+import LedgerStore
+
+/// Apple AdServices attribution tokens per device, and where each lookup stands (seed 002).
+///
+/// A token is known from `FirstOpen.adservices_token` or `AdServicesTokenReceived`; the same
+/// token twice (the device caches it for about 5 minutes) is one token. Its expiry is 24 hours
+/// after it was issued. The lookups requested for it (`SendRequested`, provider
+/// `apple_adservices`) count attempts, keep Apple's last answer, and move its state:
+/// `waiting` → `attributed` / `not_attributed` (200), `invalid` (400, terminal: the app must fetch
+/// a new token), `expired` (a failure past the TTL), `gave_up` (any other terminal failure or a
+/// cancellation). 404 and 500 leave it `waiting`, with the next retry time from `RetryScheduled`.
+///
+/// Whether a waiting token has expired by now depends on the clock, which a projection never
+/// reads: ``TrackedToken/effectiveState(at:)`` and the `expires_at` column answer that for a time
+/// the caller gives.
+public struct AdServicesTokenReducer: DeviceStateReducer {
+    /// Where a token stands.
+    public enum TokenState: String, Codable, Sendable, Hashable, CaseIterable {
+        /// No final answer yet.
+        case waiting
+        /// Apple answered 200 with `attribution: true`.
+        case attributed
+        /// Apple answered 200 with `attribution: false`.
+        case notAttributed = "not_attributed"
+        /// Apple answered 400: the token is invalid.
+        case invalid
+        /// The token passed its 24 h TTL unanswered.
+        case expired
+        /// The lookup ended otherwise (retries exhausted, cancelled).
+        case gaveUp = "gave_up"
+    }
+
+    /// One token.
+    public struct TrackedToken: Codable, Sendable, Equatable {
+        /// The first 32 hex digits of the token's SHA-256: the token's key.
+        public var digest: String
+        /// When the device got it.
+        public var issuedAt: Date
+        /// `issuedAt` + 24 h.
+        public var expiresAt: Date
+        /// Lookups tried (`SendAttempted`).
+        public var attempts = 0
+        /// Apple's last HTTP status.
+        public var lastStatus: Int?
+        /// When Apple last answered.
+        public var lastAnswerAt: Date?
+        /// The state.
+        public var state = TokenState.waiting
+        /// When the next lookup is due, if one is scheduled.
+        public var nextRetryAt: Date?
+        /// The lookups' send streams.
+        public var sends: [String] = []
+        /// Apple's record after a 200 (standard or detailed; a detailed record later enriches it).
+        public var attribution: AdServicesAttribution?
+        /// The rule of the terminal failure, if any.
+        public var failureRule: String?
+
+        /// The state at `now`: a token still waiting past its expiry is `expired`.
+        public func effectiveState(at now: Date) -> TokenState {
+            state == .waiting && now >= expiresAt ? .expired : state
+        }
+    }
+
+    /// One device's tokens.
+    public struct State: Codable, Sendable, Equatable {
+        /// Tokens by digest.
+        public var tokens: [String: TrackedToken] = [:]
+        /// Which token each device event that carried one holds (event id → digest).
+        public var tokenOfEvent: [String: String] = [:]
+        /// Which token each lookup asks about (send stream → digest).
+        public var tokenOfSend: [String: String] = [:]
+    }
+
+    /// The reducer.
+    public init() {}
+
+    public let name = "adservices_tokens"
+    public let version = 1
+    public var deviceEventTypes: [String] { [FirstOpen.eventType, AdServicesTokenReceived.eventType] }
+    public var followedProviders: Set<SendProvider> { [.appleAdServices] }
+
+    public func initialState() -> State { State() }
+
+    static func digest(_ token: String) -> String {
+        String(SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined().prefix(32))
+    }
+
+    public func apply(_ event: DeviceEvent, to state: inout State) throws {
+        let eventKey = event.record.id.uuidString.lowercased()
+        switch event.type {
+        case FirstOpen.eventType:
+            if let token = try event.decode(FirstOpen.self).adServicesToken { track(token, eventKey, &state) }
+        case AdServicesTokenReceived.eventType:
+            track(try event.decode(AdServicesTokenReceived.self).token, eventKey, &state)
+        case SendRequested.eventType:
+            guard let request = event.send, let digest = state.tokenOfEvent[request.causeEventID.uuidString.lowercased()]
+            else { return }
+            state.tokenOfSend[event.record.streamID] = digest
+            state.tokens[digest]?.sends.append(event.record.streamID)
+            state.tokens[digest]?.nextRetryAt = request.notBefore
+        default:
+            guard let digest = state.tokenOfSend[event.record.streamID], var token = state.tokens[digest] else { return }
+            try applySendEvent(event, to: &token)
+            state.tokens[digest] = token
+        }
+    }
+
+    func track(_ token: LedgerDomain.AdServicesToken, _ eventKey: String, _ state: inout State) {
+        let digest = Self.digest(token.token)
+        state.tokenOfEvent[eventKey] = digest
+        if state.tokens[digest] == nil {
+            state.tokens[digest] = TrackedToken(digest: digest, issuedAt: token.issuedAt,
+                                                expiresAt: token.issuedAt.addingTimeInterval(LedgerDomain.AdServicesToken.lifetime))
+        }
+    }
+
+    func applySendEvent(_ event: DeviceEvent, to token: inout TrackedToken) throws {
+        switch event.type {
+        case SendAttempted.eventType:
+            token.attempts += 1
+            token.nextRetryAt = nil
+        case ResponseReceived.eventType:
+            let response = try event.decode(ResponseReceived.self)
+            token.lastStatus = response.status
+            token.lastAnswerAt = event.occurredAt
+            switch response.status {
+            case 200:
+                guard let body = response.body?.bytes, let record = try? AdServicesAttribution.parse(body) else { return }
+                // A detailed record after a standard one enriches the same install.
+                token.attribution = record
+                token.state = record.attribution ? .attributed : .notAttributed
+            case 400:
+                token.state = .invalid
+            default:
+                break  // 404: too soon (retry every 5 s, 3 times); 500: retry later. Still waiting.
+            }
+        case RetryScheduled.eventType:
+            token.nextRetryAt = try event.decode(RetryScheduled.self).notBefore
+        case SendFailed.eventType:
+            let failure = try event.decode(SendFailed.self)
+            token.failureRule = failure.rule
+            token.nextRetryAt = nil
+            if token.state == .waiting {
+                token.state = failure.rule.contains("expired") || event.occurredAt >= token.expiresAt ? .expired : .gaveUp
+            }
+        case SendCancelled.eventType:
+            token.nextRetryAt = nil
+            if token.state == .waiting { token.state = .gaveUp }
+        default:
+            break
+        }
+    }
+
+    public var summaryColumns: [ProjectionColumn] {
+        [ProjectionColumn("tokens", "integer"), ProjectionColumn("waiting", "integer")]
+    }
+
+    public func summary(of state: State) -> [PostgresValue] {
+        [.int64(Int64(state.tokens.count)), .int64(Int64(state.tokens.values.filter { $0.state == .waiting }.count))]
+    }
+
+    public var detailColumns: [ProjectionColumn] {
+        [
+            ProjectionColumn("issued_at", "timestamptz"),
+            ProjectionColumn("expires_at", "timestamptz", indexed: true),
+            ProjectionColumn("attempts", "integer"),
+            ProjectionColumn("last_status", "integer"),
+            ProjectionColumn("last_answer_at", "timestamptz"),
+            ProjectionColumn("state", "text", indexed: true),
+            ProjectionColumn("next_retry_at", "timestamptz"),
+        ]
+    }
+
+    public func detailRows(of state: State) -> [ProjectionRow] {
+        state.tokens.values.sorted { $0.digest < $1.digest }.map { token in
+            ProjectionRow(key: token.digest, values: [
+                .timestamptz(token.issuedAt), .timestamptz(token.expiresAt), .int64(Int64(token.attempts)),
+                token.lastStatus.map { .int64(Int64($0)) } ?? .null, token.lastAnswerAt.map { .timestamptz($0) } ?? .null,
+                .text(token.state.rawValue), token.nextRetryAt.map { .timestamptz($0) } ?? .null,
+            ])
+        }
+    }
+}
+
+/// The AdServices token projection: ``AdServicesTokenReducer``'s states in `adservices_tokens`,
+/// one row per token in `adservices_tokens_rows`.
+public typealias AdServicesTokenProjection = DeviceStateProjection<AdServicesTokenReducer>
+
+extension DeviceStateProjection where Reducer == AdServicesTokenReducer {
+    /// A token still waiting for Apple's answer.
+    public struct ExpiringToken: Sendable, Hashable {
+        /// The device.
+        public var deviceStreamID: String
+        /// The token's digest.
+        public var digest: String
+        /// When it expires.
+        public var expiresAt: Date
+        /// Lookups tried so far.
+        public var attempts: Int
+    }
+
+    /// Tokens still unanswered that expire within `window` after `now` (already expired ones are
+    /// not listed): the ones to look up before it is too late.
+    public func tokensExpiringUnanswered(within window: TimeInterval, now: Date, on connection: PostgresConnection) throws
+        -> [ExpiringToken]
+    {
+        try connection.query("""
+            SELECT device_stream_id, row_key, expires_at, attempts FROM \(identifier: rowsTable)
+            WHERE state = 'waiting' AND expires_at > \(now) AND expires_at <= \(now.addingTimeInterval(window))
+            ORDER BY expires_at, device_stream_id, row_key
+            """).map { row in
+            ExpiringToken(deviceStreamID: try row.decode(String.self, at: 0), digest: try row.decode(String.self, at: 1),
+                          expiresAt: try row.decode(Date.self, at: 2), attempts: try row.decode(Int.self, at: 3))
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import LedgerDomain
+import LedgerStore
+
+/// The one field of a decision a per-device projection routes by.
+struct DecisionDevice: Decodable {
+    var device_stream_id: String
+}
+
+/// A send's link to its device, from its `SendRequested`.
+struct SendLink: Sendable {
+    var deviceStreamID: String
+    var request: SendRequested
+}
+
+/// Folds events into per-device states in memory: the shared core of an incremental step, a
+/// rebuild's bulk phase and an "as of" replay.
+struct DeviceFold<Reducer: DeviceStateReducer> {
+    let reducer: Reducer
+    /// States by device stream id.
+    var states: [String: Reducer.State] = [:]
+    /// The last event applied to each device (position and recorded time).
+    var lastApplied: [String: (position: Int64, recordedAt: Date)] = [:]
+    /// Known send links by send stream id.
+    var links: [String: SendLink] = [:]
+    /// Links made by the folded events (to be stored).
+    var newLinks: [String: SendLink] = [:]
+    let decoder = JSONDecoder()
+
+    init(reducer: Reducer) { self.reducer = reducer }
+
+    /// The device an event is about, and its send's link when it belongs to a send stream.
+    /// `nil` when this projection does not follow it (a send of another provider, a stream of
+    /// another kind). A send's own `SendRequested` makes the link.
+    mutating func route(_ event: RecordedEvent) throws -> (device: String, send: SendRequested?)? {
+        if event.streamID.hasPrefix("send-") {
+            if event.type == SendRequested.eventType {
+                let request = try decoder.decode(SendRequested.self, from: event.data)
+                guard reducer.followedProviders.contains(request.provider) else { return nil }
+                let link = SendLink(deviceStreamID: request.deviceStreamID.rawValue, request: request)
+                links[event.streamID] = link
+                newLinks[event.streamID] = link
+                return (link.deviceStreamID, request)
+            }
+            guard let link = links[event.streamID] else { return nil }
+            return (link.deviceStreamID, link.request)
+        }
+        if event.streamID.hasPrefix("device-") { return (event.streamID, nil) }
+        if event.streamID.hasPrefix("decision-") {
+            return (try decoder.decode(DecisionDevice.self, from: event.data).device_stream_id, nil)
+        }
+        return nil
+    }
+
+    /// Applies one event; `loaded` gives a device's stored state the first time it is touched
+    /// (nil: the device is new).
+    mutating func fold(_ event: RecordedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
+        guard let (device, send) = try route(event) else { return }
+        var state: Reducer.State
+        if let current = states[device] {
+            state = current
+        } else {
+            state = try loaded(device) ?? reducer.initialState()
+        }
+        try reducer.apply(DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder), to: &state)
+        states[device] = state
+        lastApplied[device] = (event.position, event.recordedAt)
+    }
+
+    /// The send streams among `events` whose links are neither known nor made within `events`:
+    /// an incremental step loads these from the projection's table first.
+    func unknownSendStreams(in events: [RecordedEvent]) -> Set<String> {
+        var madeHere = Set<String>()
+        var unknown = Set<String>()
+        for event in events where event.streamID.hasPrefix("send-") {
+            if event.type == SendRequested.eventType {
+                madeHere.insert(event.streamID)
+            } else if links[event.streamID] == nil, !madeHere.contains(event.streamID) {
+                unknown.insert(event.streamID)
+            }
+        }
+        return unknown
+    }
+}

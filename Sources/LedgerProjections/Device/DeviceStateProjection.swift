@@ -1,0 +1,190 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+
+/// A per-device projection: a ``DeviceStateReducer``'s states, stored and kept up to date.
+///
+/// Tables (`<name>` is the reducer's name; a rebuild builds the same under `__shadow` names):
+/// - `<name>`: one row per device: `device_stream_id`, `state` (jsonb, what the reducer folds),
+///   `last_position`, `updated_at` (when the last applied event was recorded), then the reducer's
+///   summary columns;
+/// - `<name>_sends`: which device each followed send is about (from its `SendRequested`), so the
+///   events of a send's stream reach the right device;
+/// - `<name>_rows` (when the reducer has detail columns): one row per token, obligation, … of a
+///   device, replaced whenever that device's state changes.
+///
+/// A step loads the states of the devices its batch touches, folds the batch in memory, then
+/// replaces those devices' rows (`DELETE` + `COPY`), all inside the runner's transaction.
+public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
+    /// The pure core.
+    public let reducer: Reducer
+
+    /// A projection of `reducer`'s states.
+    public init(_ reducer: Reducer) { self.reducer = reducer }
+
+    /// The reducer's name.
+    public var name: String { reducer.name }
+    /// The reducer's version.
+    public var version: Int { reducer.version }
+    /// The reducer's device types, plus the send lifecycle when it follows sends.
+    public var eventTypes: [String] {
+        var types = reducer.deviceEventTypes
+        if !reducer.followedProviders.isEmpty { types += SendLifecycle.eventTypes }
+        return Array(Set(types)).sorted()
+    }
+    var hasDetail: Bool { !reducer.detailColumns.isEmpty }
+    var sendsTable: String { name + "_sends" }
+    var rowsTable: String { name + "_rows" }
+    /// `<name>`, `<name>_sends` and, with detail columns, `<name>_rows`.
+    public var tableNames: [String] { [name, sendsTable] + (hasDetail ? [rowsTable] : []) }
+
+    public func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws {
+        func columnsDDL(_ columns: [ProjectionColumn]) -> String {
+            columns.map { ",\n    \(PostgresQuery.quoteIdentifier($0.name)) \($0.sqlType)" }.joined()
+        }
+        func indexesDDL(_ table: String, _ columns: [ProjectionColumn]) -> String {
+            columns.filter(\.indexed).map {
+                let index = PostgresQuery.quoteIdentifier(tables.name(table) + "_" + $0.name)
+                return "CREATE INDEX IF NOT EXISTS \(index) ON \(tables.quoted(table)) (\(PostgresQuery.quoteIdentifier($0.name)));\n"
+            }.joined()
+        }
+        var script = """
+            CREATE TABLE IF NOT EXISTS \(tables.quoted(name)) (
+                device_stream_id text COLLATE "C" NOT NULL,
+                state jsonb NOT NULL,
+                last_position bigint NOT NULL,
+                updated_at timestamptz NOT NULL\(columnsDDL(reducer.summaryColumns)),
+                CONSTRAINT \(PostgresQuery.quoteIdentifier(tables.name(name) + "_pkey")) PRIMARY KEY (device_stream_id)
+            );
+            \(indexesDDL(name, reducer.summaryColumns))
+            CREATE TABLE IF NOT EXISTS \(tables.quoted(sendsTable)) (
+                send_stream_id text COLLATE "C" NOT NULL,
+                device_stream_id text COLLATE "C" NOT NULL,
+                request jsonb NOT NULL,
+                CONSTRAINT \(PostgresQuery.quoteIdentifier(tables.name(sendsTable) + "_pkey")) PRIMARY KEY (send_stream_id)
+            );
+            CREATE INDEX IF NOT EXISTS \(PostgresQuery.quoteIdentifier(tables.name(sendsTable) + "_device"))
+                ON \(tables.quoted(sendsTable)) (device_stream_id);
+
+            """
+        if hasDetail {
+            script += """
+                CREATE TABLE IF NOT EXISTS \(tables.quoted(rowsTable)) (
+                    device_stream_id text COLLATE "C" NOT NULL,
+                    row_key text COLLATE "C" NOT NULL\(columnsDDL(reducer.detailColumns)),
+                    CONSTRAINT \(PostgresQuery.quoteIdentifier(tables.name(rowsTable) + "_pkey")) PRIMARY KEY (device_stream_id, row_key)
+                );
+                \(indexesDDL(rowsTable, reducer.detailColumns))
+                """
+        }
+        try connection.run(script: "SET LOCAL client_min_messages = warning;\n" + script)
+    }
+
+    public func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+        var fold = DeviceFold(reducer: reducer)
+        let unknown = fold.unknownSendStreams(in: events)
+        if !unknown.isEmpty {
+            let rows = try connection.query("""
+                SELECT send_stream_id, device_stream_id, request::text FROM \(unescaped: tables.quoted(sendsTable))
+                WHERE send_stream_id = ANY(\(ProjectionRebuilder.arrayLiteral(unknown.sorted()))::text[])
+                """)
+            for row in rows {
+                let request = try fold.decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 2).utf8))
+                fold.links[try row.decode(String.self, at: 0)] = SendLink(deviceStreamID: try row.decode(String.self, at: 1),
+                                                                          request: request)
+            }
+        }
+        // Load the stored states of every device the batch touches, in one query.
+        var devices = Set<String>()
+        var probe = fold
+        for event in events {
+            if let (device, _) = try probe.route(event) { devices.insert(device) }
+        }
+        var stored: [String: Reducer.State] = [:]
+        if !devices.isEmpty {
+            let rows = try connection.query("""
+                SELECT device_stream_id, state::text FROM \(unescaped: tables.quoted(name))
+                WHERE device_stream_id = ANY(\(ProjectionRebuilder.arrayLiteral(devices.sorted()))::text[])
+                """)
+            for row in rows {
+                stored[try row.decode(String.self, at: 0)] = try fold.decoder.decode(
+                    Reducer.State.self, from: Data(try row.decode(String.self, at: 1).utf8))
+            }
+        }
+        for event in events {
+            try fold.fold(event) { stored[$0] }
+        }
+        try write(fold, to: tables, replacing: true, on: connection)
+    }
+
+    /// Writes the folded states, detail rows and new links; with `replacing`, first deletes the
+    /// rows of the devices folded (an incremental step), otherwise the tables are empty (a rebuild).
+    func write(_ fold: DeviceFold<Reducer>, to tables: ProjectionTables, replacing: Bool,
+               on connection: PostgresConnection) throws {
+        guard !fold.states.isEmpty || !fold.newLinks.isEmpty else { return }
+        let devices = fold.states.keys.sorted()
+        if replacing, !devices.isEmpty {
+            let list = ProjectionRebuilder.arrayLiteral(devices)
+            try connection.execute("DELETE FROM \(unescaped: tables.quoted(name)) WHERE device_stream_id = ANY(\(list)::text[])")
+            if hasDetail {
+                try connection.execute(
+                    "DELETE FROM \(unescaped: tables.quoted(rowsTable)) WHERE device_stream_id = ANY(\(list)::text[])")
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var mainRows: [[PostgresValue]] = []
+        mainRows.reserveCapacity(devices.count)
+        var detailRows: [[PostgresValue]] = []
+        for device in devices {
+            guard let state = fold.states[device], let last = fold.lastApplied[device] else { continue }
+            let json = String(decoding: try encoder.encode(state), as: UTF8.self)
+            mainRows.append([.text(device), .jsonb(json), .int64(last.position), .timestamptz(last.recordedAt)]
+                            + reducer.summary(of: state))
+            if hasDetail {
+                for row in reducer.detailRows(of: state) {
+                    detailRows.append([.text(device), .text(row.key)] + row.values)
+                }
+            }
+        }
+        try connection.copyFrom(
+            table: tables.name(name),
+            columns: ["device_stream_id", "state", "last_position", "updated_at"] + reducer.summaryColumns.map(\.name),
+            rows: mainRows)
+        if hasDetail, !detailRows.isEmpty {
+            try connection.copyFrom(table: tables.name(rowsTable),
+                                    columns: ["device_stream_id", "row_key"] + reducer.detailColumns.map(\.name),
+                                    rows: detailRows)
+        }
+        if !fold.newLinks.isEmpty {
+            let links = try fold.newLinks.sorted { $0.key < $1.key }.map { stream, link -> [PostgresValue] in
+                [.text(stream), .text(link.deviceStreamID),
+                 .jsonb(String(decoding: try encoder.encode(link.request), as: UTF8.self))]
+            }
+            try connection.copyFrom(table: tables.name(sendsTable),
+                                    columns: ["send_stream_id", "device_stream_id", "request"], rows: links)
+        }
+    }
+
+    public func makeBulkBuilder() -> any ProjectionBulkBuilder { Builder(projection: self) }
+
+    /// The rebuild's bulk path: one fold over the whole log, written once.
+    struct Builder: ProjectionBulkBuilder {
+        let projection: DeviceStateProjection
+        var fold: DeviceFold<Reducer>
+
+        init(projection: DeviceStateProjection) {
+            self.projection = projection
+            fold = DeviceFold(reducer: projection.reducer)
+        }
+
+        mutating func fold(_ events: [RecordedEvent]) throws {
+            for event in events { try fold.fold(event) }
+        }
+
+        func write(to tables: ProjectionTables, on connection: PostgresConnection) throws {
+            try projection.write(fold, to: tables, replacing: false, on: connection)
+        }
+    }
+}

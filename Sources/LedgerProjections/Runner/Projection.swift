@@ -1,0 +1,61 @@
+import LedgerPostgres
+import LedgerStore
+
+/// A table set turned from the log into answers: derivable from `events` alone, rebuildable at
+/// any time, and versioned so that ops can rebuild it after a fix.
+///
+/// A projection owns its tables. It never reads the clock and never appends: what it computes
+/// depends only on the events it is given, in the log's gap-safe order, so an incremental run and
+/// a rebuild from position 0 end equal.
+public protocol Projection: Sendable {
+    /// The stable name (`skan_devices`): lowercase letters, digits and `_`, at most 41 characters.
+    /// It names the checkpoint row and prefixes the projection's tables.
+    var name: String { get }
+    /// The version of the code that computes it. Raise it with every change to what the
+    /// projection computes or stores: `ledger projections status` then reports the tables stale
+    /// until `ledger projections rebuild` builds them anew.
+    var version: Int { get }
+    /// The event types it reads; the runner reads only these from the log.
+    var eventTypes: [String] { get }
+    /// The base names of its tables (the first is its main table).
+    var tableNames: [String] { get }
+
+    /// Creates its tables under `tables`' names, if they do not exist.
+    func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws
+
+    /// Applies `events`, in order, to the tables named by `tables`. Called inside the transaction
+    /// that also moves the checkpoint: throw, and neither happens.
+    func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws
+
+    /// A builder that folds a long run of events in memory and writes the result in bulk: the
+    /// fast path of a rebuild into empty shadow tables.
+    func makeBulkBuilder() -> any ProjectionBulkBuilder
+}
+
+/// Folds events in memory during a rebuild and writes everything at the end.
+public protocol ProjectionBulkBuilder {
+    /// Folds `events` (in log order) into the builder's state.
+    mutating func fold(_ events: [RecordedEvent]) throws
+    /// Writes the folded state into `tables` (empty when this is called).
+    func write(to tables: ProjectionTables, on connection: PostgresConnection) throws
+}
+
+/// The actual names of a projection's tables: the live ones, or a rebuild's shadow copies.
+public struct ProjectionTables: Sendable, Hashable {
+    /// The suffix of shadow tables.
+    public static let shadowSuffix = "__shadow"
+
+    /// Appended to every base name (`""` for the live tables).
+    public let suffix: String
+
+    /// The live tables.
+    public static let live = ProjectionTables(suffix: "")
+    /// A rebuild's shadow tables.
+    public static let shadow = ProjectionTables(suffix: shadowSuffix)
+
+    /// The actual name of the table whose base name is `base`.
+    public func name(_ base: String) -> String { base + suffix }
+
+    /// The same name, quoted as an SQL identifier.
+    public func quoted(_ base: String) -> String { PostgresQuery.quoteIdentifier(name(base)) }
+}

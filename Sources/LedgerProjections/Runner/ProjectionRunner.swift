@@ -1,0 +1,184 @@
+import Foundation
+import LedgerPostgres
+import LedgerStore
+import Logging
+import Synchronization
+
+/// Keeps projections up to date with the log.
+///
+/// Each step is one transaction: take the projection's lock, read its checkpoint, read the next
+/// batch of its event types gap-safely after it, apply the batch, move the checkpoint. The state
+/// change and the checkpoint commit together, so an event is applied exactly once whatever
+/// crashes; and since the checkpoint is read under the lock, any number of runners (and a
+/// rebuild's swap) can share one projection safely. Projections are independent: each has its
+/// own checkpoint and its own steps.
+public struct ProjectionRunner: Sendable {
+    /// The store whose log is read.
+    public let store: EventStore
+    /// The projections this runner keeps.
+    public let projections: [any Projection]
+    /// Events per step.
+    public var batchSize: Int
+    /// How long to wait for a notification before looking anyway (the fallback to LISTEN/NOTIFY).
+    public var pollInterval: Duration
+    let logger: Logger
+
+    /// A runner for `projections` over `store`'s log.
+    public init(store: EventStore, projections: [any Projection], batchSize: Int = 1000,
+                pollInterval: Duration = .seconds(1), logger: Logger = Logger(label: "ledger.projections")) {
+        self.store = store
+        self.projections = projections
+        self.batchSize = batchSize
+        self.pollInterval = pollInterval
+        self.logger = logger
+    }
+
+    /// Creates every projection's tables and checkpoint row where missing.
+    public func prepare() async throws {
+        for projection in projections {
+            try await store.pool.withConnection { try CheckpointTable.prepare(projection, on: $0) }
+        }
+    }
+
+    /// Applies the next batch of `projection`'s events on `connection`; returns how many.
+    public static func step(_ projection: any Projection, store: EventStore, batchSize: Int,
+                            on connection: PostgresConnection) throws -> Int {
+        try connection.transaction { connection in
+            try CheckpointTable.lock(projection.name, on: connection)
+            guard let row = try CheckpointTable.read(projection.name, on: connection) else {
+                throw ProjectionError.notPrepared(projection: projection.name)
+            }
+            let batch = try store.readAll(after: row.checkpoint, limit: batchSize,
+                                          filter: EventFilter(types: projection.eventTypes), on: connection)
+            guard let last = batch.events.last else { return 0 }
+            do {
+                try projection.apply(batch.events, to: .live, on: connection)
+            } catch let error as ProjectionError {
+                throw error
+            } catch {
+                throw ProjectionError.applyFailed(projection: projection.name, position: batch.events.first?.position ?? 0,
+                                                  underlying: String(describing: error))
+            }
+            try CheckpointTable.advance(projection.name, to: last, applied: batch.events.count, on: connection)
+            return batch.events.count
+        }
+    }
+
+    /// Applies batches to every projection until none has anything readable left; returns how
+    /// many events were applied in all.
+    @discardableResult
+    public func catchUp() async throws -> Int {
+        var total = 0
+        for projection in projections {
+            while true {
+                let applied = try await store.pool.withConnection { [store, batchSize] connection in
+                    try Self.step(projection, store: store, batchSize: batchSize, on: connection)
+                }
+                total += applied
+                if applied < batchSize { break }
+            }
+        }
+        return total
+    }
+
+    /// Follows the log until the task is cancelled: catches up, then waits for the store's append
+    /// notifications (`LISTEN ledger_events`), looking anyway every ``pollInterval``, and after a
+    /// wake-up that found nothing readable yet (an older transaction still holds the horizon),
+    /// looks again soon.
+    public func run() async throws {
+        try await prepare()
+        let bell = WakeUpBell()
+        let listener = PostgresListener(conninfo: store.pool.configuration.conninfo, channels: ["ledger_events"],
+                                        logger: logger)
+        let listening = Task { for await _ in listener.events { bell.ring() } }
+        defer {
+            listening.cancel()
+            listener.stop()
+        }
+        var eager: Duration?
+        while !Task.isCancelled {
+            let applied = try await catchUp()
+            if applied > 0 { eager = nil }
+            let wait = eager.map { min($0, pollInterval) } ?? pollInterval
+            if await bell.wait(upTo: wait) {
+                eager = .milliseconds(5)
+            } else if let delay = eager {
+                eager = delay < pollInterval ? delay * 2 : nil
+            }
+        }
+    }
+}
+
+/// Why a projection could not move.
+public enum ProjectionError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The projection has no checkpoint row yet: run ``ProjectionRunner/prepare()`` (or `ledger migrate`).
+    case notPrepared(projection: String)
+    /// Applying an event failed: a bug in the projection's code. Fix it, deploy, rebuild.
+    case applyFailed(projection: String, position: Int64, underlying: String)
+    /// No projection of that name is known.
+    case unknownProjection(String)
+    /// A rebuild of the projection is already running (another process holds its rebuild lock).
+    case rebuildInProgress(projection: String)
+
+    /// One line naming the projection and what went wrong.
+    public var description: String {
+        switch self {
+        case .notPrepared(let name): "projection \(name) has no checkpoint row (not prepared)"
+        case .applyFailed(let name, let position, let underlying):
+            "projection \(name) failed to apply the batch starting at position \(position): \(underlying)"
+        case .unknownProjection(let name): "no projection is called \(name)"
+        case .rebuildInProgress(let name): "projection \(name) is already being rebuilt by another process"
+        }
+    }
+}
+
+/// A doorbell: ``ring()`` from anywhere; ``wait(upTo:)`` returns true if it rang (since the last
+/// wait) before the time ran out. One waiter at a time.
+final class WakeUpBell: Sendable {
+    private struct State {
+        var rang = false
+        var waiter: CheckedContinuation<Bool, Never>?
+        var generation = 0
+    }
+    private let state = Mutex(State())
+
+    func ring() {
+        let waiter: CheckedContinuation<Bool, Never>? = state.withLock { state in
+            guard let waiter = state.waiter else {
+                state.rang = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: true)
+    }
+
+    func wait(upTo limit: Duration) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let generation: Int? = state.withLock { state in
+                if state.rang {
+                    state.rang = false
+                    return nil
+                }
+                state.generation += 1
+                state.waiter = continuation
+                return state.generation
+            }
+            guard let generation else { return continuation.resume(returning: true) }
+            Task { [self] in
+                try? await Task.sleep(for: limit)
+                expire(generation)
+            }
+        }
+    }
+
+    private func expire(_ generation: Int) {
+        let waiter: CheckedContinuation<Bool, Never>? = state.withLock { state in
+            guard state.generation == generation, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: false)
+    }
+}

@@ -1,0 +1,181 @@
+import Crypto
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProviders
+import LedgerStore
+
+/// Per-device SKAdNetwork 4 state, as Singular's snippet keeps it (seed 004), folded from the log.
+///
+/// - `SKANRegistered` registers (fine value 0, first and last call set; once).
+/// - `RevenueRecorded` adds to the totals by currency, IAP and ad monetization apart, overall and
+///   in the window of its `occurred_at`, *before* any later conversion update ("revenue tracking
+///   must precede conversion value updates"). A store transaction id counted once is never
+///   counted again ("In case of retrying an event, avoid calling this method"), whatever the
+///   event id of the retry.
+/// - Singular's `ok` answer to a conversion-value request is applied as the snippet applies it
+///   (`valuesHasBeenUpdated:`): fine and coarse in p0, coarse only in p1/p2, lock recorded.
+/// - `SKANConversionValueUpdated` (the app set a value itself) is applied the same way; when it
+///   only confirms the Singular answer just applied, it is recorded as a confirmation and not
+///   applied twice.
+/// - Windows from the first call: p0 [0, 48 h), p1 [48 h, 7 d), p2 [7 d, 35 d), by the snippet's
+///   strict `<`. After 35 days nothing changes; a locked window ignores later updates (Apple
+///   does); such updates are recorded as ignored, with the reason.
+public struct SKANDeviceReducer: DeviceStateReducer {
+    /// The state of one device.
+    public struct State: Codable, Sendable, Equatable {
+        /// The snippet's state, exactly what the conversion-value request carries.
+        public var skan = SKANDeviceState()
+        /// SHA-256 digests of the store transaction ids already counted (the ids are personal).
+        public var countedTransactions: [String: Int64] = [:]
+        /// Revenue events not counted, by reason (`duplicate_transaction`, `ignored_zero_amount`, …).
+        public var revenueNotCounted: [String: Int] = [:]
+        /// Conversion updates applied.
+        public var updatesApplied = 0
+        /// Conversion updates not applied, by reason (`ignored_window_locked`, `not_registered`, …).
+        public var updatesIgnored: [String: Int] = [:]
+        /// Singular's latest answer: the next conversion value for the app.
+        public var lastSingularAnswer: SingularAnswer?
+        /// Singular's error answers, by `reason`.
+        public var singularErrors: [String: Int] = [:]
+    }
+
+    /// What Singular last answered (`status: ok`).
+    public struct SingularAnswer: Codable, Sendable, Equatable {
+        /// `conversion_value`.
+        public var conversionValue: Int?
+        /// `skan_updated_coarse_value` (0–2).
+        public var coarseValue: Int?
+        /// `skan_updated_lock_window_value`.
+        public var lockWindow: Bool
+        /// `postback_sequence_index`.
+        public var postbackSequenceIndex: Int?
+        /// When the answer was recorded.
+        public var answeredAt: Date
+        /// Whether the app later reported setting exactly these values.
+        public var confirmedByDevice = false
+    }
+
+    /// The reducer.
+    public init() {}
+
+    public let name = "skan_devices"
+    public let version = 1
+    public var deviceEventTypes: [String] {
+        [SKANRegistered.eventType, SKANConversionValueUpdated.eventType, RevenueRecorded.eventType]
+    }
+    public var followedProviders: Set<SendProvider> { [.singular] }
+
+    public func initialState() -> State { State() }
+
+    public func apply(_ event: DeviceEvent, to state: inout State) throws {
+        switch event.type {
+        case SKANRegistered.eventType:
+            state.skan.register(at: event.occurredAt)
+        case RevenueRecorded.eventType:
+            try applyRevenue(try event.decode(RevenueRecorded.self), at: event, to: &state)
+        case SKANConversionValueUpdated.eventType:
+            let update = try event.decode(SKANConversionValueUpdated.self)
+            let coarse = update.coarseValue.map(Self.coarseNumber)
+            if let answer = state.lastSingularAnswer, !answer.confirmedByDevice, answer.lockWindow == update.lockWindow,
+                answer.coarseValue == coarse, update.fineValue == nil || update.fineValue == answer.conversionValue {
+                state.lastSingularAnswer?.confirmedByDevice = true
+                return
+            }
+            applyUpdate(fine: update.fineValue ?? state.skan.conversionValue ?? 0, coarse: coarse,
+                        lock: update.lockWindow, at: event.occurredAt, to: &state)
+        case ResponseReceived.eventType where event.send?.kind == .conversionValue:
+            let response = try event.decode(ResponseReceived.self)
+            guard response.status == 200, let body = response.body?.bytes else { return }
+            guard let answer = try? SingularConversionValueResponse.parse(body) else {
+                state.singularErrors["unparseable_answer", default: 0] += 1
+                return
+            }
+            guard answer.status == "ok" else {
+                state.singularErrors[answer.reason ?? answer.status ?? "unknown", default: 0] += 1
+                return
+            }
+            state.lastSingularAnswer = SingularAnswer(
+                conversionValue: answer.conversionValue, coarseValue: answer.coarseValue?.rawValue,
+                lockWindow: answer.lockWindow ?? false, postbackSequenceIndex: answer.postbackSequenceIndex,
+                answeredAt: event.occurredAt)
+            if let value = answer.conversionValue {
+                applyUpdate(fine: value, coarse: answer.coarseValue?.rawValue, lock: answer.lockWindow ?? false,
+                            at: event.occurredAt, to: &state)
+            }
+        default:
+            break
+        }
+    }
+
+    func applyRevenue(_ revenue: RevenueRecorded, at event: DeviceEvent, to state: inout State) throws {
+        if let transaction = revenue.transactionID {
+            let digest = SHA256.hash(data: Data(transaction.utf8)).map { String(format: "%02x", $0) }.joined()
+            guard state.countedTransactions[digest] == nil else {
+                state.revenueNotCounted["duplicate_transaction", default: 0] += 1
+                return
+            }
+            state.countedTransactions[digest] = event.record.position
+        }
+        do {
+            let outcome = try state.skan.addRevenue(revenue.revenue.amount, currency: revenue.revenue.currency.rawValue,
+                                                    isAdMonetization: revenue.kind == .adMonetization, at: event.occurredAt)
+            switch outcome {
+            case .ignoredZeroAmount, .ignoredMissingCurrency: state.revenueNotCounted[outcome.rawValue, default: 0] += 1
+            default: break
+            }
+        } catch {
+            state.revenueNotCounted[error.rule, default: 0] += 1
+        }
+    }
+
+    func applyUpdate(fine: Int, coarse: Int?, lock: Bool, at time: Date, to state: inout State) {
+        do {
+            let outcome = try state.skan.applyConversionUpdate(conversionValue: fine, coarseValue: coarse, lockWindow: lock,
+                                                               at: time)
+            switch outcome {
+            case .appliedP0, .appliedP1, .appliedP2: state.updatesApplied += 1
+            default: state.updatesIgnored[outcome.rawValue, default: 0] += 1
+            }
+        } catch {
+            // "Illegal values" and updates before registration: refused, and counted.
+            state.updatesIgnored[error.rule, default: 0] += 1
+        }
+    }
+
+    static func coarseNumber(_ value: LedgerDomain.SKANCoarseValue) -> Int {
+        switch value {
+        case .low: 0
+        case .medium: 1
+        case .high: 2
+        }
+    }
+
+    public var summaryColumns: [ProjectionColumn] {
+        [
+            ProjectionColumn("first_call_at", "timestamptz"),
+            ProjectionColumn("window_closes_at", "timestamptz", indexed: true),
+            ProjectionColumn("conversion_value", "integer"),
+            ProjectionColumn("p0_coarse", "integer"),
+            ProjectionColumn("p1_coarse", "integer"),
+            ProjectionColumn("p2_coarse", "integer"),
+            ProjectionColumn("last_call_at", "timestamptz"),
+        ]
+    }
+
+    public func summary(of state: State) -> [PostgresValue] {
+        let skan = state.skan
+        func time(_ seconds: Int64?) -> PostgresValue {
+            seconds.map { .timestamptz(Date(timeIntervalSince1970: Double($0))) } ?? .null
+        }
+        func number(_ value: Int?) -> PostgresValue { value.map { .int64(Int64($0)) } ?? .null }
+        return [
+            time(skan.firstCallTimestamp), time(skan.firstCallTimestamp.map { $0 + 35 * 86_400 }),
+            number(skan.conversionValue), number(skan.p0Coarse?.rawValue), number(skan.p1Coarse?.rawValue),
+            number(skan.p2Coarse?.rawValue), time(skan.lastCallTimestamp),
+        ]
+    }
+}
+
+/// The SKAN projection: ``SKANDeviceReducer``'s states in `skan_devices`.
+public typealias SKANDeviceProjection = DeviceStateProjection<SKANDeviceReducer>
