@@ -125,6 +125,9 @@ public struct EventStore: Sendable {
         guard bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") else {
             throw refuse(field, "json_object", "must be a JSON object")
         }
+        guard endsWithItsFirstObject(bytes) else {
+            throw refuse(field, "json_object", "must be one JSON object, with nothing after its closing brace")
+        }
         if bytes.count >= 6, bytes.range(of: Data("\\u0000".utf8)) != nil {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
@@ -133,6 +136,47 @@ public struct EventStore: Sendable {
 
     /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
     /// parse, as a typed error.
+    /// Whether the object that opens `bytes` closes at its last non-blank byte, and not before.
+    ///
+    /// The batch is one JSON array with each payload's text placed in its slot, so text such as
+    /// `{"n":1},"event_type":"x"` would close its slot early and set the envelope's fields (jsonb
+    /// keeps the last of duplicate keys), and `{"n":1` could pair with the metadata after it into
+    /// something that parses. Counting brackets outside strings is enough: if jsonb accepts the
+    /// whole batch, it reads the slot's strings and brackets exactly as this scan does, so the
+    /// object it finds in the slot is all of the slot. Everything else about the syntax is left
+    /// to jsonb's parser.
+    static func endsWithItsFirstObject(_ bytes: Data) -> Bool {
+        bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+            var depth = 0
+            var inString = false
+            var escaped = false
+            var closed = false
+            for byte in buffer {
+                if closed {
+                    guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return false }
+                } else if inString {
+                    if escaped {
+                        escaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        escaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        inString = false
+                    }
+                } else {
+                    switch byte {
+                    case UInt8(ascii: "\""): inString = true
+                    case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                    case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                        depth -= 1
+                        if depth == 0 { closed = true }
+                    default: break
+                    }
+                }
+            }
+            return closed
+        }
+    }
+
     static func diagnoseRefusedBatch(_ events: [NewEvent]) -> EventStoreError? {
         for (index, event) in events.enumerated() {
             for (field, bytes) in [("data", event.data), ("metadata", event.metadata)] {

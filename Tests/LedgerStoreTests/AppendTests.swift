@@ -158,6 +158,70 @@ struct AppendTests {
         }
     }
 
+    /// A batch travels to PostgreSQL as one JSON array with each payload's text in its slot. Text
+    /// that is not one JSON object must not close its slot early and set envelope fields (jsonb
+    /// keeps the last of duplicate keys: a forged type, id or time), nor pair with the metadata
+    /// into something that parses.
+    @Test("payload text that is not one JSON object is refused even where the spliced batch would parse; nothing stored")
+    func splicedPayloadsRefused() async throws {
+        try await withStore { store, database throws in
+            let victim = UUID()
+            let cases: [(data: String, metadata: String, field: String)] = [
+                (#"{"n":1},"event_type":"Not a type!""#, "{}", "data"),
+                ("{\"n\":1},\"event_id\":\"\(victim.uuidString.lowercased())\"", "{}", "data"),
+                (#"{"n":1},"occurred_at":"1999-01-01T00:00:00Z""#, "{}", "data"),
+                (#"{"n":1},"schema_version":0"#, "{}", "data"),
+                (#"{"n":1"#, #"{"m":2}}"#, "data"),
+                ("{}", #"{"actor":"x"},"data":{"forged":true}"#, "metadata"),
+                (#"{"n":1}}"#, "{}", "data"),
+                (#"{"n":1} {"m":2}"#, "{}", "data"),
+            ]
+            for (index, sample) in cases.enumerated() {
+                var event = sampleEvent(index)
+                event.data = Data(sample.data.utf8)
+                event.metadata = Data(sample.metadata.utf8)
+                let error = await #expect(throws: EventStoreError.self, "\(sample)") {
+                    try await store.append([event], to: "device-app1-splice")
+                }
+                guard case .invalidEvent(0, "SessionStarted", let field, _, _)? = error else {
+                    Issue.record("expected a typed refusal of \(sample), got \(String(describing: error))")
+                    continue
+                }
+                #expect(field == sample.field, "\(sample)")
+            }
+            #expect(try eventCount(database) == 0)
+
+            // Braces, quotes and backslashes inside strings are content, not structure.
+            var tricky = sampleEvent(99)
+            tricky.data = Data(#"{"s":"}, \"event_type\": {\\", "t": ["]"], "u": "\u007d"}  "#.utf8)
+            let stored = try await store.append([tricky], to: "device-app1-splice")
+            let back = try #require(try await store.readStream("device-app1-splice").first)
+            #expect(back.id == tricky.id)
+            #expect(back.position == stored.events[0].position)
+            #expect(back.type == "SessionStarted")
+            let object = try #require(try JSONSerialization.jsonObject(with: back.data) as? [String: Any])
+            #expect(object["s"] as? String == #"}, "event_type": {\"#)
+            #expect(object["u"] as? String == "}")
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
+    @Test("a payload only jsonb refuses (a lone surrogate escape) is a typed error naming the event; nothing stored")
+    func jsonbOnlyRefusal() async throws {
+        try await withStore { store, database throws in
+            var lone = sampleEvent(2)
+            lone.data = Data(#"{"a":"\ud800"}"#.utf8)
+            let error = await #expect(throws: EventStoreError.self) {
+                try await store.append([sampleEvent(1), lone], to: "device-app1-surrogate")
+            }
+            guard case .invalidEvent(1, "SessionStarted", "data", _, _)? = error else {
+                Issue.record("expected the second event's data to be named, got \(String(describing: error))")
+                return
+            }
+            #expect(try eventCount(database) == 0)
+        }
+    }
+
     @Test("a validator from the catalog can refuse a payload, and nothing is appended")
     func validatorRefuses() async throws {
         try await TestDatabase.with { database throws in
