@@ -59,6 +59,8 @@ struct MigrateCommandTests {
         #expect(result.status == 3)
         #expect(result.stderr.split(separator: "\n").count == 1)
         #expect(result.stderr.contains("PostgreSQL server programs (initdb, pg_ctl) not found in /nonexistent/bin"))
+        #expect(result.stderr.contains("ops/setup"), "the line says how to fix it")
+        #expect(!FileManager.default.fileExists(atPath: cluster + "/data"), "nothing was initialised")
     }
 
     @Test("--help shows an example")

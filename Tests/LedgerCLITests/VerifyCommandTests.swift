@@ -34,5 +34,11 @@ struct VerifyCommandTests {
         #expect(report?["problem"] == "hash_mismatch")
         #expect(report?["event_id"] == ids[4].uuidString.lowercased())
         #expect(report?["stream_id"] == "device-app-1")
+        // Without --json, the one line a person reads names them too.
+        let plain = try LedgerProcess.run(["verify", "--database-url", database.conninfo])
+        #expect(plain.status == 5)
+        let line = plain.stdout.split(separator: "\n").first { $0.hasPrefix("BROKEN: ") }
+        #expect(line?.contains("event \(ids[4].uuidString.lowercased())") == true, "\(plain.stdout)")
+        #expect(line?.contains("stream device-app-1") == true, "\(plain.stdout)")
     }
 }

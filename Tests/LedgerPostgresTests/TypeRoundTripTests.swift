@@ -50,6 +50,86 @@ struct TypeRoundTripTests {
         }
     }
 
+    /// The first test stores NULLs written as SQL literals; this one binds them, as the ledger's
+    /// own code does (a Swift `nil` of each type), and decodes each back as an `Optional`.
+    @Test("bound nil of every type stores NULL and decodes as nil; edge values round-trip", arguments: [false, true])
+    func boundNullsAndEdgeValues(prepare: Bool) throws {
+        try withFreshConnection { connection throws in
+            try connection.run(script: """
+                CREATE TABLE t (k int, b boolean, i2 smallint, i4 integer, i8 bigint, n bigint, f8 double precision,
+                                s text, d bytea, at timestamptz, u uuid, j json, jb jsonb)
+                """)
+            try connection.execute("""
+                INSERT INTO t VALUES (1, \(Bool?.none), \(Int16?.none), \(Int32?.none), \(Int64?.none), \(Int?.none),
+                                      \(Double?.none), \(String?.none), \(Data?.none), \(Date?.none), \(UUID?.none),
+                                      \(PostgresValue.null), \(PostgresJSONB?.none))
+                """, prepare: prepare)
+            let uuid = UUID()
+            let date = Date(timeIntervalSince1970: -1.000001)
+            try connection.execute("""
+                INSERT INTO t VALUES (2, \(false), \(Int16.max), \(Int32.min), \(Int64.max), \(Int.min), \(Double.infinity),
+                                      \(""), \(Data()), \(date), \(uuid), \(PostgresValue.json("{\"é\": \"🚀\"}")),
+                                      \(PostgresJSONB("{}")))
+                """, prepare: prepare)
+            try connection.execute("INSERT INTO t (k, f8) VALUES (3, \(Double.nan)), (4, \(-Double.infinity)), (5, \(-0.0))",
+                                   prepare: prepare)
+
+            let nulls = try connection.query("SELECT * FROM t WHERE k = 1").single()
+            #expect((1..<nulls.columnCount).allSatisfy { nulls.isNull(at: $0) })
+            #expect(try nulls.decode(Bool?.self, column: "b") == nil)
+            #expect(try nulls.decode(Int16?.self, column: "i2") == nil)
+            #expect(try nulls.decode(Int32?.self, column: "i4") == nil)
+            #expect(try nulls.decode(Int64?.self, column: "i8") == nil)
+            #expect(try nulls.decode(Int?.self, column: "n") == nil)
+            #expect(try nulls.decode(Double?.self, column: "f8") == nil)
+            #expect(try nulls.decode(String?.self, column: "s") == nil)
+            #expect(try nulls.decode(Data?.self, column: "d") == nil)
+            #expect(try nulls.decode(Date?.self, column: "at") == nil)
+            #expect(try nulls.decode(UUID?.self, column: "u") == nil)
+            #expect(try nulls.decode(PostgresJSONText?.self, column: "j") == nil)
+            #expect(try nulls.decode(PostgresJSONText?.self, column: "jb") == nil)
+            for column in ["b", "i2", "i4", "i8", "n", "f8", "d", "at", "u", "j", "jb"] {
+                let error = #expect(throws: PostgresError.self, "\(column)") {
+                    switch column {
+                    case "b": _ = try nulls.decode(Bool.self, column: column)
+                    case "i2": _ = try nulls.decode(Int16.self, column: column)
+                    case "i4": _ = try nulls.decode(Int32.self, column: column)
+                    case "i8": _ = try nulls.decode(Int64.self, column: column)
+                    case "n": _ = try nulls.decode(Int.self, column: column)
+                    case "f8": _ = try nulls.decode(Double.self, column: column)
+                    case "d": _ = try nulls.decode(Data.self, column: column)
+                    case "at": _ = try nulls.decode(Date.self, column: column)
+                    case "u": _ = try nulls.decode(UUID.self, column: column)
+                    default: _ = try nulls.decode(PostgresJSONText.self, column: column)
+                    }
+                }
+                #expect(error?.code == .decoding)
+                #expect(error?.columnName == column)
+            }
+
+            let edges = try connection.query("SELECT * FROM t WHERE k = 2").single()
+            #expect(try edges.decode(Bool?.self, column: "b") == false)
+            #expect(try edges.decode(Int16.self, column: "i2") == Int16.max)
+            #expect(try edges.decode(Int32.self, column: "i4") == Int32.min)
+            #expect(try edges.decode(Int64.self, column: "i8") == Int64.max)
+            #expect(try edges.decode(Int.self, column: "n") == Int.min)
+            #expect(try edges.decode(Double.self, column: "f8") == .infinity)
+            // Empty is not NULL, for text and bytea alike.
+            #expect(try edges.decode(String?.self, column: "s") == "")
+            #expect(try edges.decode(Data?.self, column: "d") == Data())
+            #expect(try edges.decode(Date.self, column: "at") == date)
+            #expect(try edges.decode(UUID.self, column: "u") == uuid)
+            #expect(try edges.decode(PostgresJSONText.self, column: "j").text == "{\"é\": \"🚀\"}")
+            #expect(try edges.decode(PostgresJSONText.self, column: "jb").text == "{}")
+
+            let floats = try connection.query("SELECT f8 FROM t WHERE k >= 3 ORDER BY k").map { try $0.decode(Double.self, at: 0) }
+            #expect(floats.count == 3)
+            #expect(floats[0].isNaN)
+            #expect(floats[1] == -.infinity)
+            #expect(floats[2] == 0 && floats[2].sign == .minus)
+        }
+    }
+
     @Test("timestamptz keeps microseconds, before and after 1970 and across a leap day")
     func microsecondPrecision() throws {
         try withFreshConnection { connection throws in
@@ -108,6 +188,11 @@ struct TypeRoundTripTests {
             #expect(try connection.query("SELECT v FROM x").single().decode(String.self, at: 0) == hostile)
             #expect(try connection.query("SELECT count(*) FROM victims").single().decode(Int.self, at: 0) == 0)
             #expect(try connection.query("SELECT v FROM x WHERE v = \(hostile)").count == 1)
+            // The issue's own string, aimed at the very table it is stored in (prepared, too).
+            let exact = "'; DROP TABLE x; --"
+            try connection.execute("INSERT INTO x VALUES (\(exact))", prepare: true)
+            #expect(try connection.query("SELECT count(*) FROM x WHERE v = \(exact)").single().decode(Int.self, at: 0) == 1)
+            #expect(try connection.query("SELECT to_regclass('x') IS NOT NULL").single().decode(Bool.self, at: 0))
         }
     }
 

@@ -133,6 +133,70 @@ struct ReadTests {
         }
     }
 
+    /// The restart as it happens in production: a new process (own pool, own store) resumes from
+    /// a checkpoint it stored as two numbers, while four writers commit out of order meanwhile.
+    @Test("a subscriber restarted with a new pool sees every event of 4 concurrent writers exactly once, then only new ones")
+    func subscriptionRestartWithConcurrentWriters() async throws {
+        try await TestDatabase.with { database throws in
+            let writerPool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
+            defer { writerPool.close() }
+            let writers = EventStore(pool: writerPool, logger: TestDatabase.quietLogger)
+            let writing = Task {
+                try await withThrowingTaskGroup(of: [UUID].self) { group in
+                    for writer in 0..<4 {
+                        group.addTask {
+                            var ids: [UUID] = []
+                            for n in 0..<40 {
+                                let batch = (0...(n % 3)).map { sampleEvent(writer * 10_000 + n * 10 + $0) }
+                                try await writers.append(batch, to: "device-app1-w\(writer)")
+                                ids += batch.map(\.id)
+                            }
+                            return ids
+                        }
+                    }
+                    return try await group.reduce(into: [UUID]()) { $0 += $1 }
+                }
+            }
+
+            var received: [UUID] = []
+            var stored: (transactionID: UInt64, position: Int64) = (0, 0)
+            do {
+                let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger)
+                defer { pool.close() }
+                let first = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+                for try await batch in first.subscribe(batchSize: 10, pollInterval: .milliseconds(100)) {
+                    received += batch.events.map(\.id)
+                    stored = (batch.checkpoint.transactionID, batch.checkpoint.position)
+                    if received.count >= 60 { break }
+                }
+            }
+            let written = try await writing.value
+            #expect(written.count == 4 * (14 * 1 + 13 * 2 + 13 * 3))
+
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let second = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            let resumed = second.subscribe(after: GlobalCheckpoint(transactionID: stored.transactionID, position: stored.position),
+                                           batchSize: 10, pollInterval: .milliseconds(100)).makeAsyncIterator()
+            while received.count < written.count {
+                guard let batch = try await resumed.next() else { break }
+                received += batch.events.map(\.id)
+            }
+            #expect(received.count == written.count)
+            #expect(Set(received) == Set(written))
+
+            // Caught up: what comes next is the next event, not a repeat.
+            let sentinel = sampleEvent(999_999)
+            try await second.append([sentinel], to: "device-app1-sentinel")
+            var after: [UUID] = []
+            while !after.contains(sentinel.id) {
+                guard let batch = try await resumed.next() else { break }
+                after += batch.events.map(\.id)
+            }
+            #expect(after == [sentinel.id])
+        }
+    }
+
     @Test("a live subscription is woken by a new append")
     func liveWakeUp() async throws {
         try await withStore { store, _ throws in
