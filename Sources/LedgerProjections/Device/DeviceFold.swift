@@ -25,7 +25,7 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     var links: [String: SendLink] = [:]
     /// Links made by the folded events (to be stored).
     var newLinks: [String: SendLink] = [:]
-    let decoder = JSONDecoder()
+    let decoder = LedgerJSON.makeDecoder()
 
     init(reducer: Reducer) { self.reducer = reducer }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 
@@ -8,7 +9,7 @@ extension DeviceStateProjection {
         let rows = try connection.query(
             "SELECT state::text FROM \(identifier: name) WHERE device_stream_id = \(deviceStream)")
         guard let row = rows.first else { return nil }
-        return try JSONDecoder().decode(Reducer.State.self, from: Data(try row.decode(String.self, at: 0).utf8))
+        return try LedgerJSON.makeDecoder().decode(Reducer.State.self, from: Data(try row.decode(String.self, at: 0).utf8))
     }
 
     /// The device's state as the live table holds it.

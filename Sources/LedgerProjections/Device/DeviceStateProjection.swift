@@ -132,8 +132,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
                     "DELETE FROM \(unescaped: tables.quoted(rowsTable)) WHERE device_stream_id = ANY(\(list)::text[])")
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        let encoder = LedgerJSON.makeEncoder()
         var mainRows: [[PostgresValue]] = []
         mainRows.reserveCapacity(devices.count)
         var detailRows: [[PostgresValue]] = []
