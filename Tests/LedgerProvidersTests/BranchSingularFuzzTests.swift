@@ -55,10 +55,10 @@ struct BranchSingularFuzzTests {
 
     @Test func nastyInputsGiveValuesOrTypedErrors() {
         for input in Self.nastyInputs { Self.exercise(Data(input.utf8)) }
-        expectProviderError(field: "$", rule: "not_json") {
+        expectProviderError(field: "$", rule: "too_deep") {
             _ = try BranchOpenResponse.parse(Data(String(repeating: "[", count: 10_000).utf8))
         }
-        expectProviderError(field: "data", rule: "not_json") {
+        expectProviderError(field: "data", rule: "too_deep") {
             _ = try BranchOpenResponse.parse(Data(#"{"session_id":"1","data":"\#(String(repeating: "[", count: 10_000))"}"#.utf8))
         }
         #expect((try? BSJSONReader.parse(String(repeating: "[", count: 65) + String(repeating: "]", count: 65))) == nil)

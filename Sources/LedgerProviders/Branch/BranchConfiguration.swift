@@ -46,7 +46,7 @@ public struct BranchConfiguration: Sendable, Hashable {
     }
 }
 
-extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A description without the credentials, so printing a configuration cannot leak them.
     public var description: String {
         "BranchConfiguration(branch_key: \(ProviderRequest.redactedMarker), branch_secret: "
@@ -56,4 +56,15 @@ extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvert
 
     /// Same as ``description``: credentials are never printed.
     public var debugDescription: String { description }
+
+    /// Reflection (`dump`, test failure output) hides the credentials too.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "branch_key": ProviderRequest.redactedMarker, "branch_secret": ProviderRequest.redactedMarker,
+                "endpoint": endpoint, "serverPublicIPs": serverPublicIPs,
+            ],
+            displayStyle: .struct)
+    }
 }

@@ -77,6 +77,14 @@ extension BranchOpenRequest {
             }
             try put(value, field, in: &body)
         }
+        // seed 003, randomized_bundle_token: "After the first request, this property must be
+        // hardcoded with the randomized_bundle_token received in the first network response."
+        if serverToServerIdentity, firstSession == false, randomizedBundleToken == nil {
+            throw fail(
+                "randomized_bundle_token", "required_after_first_open",
+                "With server_to_server_identity, every open after the first must carry the randomized_bundle_token "
+                    + "of the first answer (seed 003); wait for that answer before sending this open.")
+        }
         if let trackingDisabled { body["tracking_disabled"] = .bool(trackingDisabled) }
         if let disableAdNetworkCallouts { body["disable_ad_network_callouts"] = .bool(disableAdNetworkCallouts) }
         try put(customParam1, "custom_param_1", in: &body)

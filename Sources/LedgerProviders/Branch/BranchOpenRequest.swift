@@ -8,9 +8,11 @@
 /// omitted), `ad_tracking_enabled` (omitted when ad tracking is limited), `os_version` (`NA` when
 /// unknown) and `server_to_server` (always `true`).
 ///
-/// Sequencing obligation (not checkable here): with `server_to_server_identity`, the first answer
-/// carries a `randomized_bundle_token` that "must be hardcoded" into every later request for that
-/// device, so a device's next open must wait for the previous open's answer.
+/// Sequencing obligation: with `server_to_server_identity`, the first answer carries a
+/// `randomized_bundle_token` that "must be hardcoded" into every later request for that device, so
+/// a device's next open must wait for the previous open's answer. The builder enforces what it can
+/// see: an open with `first_session` false and `server_to_server_identity` but no
+/// `randomized_bundle_token` is refused (`required_after_first_open`).
 public struct BranchOpenRequest: Sendable, Hashable {
     /// `os`: "Only accepts Android or iOS".
     public enum OperatingSystem: String, Sendable, Hashable, Codable, CaseIterable {

@@ -42,8 +42,8 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
         "session_id", "randomized_bundle_token", "randomized_device_token", "identity", "link", "data",
     ]
 
-    /// Parses a 200 body. Throws a `malformedResponse` ``ProviderError`` naming the field: `not_json`
-    /// (also for nesting deeper than 64 or bodies over 4 MiB), `not_object`, `required`
+    /// Parses a 200 body. Throws a `malformedResponse` ``ProviderError`` naming the field: `not_json`,
+    /// `too_deep` (nesting deeper than 64), `too_large` (bodies over 4 MiB), `not_object`, `required`
     /// (`session_id`), `not_string`, `not_boolean`, `not_integer`, `number_out_of_range`. Never traps.
     ///
     /// `data` is accepted as the JSON string Branch documents, or as an already-decoded object;
@@ -110,7 +110,7 @@ enum BranchParsing {
         do {
             return try BSJSONReader.parse(data)
         } catch {
-            throw fail(field, "not_json", "\(field) is not valid JSON (\(error.reason) at byte \(error.offset)).")
+            throw fail(field, error.rule, "\(field) is not valid JSON (\(error.reason) at byte \(error.offset)).")
         }
     }
 

@@ -2,10 +2,15 @@ import Foundation
 
 /// The providers the ledger talks to.
 public enum Provider: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Google app conversion tracking (seed 000).
     case google
+    /// Apple AdServices (seed 002).
     case appleAdServices = "apple_adservices"
+    /// Apple Search Ads, legacy iAd (seed 001).
     case appleIAd = "apple_iad"
+    /// Branch server-to-server `v1/open` (seed 003).
     case branch
+    /// Singular SKAdNetwork 4 conversion value API (seed 004).
     case singular
 }
 
@@ -13,7 +18,9 @@ public enum Provider: String, Sendable, Hashable, Codable, CaseIterable {
 ///
 /// The transport sends it as is; the ledger stores ``redacted()`` — never the request itself —
 /// because a request may carry credentials (Google `dev_token`, Branch `branch_key` /
-/// `branch_secret`, Singular `a`).
+/// `branch_secret`, Singular `a`). As a second line of defence every form of the request that can
+/// leave memory is redacted too: its `Codable` encoding, its `description` / `debugDescription`
+/// and its reflection (`dump`, `Mirror`) all show ``redacted()``.
 public struct ProviderRequest: Sendable, Hashable, Codable {
     /// The HTTP method.
     public enum Method: String, Sendable, Hashable, Codable { case get = "GET", post = "POST" }
@@ -32,11 +39,15 @@ public struct ProviderRequest: Sendable, Hashable, Codable {
     /// The text that replaces a credential's value in the stored form.
     public static let redactedMarker = "REDACTED"
 
+    /// The provider the request goes to.
     public var provider: Provider
+    /// `GET` or `POST`.
     public var method: Method
     /// `https` for every provider; `http` only when a test points a builder at loopback.
     public var scheme: String
+    /// The host name or address (an IPv6 address in brackets).
     public var host: String
+    /// The port, when not the scheme's default.
     public var port: Int?
     /// The path, starting with `/`, e.g. `/pagead/conversion/app/1.0`.
     public var path: String
@@ -49,6 +60,7 @@ public struct ProviderRequest: Sendable, Hashable, Codable {
     /// Which fields carry credentials.
     public var sensitiveFields: [SensitiveField]
 
+    /// A request from its parts; builders mark credential-carrying fields in `sensitiveFields`.
     public init(
         provider: Provider, method: Method, scheme: String = "https", host: String, port: Int? = nil,
         path: String, query: [QueryItem] = [], headers: [Header] = [], body: Data? = nil,
@@ -103,22 +115,77 @@ public struct ProviderRequest: Sendable, Hashable, Codable {
                     $0.name.lowercased() == name.lowercased() ? Header($0.name, Self.redactedMarker) : $0
                 }
             case .jsonBodyKey(let key):
-                guard let body = copy.body,
-                    var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
-                    object[key] != nil
-                else { continue }
+                guard let body = copy.body else { continue }
+                // Fail closed: a body that cannot be read as a JSON object (or re-written) is
+                // replaced whole, so a credential can never survive in it.
+                guard var object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+                    copy.body = Data(Self.redactedMarker.utf8)
+                    continue
+                }
+                guard object[key] != nil else { continue }
                 object[key] = Self.redactedMarker
-                copy.body = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                copy.body = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+                    ?? Data(Self.redactedMarker.utf8)
             }
         }
         return copy
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case provider, method, scheme, host, port, path, query, headers, body, sensitiveFields
+    }
+
+    /// Encodes ``redacted()``, never the credentials: whatever a caller encodes is a stored form.
+    public func encode(to encoder: any Encoder) throws {
+        let stored = redacted()
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(stored.provider, forKey: .provider)
+        try container.encode(stored.method, forKey: .method)
+        try container.encode(stored.scheme, forKey: .scheme)
+        try container.encode(stored.host, forKey: .host)
+        try container.encodeIfPresent(stored.port, forKey: .port)
+        try container.encode(stored.path, forKey: .path)
+        try container.encode(stored.query, forKey: .query)
+        try container.encode(stored.headers, forKey: .headers)
+        try container.encodeIfPresent(stored.body, forKey: .body)
+        try container.encode(stored.sensitiveFields, forKey: .sensitiveFields)
+    }
+}
+
+extension ProviderRequest: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// `METHOD url` of ``redacted()``, headers and body included, so logging a request cannot leak
+    /// a credential.
+    public var description: String {
+        let stored = redacted()
+        var text = "\(stored.method.rawValue) \(stored.urlString)"
+        for header in stored.headers { text += "\n\(header.name): \(header.value)" }
+        if let body = stored.body { text += "\n" + String(decoding: body, as: UTF8.self) }
+        return text
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// Reflection (`dump`, test failure output) shows ``redacted()``.
+    public var customMirror: Mirror {
+        let stored = redacted()
+        return Mirror(
+            self,
+            children: [
+                "provider": stored.provider, "method": stored.method, "url": stored.urlString,
+                "headers": stored.headers, "body": stored.body.map { String(decoding: $0, as: UTF8.self) } as Any,
+            ],
+            displayStyle: .struct)
     }
 }
 
 /// One query parameter.
 public struct QueryItem: Sendable, Hashable, Codable {
+    /// The parameter's name, unencoded.
     public var name: String
+    /// The parameter's value, unencoded.
     public var value: String
+    /// A parameter from its name and value.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value
@@ -144,8 +211,11 @@ public struct QueryItem: Sendable, Hashable, Codable {
 
 /// One HTTP header.
 public struct Header: Sendable, Hashable, Codable {
+    /// The header's name.
     public var name: String
+    /// The header's value.
     public var value: String
+    /// A header from its name and value.
     public init(_ name: String, _ value: String) {
         self.name = name
         self.value = value

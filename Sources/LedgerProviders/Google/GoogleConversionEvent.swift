@@ -87,6 +87,21 @@ public struct GoogleAppLink: Sendable, Hashable {
     }
 }
 
+extension GoogleAppLink: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// A description without the developer token, so printing the credentials cannot leak it.
+    public var description: String {
+        "GoogleAppLink(dev_token: \(ProviderRequest.redactedMarker), link_id: \(linkID))"
+    }
+
+    /// Same as ``description``.
+    public var debugDescription: String { description }
+
+    /// Reflection (`dump`, test failure output) hides the developer token too.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["dev_token": ProviderRequest.redactedMarker, "link_id": linkID], displayStyle: .struct)
+    }
+}
+
 /// One app event to report to Google, everything seed 000's conversion request needs except the
 /// credentials. Stored by the ledger (hence `Codable`, with Google's parameter names) so that the
 /// cross-network request, "identical to the original conversion tracking request", can be rebuilt

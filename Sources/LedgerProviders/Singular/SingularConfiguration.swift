@@ -37,7 +37,7 @@ public struct SingularConfiguration: Sendable, Hashable {
     }
 }
 
-extension SingularConfiguration: CustomStringConvertible, CustomDebugStringConvertible {
+extension SingularConfiguration: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// A description without the SDK key.
     public var description: String {
         "SingularConfiguration(a: \(ProviderRequest.redactedMarker), endpoint: \(endpoint.scheme)://"
@@ -46,4 +46,9 @@ extension SingularConfiguration: CustomStringConvertible, CustomDebugStringConve
 
     /// Same as ``description``: the key is never printed.
     public var debugDescription: String { description }
+
+    /// Reflection (`dump`, test failure output) hides the SDK key too.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["a": ProviderRequest.redactedMarker, "endpoint": endpoint], displayStyle: .struct)
+    }
 }

@@ -68,8 +68,8 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
         self.lockWindow = lockWindow
     }
 
-    /// Parses a body. Throws a `malformedResponse` ``ProviderError`` naming the field: `not_json`
-    /// (also for nesting deeper than 64 or bodies over 4 MiB), `not_object`, `not_string`,
+    /// Parses a body. Throws a `malformedResponse` ``ProviderError`` naming the field: `not_json`,
+    /// `too_deep` (nesting deeper than 64), `too_large` (bodies over 4 MiB), `not_object`, `not_string`,
     /// `not_integer`, `not_boolean`, `range_0_63`, `range_0_2`. `null` counts as absent. Never traps.
     public static func parse(_ body: Data) throws(ProviderError) -> SingularConversionValueResponse {
         let root: BSJSON
@@ -77,7 +77,7 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
             root = try BSJSONReader.parse(body)
         } catch {
             throw SingularRules.fail(
-                .malformedResponse, "$", "not_json", "Failed parsing server response: \(error.reason) at byte \(error.offset).")
+                .malformedResponse, "$", error.rule, "Failed parsing server response: \(error.reason) at byte \(error.offset).")
         }
         guard case .object(let members) = root else {
             throw SingularRules.fail(.malformedResponse, "$", "not_object", "The answer must be a JSON object.")
