@@ -1,0 +1,317 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// The runner and the rebuild against the real private PostgreSQL.
+@Suite("Projection runner and rebuild")
+struct RunnerTests {
+    static let projections = ProjectionCatalog.standard
+
+    /// Random device histories over a few devices: SKAN, revenue (with retries), tokens and the
+    /// three providers' sends and answers.
+    static func randomHistories(seed: UInt64, devices: Int, steps: Int) throws -> [History] {
+        var random = SplitMix(seed: seed)
+        var histories = (0..<devices).map { History(device: "device-app1-d\($0)") }
+        let start = History.epoch
+        for index in histories.indices {
+            var history = histories[index]
+            let install = try history.add(
+                FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                          adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4t\(index)", issuedAt: start)), at: start)
+            try history.add(SKANRegistered(), at: start)
+            var clock = start
+            for step in 0..<steps {
+                clock = clock.addingTimeInterval(Double(random.next(upTo: 40_000)))
+                switch random.next(upTo: 6) {
+                case 0:
+                    try history.add(SKANConversionValueUpdated(fineValue: Int(random.next(upTo: 64)),
+                                                               coarseValue: [.low, .medium, .high][Int(random.next(upTo: 3))],
+                                                               lockWindow: random.next(upTo: 10) == 0), at: clock)
+                case 1:
+                    let transaction = "t\(random.next(upTo: UInt64(steps)))"  // repeats are retries
+                    try history.add(RevenueRecorded(device: iosDevice(), revenue: try Money(amount: Decimal(step % 7) + 0.5,
+                                                    currency: try CurrencyCode(["USD", "EUR"][step % 2])),
+                                                    kind: step % 3 == 0 ? .adMonetization : .iap, transactionID: transaction), at: clock)
+                case 2:
+                    let send = try history.requestSend(.appleAdServices, .tokenLookup, cause: install, at: clock)
+                    try history.attempt(send, number: 1, status: [404, 200, 400, 500][Int(random.next(upTo: 4))],
+                                        body: #"{"attribution":false}"#, at: clock)
+                case 3:
+                    let send = try history.requestSend(.branch, .open, cause: install, at: clock)
+                    try history.attempt(send, number: 1, status: 200,
+                                        body: ProviderStateReducerTests.branchAnswer.replacingOccurrences(
+                                            of: "RBT-1", with: "RBT-\(random.next(upTo: 2))"), at: clock)
+                    try history.add(SendSucceeded(attempt: 1), stream: send, at: clock)
+                case 4:
+                    let send = try history.requestSend(.google, .conversion, cause: install, at: clock)
+                    try history.attempt(send, number: 1, status: 200,
+                                        body: ProviderStateReducerTests.googleAffirmative.replacingOccurrences(
+                                            of: "Q0owS0NRandom", with: "ad\(random.next(upTo: 3))"), at: clock)
+                default:
+                    let send = try history.requestSend(.google, .crossNetwork, cause: install, at: clock,
+                                                       parameters: ["ad_event_id": "ad\(random.next(upTo: 3))", "attributed": "0"])
+                    try history.attempt(send, number: 1, status: random.next(upTo: 2) == 0 ? 200 : 500, body: nil, at: clock)
+                }
+            }
+            histories[index] = history
+        }
+        return histories
+    }
+
+    /// Every table of every projection, dumped.
+    static func dumpAll(_ store: EventStore, _ projections: [any Projection] = projections) async throws
+        -> [String: [String]]
+    {
+        try await store.pool.withConnection { connection in
+            var dumps: [String: [String]] = [:]
+            for projection in projections {
+                for table in projection.tableNames { dumps[table] = try tableDump(table, on: connection) }
+            }
+            return dumps
+        }
+    }
+
+    // Issue 5: for random event sequences, applying incrementally (in small batches, interleaved
+    // with appends) equals a full rebuild, and "as of now" replayed from the log equals the table.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func incrementalEqualsRebuild(seed: UInt64) async throws {
+        try await withStore { store, _ in
+            let runner = ProjectionRunner(store: store, projections: Self.projections, batchSize: 7)
+            try await runner.prepare()
+            let histories = try Self.randomHistories(seed: seed, devices: 4, steps: 25)
+            var applied = 0
+            for history in histories {
+                try await append(history, to: store)
+                try await waitForHorizon(store)
+                applied += try await runner.catchUp()
+            }
+            #expect(applied > 0)
+            let incremental = try await Self.dumpAll(store)
+            #expect(incremental["skan_devices"]?.count == 4)
+            #expect((incremental["google_obligations_rows"]?.count ?? 0) > 0)
+
+            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 50, batchSize: 13)
+            for projection in Self.projections { _ = try await rebuilder.rebuild(projection) }
+            let rebuilt = try await Self.dumpAll(store)
+            #expect(rebuilt == incremental)
+
+            // As of now, replayed from the log alone, equals what the tables hold.
+            let skan = SKANDeviceProjection(SKANDeviceReducer())
+            let tokens = AdServicesTokenProjection(AdServicesTokenReducer())
+            for history in histories {
+                let stored = try await skan.storedState(of: history.device, pool: store.pool)
+                #expect(try await skan.state(of: history.device, store: store) == stored)
+                #expect(try await tokens.state(of: history.device, store: store)
+                        == tokens.storedState(of: history.device, pool: store.pool))
+            }
+        }
+    }
+
+    // Issue 5: a rebuild while writers append concurrently ends equal to incremental application —
+    // nothing lost, nothing applied twice — and the live runner keeps going during the rebuild.
+    @Test func rebuildDuringConcurrentAppendsEqualsIncremental() async throws {
+        try await withStore { store, _ in
+            let runner = ProjectionRunner(store: store, projections: Self.projections, batchSize: 50)
+            try await runner.prepare()
+            let histories = try Self.randomHistories(seed: 42, devices: 8, steps: 30)
+            try await append(Array(histories.prefix(2)), to: store)
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+
+            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 40, batchSize: 20)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for history in histories.dropFirst(2) {
+                    group.addTask { try await append(history, to: store) }
+                }
+                group.addTask {
+                    for projection in Self.projections { _ = try await rebuilder.rebuild(projection) }
+                }
+                group.addTask { for _ in 0..<20 { try await runner.catchUp() } }
+                try await group.waitForAll()
+            }
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+            let afterRebuild = try await Self.dumpAll(store)
+
+            let statuses = try await store.pool.withConnection { try ProjectionStatus.read(Self.projections, on: $0) }
+            #expect(statuses.allSatisfy { $0.eventsBehind == 0 && !$0.isStale })
+
+            // The same events applied incrementally only, from scratch, in small batches.
+            try await Self.dropProjections(Self.projections, store: store)
+            let incremental = ProjectionRunner(store: store, projections: Self.projections, batchSize: 17)
+            try await incremental.prepare()
+            try await incremental.catchUp()
+            let fromScratch = try await Self.dumpAll(store)
+            #expect(fromScratch == afterRebuild)
+            #expect((fromScratch["skan_devices"]?.count ?? 0) == 8)
+        }
+    }
+
+    /// Drops the projections' tables and checkpoint rows.
+    static func dropProjections(_ projections: [any Projection], store: EventStore) async throws {
+        try await store.pool.withConnection { connection in
+            for projection in projections {
+                for table in projection.tableNames { try connection.execute("DROP TABLE \(identifier: table)") }
+                try connection.execute("DELETE FROM projection_checkpoints WHERE name = \(projection.name)")
+            }
+        }
+    }
+
+    // Issue 5: kill the runner mid-batch (its backend is terminated while the step's transaction
+    // is open); after a restart the projection equals a clean rebuild — nothing applied twice.
+    @Test func crashMidBatchThenRestartEqualsRebuild() async throws {
+        try await withStore { store, database in
+            let histories = try Self.randomHistories(seed: 7, devices: 3, steps: 20)
+            try await append(histories, to: store)
+            try await waitForHorizon(store)
+            let skan = SKANDeviceProjection(SKANDeviceReducer())
+            let runner = ProjectionRunner(store: store, projections: [skan], batchSize: 5)
+            try await runner.prepare()
+            try await store.pool.withConnection { _ = try ProjectionRunner.step(skan, store: store, batchSize: 5, on: $0) }
+
+            // A step that stalls after applying its batch, inside its transaction, until killed.
+            let stalling = StallingProjection(inner: skan)
+            let victim = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let pid = victim.backendPID
+            let crashed = Task.detached { () -> (any Error)? in
+                do {
+                    _ = try ProjectionRunner.step(stalling, store: store, batchSize: 5, on: victim)
+                    return nil
+                } catch { return error }
+            }
+            let killer = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            var killed = false
+            for _ in 0..<500 where !killed {
+                killed = try killer.query("""
+                    SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                    WHERE pid = \(pid) AND query LIKE '%pg_sleep%' AND state = 'active'
+                    """).first?.decode(Bool.self, at: 0) ?? false
+                if !killed { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(killed)
+            #expect(await crashed.value != nil)
+
+            try await runner.catchUp()
+            let afterCrash = try await Self.dumpAll(store, [skan])
+            _ = try await ProjectionRebuilder(store: store).rebuild(skan)
+            let rebuilt = try await Self.dumpAll(store, [skan])
+            #expect(afterCrash == rebuilt)
+            #expect(afterCrash["skan_devices"]?.count == 3)
+            let status = try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }
+            #expect(status.first?.eventsApplied == Int64(histories.flatMap(\.events).filter { skan.eventTypes.contains($0.type) }.count))
+        }
+    }
+
+    // Issue 5, "as of": the state of a device at a past position is what the table held then.
+    @Test func asOfAPastPositionReplaysThatState() async throws {
+        try await withStore { store, _ in
+            let skan = SKANDeviceProjection(SKANDeviceReducer())
+            let runner = ProjectionRunner(store: store, projections: [skan])
+            try await runner.prepare()
+            var history = History()
+            try history.add(SKANRegistered(), at: History.epoch)
+            try history.add(SKANConversionValueUpdated(fineValue: 5), at: History.epoch.addingTimeInterval(60))
+            try await append(history, to: store)
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+            let then = try #require(try await skan.storedState(of: history.device, pool: store.pool))
+            let position = try await store.streamVersion(history.device) > 0
+                ? try await store.readStream(history.device, backward: true, limit: 1)[0].position : 0
+
+            var later = History()
+            try later.add(SKANConversionValueUpdated(fineValue: 9), at: History.epoch.addingTimeInterval(120))
+            try await append(later, to: store)
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+            #expect(try await skan.storedState(of: history.device, pool: store.pool)?.skan.conversionValue == 9)
+            let asOf = try await skan.state(of: history.device, asOf: .position(position), store: store)
+            #expect(asOf == then)
+            #expect(asOf.skan.conversionValue == 5)
+        }
+    }
+
+    // Issue 5: status shows version, checkpoint and lag; a version change is reported stale until rebuilt.
+    @Test func statusShowsLagAndStaleVersions() async throws {
+        try await withStore { store, _ in
+            let skan = SKANDeviceProjection(SKANDeviceReducer())
+            let runner = ProjectionRunner(store: store, projections: [skan])
+            try await runner.prepare()
+            var history = History()
+            try history.add(SKANRegistered(), at: History.epoch)
+            try history.add(SKANConversionValueUpdated(fineValue: 5), at: History.epoch.addingTimeInterval(60))
+            try await append(history, to: store)
+            try await waitForHorizon(store)
+            var status = try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }[0]
+            #expect(status.eventsBehind == 2 && status.secondsBehind >= 0 && status.eventsApplied == 0 && !status.isStale)
+            try await runner.catchUp()
+            status = try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }[0]
+            #expect(status.eventsBehind == 0 && status.secondsBehind == 0 && status.eventsApplied == 2)
+
+            let fixed = VersionedProjection(inner: skan, version: 2)
+            status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
+            #expect(status.isStale && status.builtWithVersion == 1 && status.codeVersion == 2)
+            let report = try await ProjectionRebuilder(store: store).rebuild(fixed)
+            #expect(report.events == 2 && report.version == 2)
+            status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
+            #expect(!status.isStale && status.rebuiltAt != nil && status.eventsApplied == 2)
+        }
+    }
+}
+
+/// Appends several histories concurrently-safe, one after another.
+func append(_ histories: [History], to store: EventStore) async throws {
+    for history in histories { try await append(history, to: store) }
+}
+
+/// A projection that applies like `inner`, then stalls in `pg_sleep` inside the step's
+/// transaction: a runner caught mid-batch.
+struct StallingProjection: Projection {
+    let inner: any Projection
+    var name: String { inner.name }
+    var version: Int { inner.version }
+    var eventTypes: [String] { inner.eventTypes }
+    var tableNames: [String] { inner.tableNames }
+    func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws {
+        try inner.createTables(tables, on: connection)
+    }
+    func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+        try inner.apply(events, to: tables, on: connection)
+        try connection.execute("SELECT pg_sleep(30)")
+    }
+    func makeBulkBuilder() -> any ProjectionBulkBuilder { inner.makeBulkBuilder() }
+}
+
+/// `inner` with another version number: the same projection after a "fix".
+struct VersionedProjection: Projection {
+    let inner: any Projection
+    let version: Int
+    var name: String { inner.name }
+    var eventTypes: [String] { inner.eventTypes }
+    var tableNames: [String] { inner.tableNames }
+    func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws {
+        try inner.createTables(tables, on: connection)
+    }
+    func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+        try inner.apply(events, to: tables, on: connection)
+    }
+    func makeBulkBuilder() -> any ProjectionBulkBuilder { inner.makeBulkBuilder() }
+}
+
+/// A small deterministic random generator (SplitMix64), so a failing seed can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func next(upTo bound: UInt64) -> UInt64 { next() % bound }
+}
