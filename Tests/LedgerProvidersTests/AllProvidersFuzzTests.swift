@@ -219,6 +219,30 @@ struct AllProvidersFuzzTests {
         }
     }
 
+    @Test("classifiers never trap on extreme attempt numbers, clocks or Retry-After values")
+    func classifierExtremes() {
+        let bodies = [Data(), Data(GoogleResponseSamples.uacSample.utf8), Data(#"{"session_id":"1"}"#.utf8)]
+        for attempt in [Int.min, -1, 0, 1, 64, Int.max] {
+            for now in [Date(timeIntervalSince1970: 0), Self.now, .distantFuture, .distantPast] {
+                for retryAfter in ["", "-5", "1e400", String(repeating: "9", count: 40), "Fri, 31 Dec 9999 23:59:59 GMT"] {
+                    for status in [200, 404, 429, 500] {
+                        for body in bodies {
+                            let response = ProviderResponse(status: status, headers: [Header("Retry-After", retryAfter)], body: body)
+                            _ = GoogleResponseClassifier.classifyConversion(response, attempt: attempt, now: now, jitter: 1)
+                            _ = GoogleResponseClassifier.classifyCrossNetwork(nil, attempt: attempt, now: now, jitter: 0)
+                            _ = AdServicesClassifier.classify(response, tokenIssuedAt: now, attempt: attempt, now: now)
+                            _ = BranchClassifier.classify(.response(response), attempt: attempt, now: now)
+                            _ = SingularClassifier.classify(.response(response), attempt: attempt, now: now)
+                        }
+                    }
+                }
+                _ = BranchClassifier.classify(.timedOut, attempt: attempt, now: now)
+                _ = SingularClassifier.classify(.transportFailed(detail: ""), attempt: attempt, now: now)
+                _ = IAdClientError(code: attempt).disposition(now: now)
+            }
+        }
+    }
+
     @Test("stored forms: every sample's stored encoding, truncated and mutated, fed back to its decoder")
     func storedFormsUnderMutation() throws {
         let encoder = JSONEncoder()
