@@ -25,11 +25,15 @@ let package = Package(
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerDomain", targets: ["LedgerDomain"]),
         .library(name: "LedgerProjections", targets: ["LedgerProjections"]),
+        .library(name: "LedgerDispatch", targets: ["LedgerDispatch"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // libpq's C API. Only LedgerPostgres imports it.
@@ -78,6 +82,42 @@ let package = Package(
             dependencies: [
                 "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Dispatch: the transactional outbox, the send queue, the worker loop and each provider's
+        // retry rules. Talks HTTP only through a `ProviderTransport`.
+        .target(
+            name: "LedgerDispatch",
+            dependencies: [
+                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerProjections", "LedgerPostgres",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The production `ProviderTransport`: AsyncHTTPClient, timeouts, connection reuse.
+        .target(
+            name: "LedgerHTTPTransport",
+            dependencies: [
+                "LedgerDispatch", "LedgerProviders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // Fake Google, Apple AdServices, Branch and Singular servers on loopback, following the
+        // documents (404/429/500 included), scriptable per test. Tests, benchmarks and the demo only.
+        .target(
+            name: "LedgerFakeProviders",
+            dependencies: [
+                "LedgerProviders",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -131,6 +171,19 @@ let package = Package(
                 "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 "LedgerTestSupport",
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerDispatchTests",
+            dependencies: [
+                "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections", "LedgerStore",
+                "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerHTTPTransportTests",
+            dependencies: ["LedgerHTTPTransport", "LedgerFakeProviders", "LedgerDispatch", "LedgerProviders"],
             swiftSettings: strict
         ),
         .testTarget(
