@@ -10,6 +10,9 @@ public struct RecordedRequest: Sendable, Hashable {
     /// The order in which the server received requests, counted over all providers from 1, so a
     /// test can check the relative order of calls to different providers.
     public var sequenceNumber: Int
+    /// Which connection carried it, numbered from 1 in accept order: equal numbers on successive
+    /// requests show that the client reused its connection.
+    public var connectionNumber: Int
     /// When the request was complete.
     public var receivedAt: Date
     /// `GET`, `POST`, …
@@ -27,11 +30,12 @@ public struct RecordedRequest: Sendable, Hashable {
 
     /// Creates a record (the server makes these; public for tests that build expectations).
     public init(
-        provider: Provider?, sequenceNumber: Int, receivedAt: Date, method: String, path: String, rawQuery: String,
+        provider: Provider?, sequenceNumber: Int, connectionNumber: Int = 0, receivedAt: Date, method: String, path: String, rawQuery: String,
         headers: [Header], body: Data
     ) {
         self.provider = provider
         self.sequenceNumber = sequenceNumber
+        self.connectionNumber = connectionNumber
         self.receivedAt = receivedAt
         self.method = method
         self.path = path

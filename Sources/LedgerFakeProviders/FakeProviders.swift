@@ -60,6 +60,7 @@ public final class FakeProviders: Sendable {
         var run: Task<Void, Never>?
         var connections: [ObjectIdentifier: any Channel] = [:]
         var sequence = 0
+        var connectionCount = 0
         var unrouted: [RecordedRequest] = []
     }
 
@@ -177,7 +178,11 @@ public final class FakeProviders: Sendable {
 
     private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
         let id = ObjectIdentifier(connection.channel)
-        state.withLock { $0.connections[id] = connection.channel }
+        let number = state.withLock { state in
+            state.connections[id] = connection.channel
+            state.connectionCount += 1
+            return state.connectionCount
+        }
         defer { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
         let maximumBody = configuration.maximumRequestBodyBytes
         do {
@@ -203,7 +208,7 @@ public final class FakeProviders: Sendable {
                         let reply =
                             tooLarge
                             ? FakeReply.text(413, "request body too large for the fake")
-                            : route(request, body: Data(body.readableBytesView))
+                            : route(request, body: Data(body.readableBytesView), connection: number)
                         if reply.delay > .zero { try await Task.sleep(for: reply.delay) }
                         if reply.drop { return }
                         try await write(reply, keepAlive: request.isKeepAlive && !tooLarge, to: outbound)
@@ -232,7 +237,7 @@ public final class FakeProviders: Sendable {
         try await outbound.write(.end(nil))
     }
 
-    private func route(_ head: HTTPRequestHead, body: Data) -> FakeReply {
+    private func route(_ head: HTTPRequestHead, body: Data, connection: Int) -> FakeReply {
         let uri = head.uri
         let path: String
         let rawQuery: String
@@ -256,7 +261,7 @@ public final class FakeProviders: Sendable {
             return state.sequence
         }
         let request = RecordedRequest(
-            provider: provider, sequenceNumber: sequence, receivedAt: Date(), method: head.method.rawValue, path: path,
+            provider: provider, sequenceNumber: sequence, connectionNumber: connection, receivedAt: Date(), method: head.method.rawValue, path: path,
             rawQuery: rawQuery, headers: head.headers.map { Header($0.name, $0.value) }, body: body)
         let expectedMethod: HTTPMethod = provider == .singular ? .GET : .POST
         switch provider {

@@ -1,0 +1,182 @@
+import Foundation
+import LedgerDispatch
+import LedgerFakeProviders
+import LedgerHTTPTransport
+import LedgerProviders
+import Testing
+
+/// What the transport does when there is no (acceptable) HTTP answer, and its policies.
+@Suite("Transport: failures, limits and policy")
+struct TransportFailureTests {
+    static func appleRequest(_ fakes: FakeProviders) throws -> ProviderRequest {
+        AdServicesRequestBuilder.attributionRequest(token: try AdServicesToken("c3RhbGw="), endpoint: fakes.appleEndpoint)
+    }
+
+    // A stalled provider (e.g. past a worker's lease) is a timeout, reported at the deadline.
+    @Test func stalledFakeTimesOut() async throws {
+        try await withFakes { fakes, transport in
+            fakes.apple.enqueue(.stall(.seconds(3)))
+            let clock = ContinuousClock()
+            let started = clock.now
+            let error = await sendExpectingError(transport, try Self.appleRequest(fakes), timeout: .milliseconds(300))
+            let elapsed = clock.now - started
+            #expect(error?.kind == .timeout)
+            #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(2), "took \(elapsed)")
+            // The request did arrive: a timeout means "may have arrived".
+            #expect(fakes.apple.requestCount == 1)
+            // The transport stays usable.
+            #expect(try await send(transport, try Self.appleRequest(fakes)).response.status == 200)
+        }
+    }
+
+    // The per-fake delay applies to every answer.
+    @Test func injectedDelayIsHonoured() async throws {
+        try await withFakes { fakes, transport in
+            fakes.singular.setDelay(.milliseconds(150))
+            let now = Date()
+            let request = try SingularSample.request(now: now).build(with: SingularSample.configuration(fakes), at: now)
+            let answer = try await send(transport, request)
+            #expect(answer.response.status == 200)
+            #expect(answer.latency >= .milliseconds(140))
+            #expect(await sendExpectingError(transport, request, timeout: .milliseconds(50))?.kind == .timeout)
+        }
+    }
+
+    // Nothing listening: connectionFailed (nothing arrived), quickly — the transport does not
+    // retry the connection until the deadline.
+    @Test func connectionRefusedIsConnectionFailed() async throws {
+        let fakes = FakeProviders()
+        try await fakes.start()
+        let endpoint = fakes.appleEndpoint
+        await fakes.stop()
+        let transport = HTTPProviderTransport()
+        let request = AdServicesRequestBuilder.attributionRequest(token: try AdServicesToken("cmVmdXNlZA=="), endpoint: endpoint)
+        let clock = ContinuousClock()
+        let started = clock.now
+        let error = await sendExpectingError(transport, request, timeout: .seconds(10))
+        #expect(error?.kind == .connectionFailed, "\(String(describing: error))")
+        #expect(clock.now - started < .seconds(5))
+        await transport.shutdown()
+    }
+
+    // A connection closed without an answer after the request arrived: connectionLost.
+    @Test func droppedConnectionIsConnectionLost() async throws {
+        try await withFakes { fakes, transport in
+            fakes.apple.enqueue(.dropConnection)
+            let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
+            #expect(error?.kind == .connectionLost, "\(String(describing: error))")
+            #expect(fakes.apple.requestCount == 1)
+        }
+    }
+
+    // An answer over the size limit is refused.
+    @Test func oversizedAnswerIsRefused() async throws {
+        try await withFakes(configuration: .init(maximumResponseBytes: 1_024)) { fakes, transport in
+            fakes.apple.enqueue(.status(200, body: String(repeating: "x", count: 10_000)))
+            let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
+            #expect(error?.kind == .responseTooLarge)
+            fakes.apple.enqueue(.status(200, body: String(repeating: "x", count: 1_000)))
+            #expect(try await send(transport, try Self.appleRequest(fakes)).response.body.count == 1_000)
+        }
+    }
+
+    // Defence in depth: plain http leaves the machine never, whatever built the request.
+    @Test func plainHTTPToNonLoopbackHostIsRefused() async throws {
+        let transport = HTTPProviderTransport()
+        for host in ["www.googleadservices.com", "10.0.0.1", "api2.branch.io", "127.0.0.2.nip.io"] {
+            let request = ProviderRequest(
+                provider: .google, method: .post, scheme: "http", host: host, path: "/pagead/conversion/app/1.0")
+            let error = await sendExpectingError(transport, request, timeout: .seconds(1))
+            #expect(error?.kind == .invalidRequest, "\(host)")
+            #expect(error?.message.contains("https") == true)
+        }
+        let ftp = ProviderRequest(provider: .singular, method: .get, scheme: "ftp", host: "127.0.0.1", path: "/")
+        #expect(await sendExpectingError(transport, ftp, timeout: .seconds(1))?.kind == .invalidRequest)
+        await transport.shutdown()
+    }
+
+    // A stated Content-Length must match the body; Transfer-Encoding is never sent.
+    @Test func inconsistentFramingIsRefused() async throws {
+        try await withFakes { fakes, transport in
+            var request = try Self.appleRequest(fakes)
+            request.headers.append(Header("Content-Length", "999"))
+            #expect(await sendExpectingError(transport, request)?.kind == .invalidRequest)
+            var chunked = try Self.appleRequest(fakes)
+            chunked.headers.append(Header("Transfer-Encoding", "chunked"))
+            #expect(await sendExpectingError(transport, chunked)?.kind == .invalidRequest)
+            #expect(fakes.apple.requestCount == 0)
+        }
+    }
+
+    // Headers go out in order; a bodyless POST gets Content-Length: 0 even when its builder did not
+    // add one.
+    @Test func headersInOrderAndExplicitEmptyBody() async throws {
+        try await withFakes { fakes, transport in
+            let request = ProviderRequest(
+                provider: .google, method: .post, scheme: "http", host: "127.0.0.1", port: fakes.port,
+                path: GoogleConversionRequestBuilder.crossNetworkPath,
+                query: [QueryItem("ad_event_id", "x y/z"), QueryItem("attributed", "0")],
+                headers: [Header("X-First", "1"), Header("User-Agent", "UA"), Header("X-Forwarded-For", "8.8.8.8"), Header("X-Last", "3")])
+            let answer = try await send(transport, request)
+            #expect(answer.response.status == 200)
+            let received = try #require(fakes.google.requests.first)
+            let names = received.headers.map(\.name).filter { $0.hasPrefix("X-") || $0 == "User-Agent" }
+            #expect(names == ["X-First", "User-Agent", "X-Forwarded-For", "X-Last"])
+            #expect(received.headerValue("Content-Length") == "0")
+            #expect(received.queryValue("ad_event_id") == "x y/z")
+            #expect(received.rawQuery == "ad_event_id=x%20y%2Fz&attributed=0")
+        }
+    }
+
+    // One shared client: sequential sends reuse one connection; concurrent sends all complete.
+    @Test func connectionsAreReusedAndConcurrentSendsComplete() async throws {
+        try await withFakes { fakes, transport in
+            let now = Date()
+            let configuration = SingularSample.configuration(fakes)
+            for _ in 0..<10 {
+                let request = try SingularSample.request(now: now).build(with: configuration, at: now)
+                #expect(try await send(transport, request).response.status == 200)
+            }
+            #expect(Set(fakes.singular.requests.map(\.connectionNumber)).count == 1)
+
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<40 {
+                    let idfv = String(format: "00000000-0000-4000-8000-%012d", index)
+                    let request = try SingularSample.request(idfv: idfv, now: now).build(with: configuration, at: now)
+                    group.addTask { try await transport.send(request, timeout: .seconds(10)).response.status }
+                }
+                var statuses: [Int] = []
+                for try await status in group { statuses.append(status) }
+                return statuses
+            }
+            #expect(statuses.count == 40 && statuses.allSatisfy { $0 == 200 })
+            #expect(fakes.singular.requestCount == 50)
+        }
+    }
+
+    // After shutdown nothing is sent; shutdown twice is harmless.
+    @Test func sendAfterShutdownFailsWithoutSending() async throws {
+        let fakes = FakeProviders()
+        try await fakes.start()
+        let transport = HTTPProviderTransport()
+        await transport.shutdown()
+        await transport.shutdown()
+        let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
+        #expect(error?.kind == .connectionFailed)
+        #expect(fakes.apple.requestCount == 0)
+        await fakes.stop()
+    }
+
+    // The fakes answer 404 for paths no provider serves, and record them.
+    @Test func unknownPathsAreRecorded() async throws {
+        try await withFakes { fakes, transport in
+            let request = ProviderRequest(
+                provider: .appleAdServices, method: .post, scheme: "http", host: "127.0.0.1", port: fakes.port,
+                path: "/api/v2/", headers: [Header("Content-Type", "text/plain")], body: Data("dG9r".utf8))
+            let answer = try await send(transport, request)
+            #expect(answer.response.status == 404)
+            #expect(fakes.unroutedRequests.map(\.path) == ["/api/v2/"])
+            #expect(fakes.allRequests.count == 1)
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import LedgerDispatch
+import LedgerFakeProviders
+import LedgerHTTPTransport
+import LedgerProviders
+import Testing
+
+/// Starts fakes and a transport, runs `body`, then stops both whatever happened (AsyncHTTPClient
+/// traps in debug builds if a client is released without shutdown).
+func withFakes(
+    configuration: HTTPProviderTransport.Configuration = HTTPProviderTransport.Configuration(),
+    _ body: (FakeProviders, HTTPProviderTransport) async throws -> Void
+) async throws {
+    let fakes = FakeProviders()
+    try await fakes.start()
+    let transport = HTTPProviderTransport(configuration: configuration)
+    do {
+        try await body(fakes, transport)
+    } catch {
+        await transport.shutdown()
+        await fakes.stop()
+        throw error
+    }
+    await transport.shutdown()
+    await fakes.stop()
+}
+
+/// Sends and expects an answer (any status).
+func send(
+    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(5),
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws -> TransportResponse {
+    do {
+        return try await transport.send(request, timeout: timeout)
+    } catch {
+        Issue.record("expected an answer, got \(error)", sourceLocation: sourceLocation)
+        throw error
+    }
+}
+
+/// Sends and expects a ``TransportError``; returns it (or `nil` after recording an issue).
+func sendExpectingError(
+    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(5),
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> TransportError? {
+    do {
+        let response = try await transport.send(request, timeout: timeout)
+        Issue.record("expected a transport error, got status \(response.response.status)", sourceLocation: sourceLocation)
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Seed 000's sample values.
+enum GoogleSample {
+    static let link = GoogleAppLink(devToken: "Z_eErE4DkvcKjDM1OVE4c4", linkID: "31FF8D67E5BB5DD5029DCC2734C2F884")
+    static let userAgent = GoogleAppUserAgent(
+        name: "MyAnalyticsCompany", version: "1.0.0", osAndVersion: "iOS 10.0.2", locale: "en_US", device: "iPhone9,1",
+        build: "Build/13D15")
+
+    static func event(
+        _ type: GoogleAppEventType, rdid: String = "0F7AB11F-DA50-498E-B225-21AC1977A85D", value: String? = nil,
+        currency: String? = nil, eventData: GoogleEventData = GoogleEventData()
+    ) throws -> GoogleConversionEvent {
+        GoogleConversionEvent(
+            appEventType: type, rdid: rdid, platform: .iOS, limitAdTracking: false, appVersion: "1.2.4", osVersion: "9.3.2",
+            sdkVersion: "1.9.5r6", timestamp: try GoogleTimestamp(text: "1432681913.123456"), value: value,
+            currencyCode: currency, userAgent: userAgent, deviceIP: "216.58.194.174", eventData: eventData)
+    }
+
+    static func builder(_ fakes: FakeProviders) -> GoogleConversionRequestBuilder {
+        GoogleConversionRequestBuilder(link: link, endpoint: fakes.googleEndpoint)
+    }
+}
+
+/// Seed 003's iOS example, pointed at the fakes.
+enum BranchSample {
+    static func configuration(_ fakes: FakeProviders) -> BranchConfiguration {
+        BranchConfiguration(branchKey: "key_live_k3y", branchSecret: "secret_live_s3cr3t", endpoint: fakes.branchEndpoint)
+    }
+
+    static func open(
+        idfv: String = "0C381C08-B808-4C25-BE51-B00BC165B5F8", firstSession: Bool?, token: String? = nil
+    ) -> BranchOpenRequest {
+        var request = BranchOpenRequest(
+            os: .iOS, osVersion: "17.4", appVersion: "1.12.4", userAgent: "Mozilla/5.0 (iPhone)", devicePublicIP: "8.8.4.4")
+        request.idfv = idfv
+        request.firstSession = firstSession
+        request.serverToServerIdentity = true
+        request.randomizedBundleToken = token
+        return request
+    }
+}
+
+/// Seed 004's example device, registered at `now`.
+enum SingularSample {
+    static func request(idfv: String = "21DB6612-09B3-4ECC-84AC-B353B0AF1334", revenueUSD: String? = nil, now: Date)
+        -> SingularConversionValueRequest
+    {
+        var state = SKANDeviceState()
+        _ = state.register(at: now)
+        if let revenueUSD { state.totalRevenueByCurrency = ["USD": Decimal(string: revenueUSD)!] }
+        return SingularConversionValueRequest(
+            osVersion: "16.1", bundleID: "com.singular.app", appVersion: "1.2.3", event: .session,
+            idfa: "DFC5A647-9043-4699-B2A5-76F03A97064B", idfv: idfv, state: state)
+    }
+
+    static func configuration(_ fakes: FakeProviders) -> SingularConfiguration {
+        SingularConfiguration(sdkKey: "sdk_key_here", endpoint: fakes.singularEndpoint)
+    }
+}
