@@ -20,7 +20,7 @@ import Synchronization
 ///
 /// Each fake answers as its provider's document says (``FakeGoogle``, ``FakeAppleAdServices``,
 /// ``FakeBranch``, ``FakeSingular``), records every request, notes anomalies, and can be scripted per
-/// test (``FakeProvider/enqueue(_:)-6l3e4``) or slowed down (``FakeProvider/setDelay(_:)``). Point the
+/// test (`enqueue(_:)`: "the next three answers are 404, 404, 200") or slowed down (``FakeProvider/setDelay(_:)``). Point the
 /// request builders at it with ``googleEndpoint``, ``appleEndpoint``, ``branchEndpoint`` and
 /// ``singularEndpoint``; plain `http` is accepted by the builders because the host is loopback.
 public final class FakeProviders: Sendable {

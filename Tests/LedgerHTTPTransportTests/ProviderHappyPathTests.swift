@@ -259,3 +259,38 @@ struct ProviderHappyPathTests {
         }
     }
 }
+
+/// The fakes notice when the ledger breaks a document's rule, so dispatch tests can assert none.
+@Suite("Fakes: anomalies")
+struct FakeAnomalyTests {
+    @Test func anomaliesAreNoted() async throws {
+        try await withFakes { fakes, transport in
+            // Google: a cross-network report for an ad_event_id never issued, then the same again.
+            let builder = GoogleSample.builder(fakes)
+            let event = try GoogleSample.event(.firstOpen)
+            let unknown = try builder.crossNetworkRequest(for: event, adEventID: "never-issued", attributed: false)
+            _ = try await send(transport, unknown)
+            _ = try await send(transport, unknown)
+            #expect(fakes.google.anomalies.map(\.rule) == ["unknown_ad_event_id", "unknown_ad_event_id", "repeated_cross_network"])
+
+            // Branch: a later open carrying someone else's token.
+            fakes.branch.setRapidRepeatInterval(.zero)
+            let configuration = BranchSample.configuration(fakes)
+            _ = try await send(transport, try BranchSample.open(firstSession: true).build(with: configuration))
+            let wrong = try BranchSample.open(firstSession: false, token: "800000000000009999").build(with: configuration)
+            #expect(try await send(transport, wrong).response.status == 200)
+            #expect(fakes.branch.anomalies.map(\.rule) == ["wrong_randomized_bundle_token"])
+
+            // Apple: the token must go as text/plain.
+            var json = AdServicesRequestBuilder.attributionRequest(
+                token: try AdServicesToken("dG9r"), endpoint: fakes.appleEndpoint)
+            json.headers = [Header("Content-Type", "application/json")]
+            #expect(try await send(transport, json).response.status == 400)
+            #expect(fakes.apple.anomalies.map(\.rule) == ["content_type_text_plain"])
+
+            #expect(fakes.anomalies.count == 5)
+            fakes.reset()
+            #expect(fakes.anomalies.isEmpty && fakes.allRequests.isEmpty)
+        }
+    }
+}
