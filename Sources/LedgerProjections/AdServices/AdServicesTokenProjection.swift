@@ -74,6 +74,9 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
         public var tokenOfEvent: [String: String] = [:]
         /// Which token each lookup asks about (send stream → digest).
         public var tokenOfSend: [String: String] = [:]
+
+        /// A device no event has touched.
+        public init() {}
     }
 
     /// The reducer.

@@ -43,6 +43,9 @@ public struct BranchIdentityReducer: DeviceStateReducer {
         public var opensAnswered = 0
         /// Whether the last answer said a Branch link was clicked (`+clicked_branch_link`).
         public var lastClickedBranchLink: Bool?
+
+        /// A device no event has touched.
+        public init() {}
     }
 
     /// The reducer.

@@ -62,6 +62,9 @@ public struct GoogleObligationReducer: DeviceStateReducer {
         public var obligationOfSend: [String: String] = [:]
         /// Affirmative conversion answers seen.
         public var affirmativeAnswers = 0
+
+        /// A device no event has touched.
+        public init() {}
     }
 
     /// The reducer.

@@ -132,9 +132,10 @@ public enum ProjectionError: Error, Sendable, Hashable, CustomStringConvertible 
     }
 }
 
-/// A doorbell: ``ring()`` from anywhere; ``wait(upTo:)`` returns true if it rang (since the last
-/// wait) before the time ran out. One waiter at a time.
-final class WakeUpBell: Sendable {
+/// A doorbell for loops that wait for work: ``ring()`` from anywhere (a notification arrived, a
+/// task finished); ``wait(upTo:)`` returns true if it rang (since the last wait) before the time
+/// ran out. One waiter at a time. Used by the projection runner and the send worker.
+public final class WakeUpBell: Sendable {
     private struct State {
         var rang = false
         var waiter: CheckedContinuation<Bool, Never>?
@@ -142,7 +143,11 @@ final class WakeUpBell: Sendable {
     }
     private let state = Mutex(State())
 
-    func ring() {
+    /// A bell that has not rung.
+    public init() {}
+
+    /// Rings: the current or next ``wait(upTo:)`` returns true.
+    public func ring() {
         let waiter: CheckedContinuation<Bool, Never>? = state.withLock { state in
             guard let waiter = state.waiter else {
                 state.rang = true
@@ -154,7 +159,8 @@ final class WakeUpBell: Sendable {
         waiter?.resume(returning: true)
     }
 
-    func wait(upTo limit: Duration) async -> Bool {
+    /// Waits until the bell rings (true) or `limit` passes (false).
+    public func wait(upTo limit: Duration) async -> Bool {
         await withCheckedContinuation { continuation in
             let generation: Int? = state.withLock { state in
                 if state.rang {

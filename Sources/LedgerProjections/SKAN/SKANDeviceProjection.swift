@@ -38,6 +38,9 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         public var lastSingularAnswer: SingularAnswer?
         /// Singular's error answers, by `reason`.
         public var singularErrors: [String: Int] = [:]
+
+        /// A device no event has touched.
+        public init() {}
     }
 
     /// What Singular last answered (`status: ok`).

@@ -1,0 +1,186 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+
+/// The pending-send queue (`send_queue`): claims, leases, outcomes and rescues. Every method is
+/// synchronous, on a connection the caller holds: no transaction here stays open across an HTTP
+/// call, since the worker calls the provider between two of them.
+public enum SendQueue {
+    /// A send a worker has claimed.
+    public struct Claim: Sendable {
+        /// The send's id.
+        public var sendID: UUID
+        /// Its stream.
+        public var streamID: String
+        /// This try's number (the attempt the claim bumped to).
+        public var attempt: Int
+        /// The send's request.
+        public var request: SendRequested
+        /// After this, the send fails for good instead of retrying.
+        public var deadline: Date
+    }
+
+    /// Claims up to `limit` due sends for `owner`, each with a lease until `now + lease`:
+    /// `FOR UPDATE SKIP LOCKED`, so any number of workers share the queue. A lane (a Branch
+    /// device) offers only its oldest send, and only while nothing of it is running.
+    public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
+                             on connection: PostgresConnection) throws -> [Claim] {
+        guard limit > 0 else { return [] }
+        let rows = try connection.query("""
+            UPDATE send_queue AS q SET state = 'running', attempt = q.attempt + 1, lease_owner = \(owner),
+                lease_expires_at = \(now.addingTimeInterval(lease))
+            FROM (
+                SELECT c.send_id FROM send_queue AS c
+                WHERE c.state = 'pending' AND c.not_before <= \(now)
+                  AND (c.lane IS NULL OR NOT EXISTS (
+                      SELECT 1 FROM send_queue AS o
+                      WHERE o.lane = c.lane AND (o.state = 'running' OR o.enqueued_position < c.enqueued_position)))
+                ORDER BY c.not_before, c.enqueued_position
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            ) AS picked
+            WHERE q.send_id = picked.send_id
+            RETURNING q.send_id, q.stream_id, q.attempt, q.request::text, q.deadline
+            """, prepare: true)
+        let decoder = LedgerJSON.makeDecoder()
+        return try rows.map { row in
+            Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
+                  attempt: try row.decode(Int.self, at: 2),
+                  request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
+                  deadline: try row.decode(Date.self, at: 4))
+        }
+    }
+
+    /// Locks the claim's row and checks that it is still this worker's try: same attempt, same
+    /// owner, still running. False when the lease was rescued meanwhile (the try's outcome is then
+    /// recorded as unknown, and nothing more may be written for it).
+    public static func stillHeld(_ claim: Claim, owner: String, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.query("""
+            SELECT 1 FROM send_queue WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt)
+                AND lease_owner = \(owner) AND state = 'running'
+            FOR UPDATE
+            """, prepare: true)
+        return !rows.isEmpty
+    }
+
+    /// The send is settled: it leaves the queue (in the transaction that records its terminal event).
+    public static func remove(_ sendID: UUID, on connection: PostgresConnection) throws {
+        try connection.execute("DELETE FROM send_queue WHERE send_id = \(sendID)", prepare: true)
+    }
+
+    /// The send will be tried again, not before `notBefore`.
+    public static func release(_ sendID: UUID, notBefore: Date, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE send_queue SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, not_before = \(notBefore)
+            WHERE send_id = \(sendID)
+            """, prepare: true)
+    }
+
+    /// A running send whose lease ran out (or whose worker died).
+    struct Stale {
+        var sendID: UUID
+        var streamID: String
+        var attempt: Int
+        var leaseExpiresAt: Date
+        var ownerDead: Bool
+    }
+
+    /// Rescues running sends whose lease expired before `now`, or whose worker is gone (it no
+    /// longer holds its liveness lock): each goes back to pending, and a try that had been
+    /// recorded as attempted (`SendAttempted` committed, no outcome) gets `SendOutcomeUnknown` —
+    /// the call may or may not have reached the provider. All in one transaction; returns how
+    /// many were rescued.
+    public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
+        try connection.transaction { connection in
+            let stale = try connection.query("""
+                SELECT send_id, stream_id, attempt, lease_expires_at, NOT ledger_worker_alive(lease_owner)
+                FROM send_queue
+                WHERE state = 'running' AND (lease_expires_at < \(now) OR NOT ledger_worker_alive(lease_owner))
+                ORDER BY lease_expires_at
+                FOR UPDATE SKIP LOCKED
+                """).map { row in
+                Stale(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
+                      attempt: try row.decode(Int.self, at: 2), leaseExpiresAt: try row.decode(Date.self, at: 3),
+                      ownerDead: try row.decode(Bool.self, at: 4))
+            }
+            for send in stale {
+                let last = try connection.query("""
+                    SELECT event_type, (data ->> 'attempt')::int FROM events WHERE stream_id = \(send.streamID)
+                    ORDER BY stream_version DESC LIMIT 1
+                    """).first
+                let lastType = try last?.decode(String.self, at: 0)
+                let lastAttempt = try last?.decode(Int?.self, at: 1)
+                if lastType == SendAttempted.eventType, lastAttempt == send.attempt {
+                    let unknown = SendOutcomeUnknown(
+                        attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
+                        detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
+                    try store.append([NewEvent(type: SendOutcomeUnknown.eventType, data: try EventCatalog.standard.encode(unknown),
+                                               occurredAt: now)], to: send.streamID, on: connection)
+                }
+                try release(send.sendID, notBefore: now, on: connection)
+            }
+            if !stale.isEmpty { try connection.notify(channel: Outbox.channel) }
+            return stale.count
+        }
+    }
+
+    /// The earliest time a pending send becomes due (nil: nothing pending).
+    public static func nextDue(on connection: PostgresConnection) throws -> Date? {
+        try connection.query("SELECT min(not_before) FROM send_queue WHERE state = 'pending'").single().decode(Date?.self, at: 0)
+    }
+
+    /// Queue depth and oldest pending age, by provider.
+    public struct Depth: Sendable, Hashable {
+        /// The provider.
+        public var provider: String
+        /// Sends pending.
+        public var pending: Int
+        /// Sends running.
+        public var running: Int
+        /// When the oldest pending send was enqueued.
+        public var oldestEnqueuedAt: Date?
+    }
+
+    /// The queue's depth by provider.
+    public static func depth(on connection: PostgresConnection) throws -> [Depth] {
+        try connection.query("""
+            SELECT provider, count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'running'),
+                min(enqueued_at) FILTER (WHERE state = 'pending')
+            FROM send_queue GROUP BY provider ORDER BY provider
+            """).map { row in
+            Depth(provider: try row.decode(String.self, at: 0), pending: try row.decode(Int.self, at: 1),
+                  running: try row.decode(Int.self, at: 2), oldestEnqueuedAt: try row.decode(Date?.self, at: 3))
+        }
+    }
+
+    /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
+    /// pending, with the attempt count and next due time its stream records. The queue is a
+    /// projection: this is what ops run if it was lost or damaged. Nothing is sent by it.
+    @discardableResult
+    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
+        try connection.transaction { connection in
+            try connection.execute("LOCK TABLE send_queue IN EXCLUSIVE MODE")
+            try connection.execute("DELETE FROM send_queue")
+            return try connection.execute("""
+                INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
+                    enqueued_at, not_before, deadline, attempt, request)
+                SELECT (r.data ->> 'send_id')::uuid, r.stream_id, r.data ->> 'provider', r.data ->> 'kind',
+                    r.data ->> 'device_stream_id',
+                    CASE WHEN r.data ->> 'provider' = 'branch' THEN r.data ->> 'device_stream_id' END,
+                    r.position, r.occurred_at,
+                    greatest(coalesce((r.data ->> 'not_before')::timestamptz, r.occurred_at),
+                             coalesce((SELECT max((s.data ->> 'not_before')::timestamptz) FROM events s
+                                       WHERE s.stream_id = r.stream_id AND s.event_type = 'RetryScheduled'), r.occurred_at)),
+                    r.occurred_at + \(deadline) * interval '1 second',
+                    coalesce((SELECT max((a.data ->> 'attempt')::int) FROM events a
+                              WHERE a.stream_id = r.stream_id AND a.event_type = 'SendAttempted'), 0),
+                    r.data
+                FROM events r
+                WHERE r.event_type = 'SendRequested' AND r.stream_id LIKE 'send-%'
+                  AND NOT EXISTS (SELECT 1 FROM events t WHERE t.stream_id = r.stream_id
+                                  AND t.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
+                """)
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import LedgerDomain
+import LedgerProjections
+import LedgerStore
+
+/// Gathers a ``SendContext`` from the log just before a try: the cause event, and what the
+/// provider needs that the log knows *now* — computed by replaying the device's history through
+/// the projections' reducers, not read from the projections' tables, so a lagging projection can
+/// never make a send carry stale identity.
+struct SendContextLoader: Sendable {
+    let store: EventStore
+
+    func load(_ claim: SendQueue.Claim, now: Date, jitter: Double) async throws -> SendContext {
+        let request = claim.request
+        guard let cause = try await store.event(id: request.causeEventID) else {
+            throw SendBuildError(rule: "cause_missing", detail: "the cause event \(request.causeEventID) is not in the log")
+        }
+        let device = request.deviceStreamID.rawValue
+        var branch = BranchIdentityReducer.State()
+        var skan = SKANDeviceReducer.State()
+        var conversion: (send: SendRequested, cause: RecordedEvent)?
+        switch request.provider {
+        case .branch:
+            let projection = BranchIdentityProjection(BranchIdentityReducer())
+            branch = try await projection.state(of: device, store: store)
+        case .singular:
+            let projection = SKANDeviceProjection(SKANDeviceReducer())
+            skan = try await projection.state(of: device, store: store)
+        case .google where request.kind == .crossNetwork:
+            let projection = GoogleObligationProjection(GoogleObligationReducer())
+            let obligations = try await projection.state(of: device, store: store)
+            guard let adEventID = request.parameters?["ad_event_id"], let obligation = obligations.obligations[adEventID] else {
+                throw SendBuildError(rule: "no_obligation", detail: "no Google answer for this device carried that ad_event_id")
+            }
+            let conversionStream = try await store.readStream(obligation.conversionSendStreamID, limit: 1)
+            guard let first = conversionStream.first, first.type == SendRequested.eventType else {
+                throw SendBuildError(rule: "no_obligation", detail: "the conversion send of the obligation is not in the log")
+            }
+            let conversionRequest = try LedgerJSON.makeDecoder().decode(SendRequested.self, from: first.data)
+            guard let conversionCause = try await store.event(id: conversionRequest.causeEventID) else {
+                throw SendBuildError(rule: "cause_missing", detail: "the conversion's cause event is not in the log")
+            }
+            conversion = (conversionRequest, conversionCause)
+        default:
+            break
+        }
+        return SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt, cause: cause,
+                           branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
+    }
+}

@@ -1,0 +1,165 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+import Logging
+import Metrics
+import Synchronization
+
+/// Drains pending sends to the providers: **where the worker loops**.
+///
+/// Each try of a send, in order, never holding a transaction across the call:
+/// 1. **claim** (one transaction): `FOR UPDATE SKIP LOCKED`, a lease, the attempt bumped;
+/// 2. gather the context from the log (the cause, and what the provider needs that the log knows
+///    now) and ask the provider's rules for a preflight decision and the request;
+/// 3. **record the attempt** (one transaction, only while the claim still holds):
+///    `SendAttempted` with the request as sent, credentials redacted;
+/// 4. **call** the provider through the transport, with a timeout;
+/// 5. **record the outcome** (one transaction, only while the claim still holds):
+///    `ResponseReceived`, then `RetryScheduled` (the queue row goes back to pending) or a terminal
+///    `SendSucceeded` / `SendFailed` (the row leaves the queue).
+///
+/// A worker that dies leaves leases behind; any worker rescues them (``SendQueue/rescue(now:store:on:)``)
+/// as soon as the dead worker's liveness lock is gone, or when the lease runs out. Time comes from
+/// a ``WallClock``, so the 24 h and 5 s rules are tested without waiting.
+public final class SendWorker: Sendable {
+    /// How a worker behaves.
+    public struct Configuration: Sendable {
+        /// This worker's name (unique among live workers): the lease owner.
+        public var workerID: String
+        /// Sends in flight at once.
+        public var slots: Int
+        /// How long a claim lasts before another worker may rescue it.
+        public var lease: TimeInterval
+        /// The longest a provider call may take.
+        public var requestTimeout: Duration
+        /// How long to wait for a notification before looking anyway.
+        public var pollInterval: Duration
+
+        /// A configuration.
+        public init(workerID: String = "worker-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
+                    slots: Int = 8, lease: TimeInterval = 60, requestTimeout: Duration = .seconds(20),
+                    pollInterval: Duration = .seconds(1)) {
+            self.workerID = workerID
+            self.slots = slots
+            self.lease = lease
+            self.requestTimeout = requestTimeout
+            self.pollInterval = pollInterval
+        }
+    }
+
+    let store: EventStore
+    let rules: any SendRules
+    let transport: any ProviderTransport
+    let configuration: Configuration
+    let clock: any WallClock
+    let jitter: @Sendable () -> Double
+    let logger: Logger
+    let loader: SendContextLoader
+    let inFlight = Atomic<Int>(0)
+    let bell = WakeUpBell()
+
+    /// A worker over `store`'s queue.
+    public init(store: EventStore, rules: any SendRules, transport: any ProviderTransport,
+                configuration: Configuration = Configuration(), clock: any WallClock = SystemClock(),
+                jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+                logger: Logger = Logger(label: "ledger.worker")) {
+        self.store = store
+        self.rules = rules
+        self.transport = transport
+        self.configuration = configuration
+        self.clock = clock
+        self.jitter = jitter
+        self.logger = logger
+        self.loader = SendContextLoader(store: store)
+    }
+
+    /// Runs until the task is cancelled (SIGTERM in `ledger worker`): holds the liveness lock,
+    /// listens for `NOTIFY ledger_sends` (re-listening after a reconnect), rescues stale leases,
+    /// claims as many sends as it has free slots, and sleeps until a notification, a finished
+    /// send, the next due retry or the poll interval. On cancellation it claims nothing more and
+    /// lets the sends in flight finish and record their outcomes before returning.
+    public func run() async throws {
+        let liveness = try LivenessLock(conninfo: store.pool.configuration.conninfo, workerID: configuration.workerID)
+        defer { liveness.release() }
+        let listener = PostgresListener(conninfo: store.pool.configuration.conninfo, channels: [Outbox.channel], logger: logger)
+        let listening = Task { [bell] in for await _ in listener.events { bell.ring() } }
+        defer {
+            listening.cancel()
+            listener.stop()
+        }
+        await withTaskGroup(of: Void.self) { group in
+            while !Task.isCancelled {
+                do {
+                    let wait = try await step { claim in group.addTask { await self.process(claim) } }
+                    _ = await bell.wait(upTo: wait)
+                } catch {
+                    logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
+                    _ = await bell.wait(upTo: configuration.pollInterval)
+                }
+            }
+            await group.waitForAll()
+        }
+    }
+
+    /// Processes due sends until none is due or in flight (for tests, the demo and `ledger worker --drain`):
+    /// returns how many tries were made.
+    @discardableResult
+    public func drain() async throws -> Int {
+        let liveness = try LivenessLock(conninfo: store.pool.configuration.conninfo, workerID: configuration.workerID)
+        defer { liveness.release() }
+        var tries = 0
+        while true {
+            var claimed = 0
+            await withTaskGroup(of: Void.self) { group in
+                do {
+                    _ = try await step { claim in
+                        claimed += 1
+                        group.addTask { await self.process(claim) }
+                    }
+                } catch {
+                    logger.error("worker step failed", metadata: ["ledger.error": "\(error)"])
+                }
+                await group.waitForAll()
+            }
+            tries += claimed
+            if claimed == 0 { return tries }
+        }
+    }
+
+    /// One turn of the loop: rescue, claim into free slots, report queue metrics; returns how long
+    /// to wait before the next turn.
+    func step(_ start: (SendQueue.Claim) -> Void) async throws -> Duration {
+        let now = clock.now()
+        let free = configuration.slots - inFlight.load(ordering: .relaxed)
+        let (rescued, claims, nextDue, depth) = try await store.pool.withConnection { [configuration] connection in
+            let rescued = try SendQueue.rescue(now: now, store: self.store, on: connection)
+            let claims = try connection.transaction { connection in
+                try SendQueue.claim(limit: free, owner: configuration.workerID, now: now, lease: configuration.lease,
+                                    on: connection)
+            }
+            return (rescued, claims, try SendQueue.nextDue(on: connection), try SendQueue.depth(on: connection))
+        }
+        if rescued > 0 {
+            Counter(label: "ledger_send_rescues_total").increment(by: rescued)
+            logger.warning("rescued sends whose worker or lease was gone", metadata: ["ledger.rescued": "\(rescued)"])
+        }
+        for provider in depth {
+            Gauge(label: "ledger_send_queue_depth", dimensions: [("provider", provider.provider)]).record(provider.pending)
+            let age = provider.oldestEnqueuedAt.map { now.timeIntervalSince($0) } ?? 0
+            Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: [("provider", provider.provider)]).record(age)
+        }
+        for claim in claims {
+            inFlight.add(1, ordering: .relaxed)
+            start(claim)
+        }
+        var wait = configuration.pollInterval
+        if let nextDue {
+            let seconds = max(0, nextDue.timeIntervalSince(now))
+            wait = min(wait, .milliseconds(Int64(seconds * 1000)))
+        }
+        return claims.count == free && free > 0 ? .zero : wait
+    }
+}
