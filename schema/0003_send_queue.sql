@@ -37,9 +37,27 @@ CREATE INDEX send_queue_running ON send_queue (lease_expires_at) WHERE state = '
 CREATE INDEX send_queue_device ON send_queue (device_stream_id);
 
 -- One terminal event per send, as a database rule: a second SendSucceeded / SendFailed /
--- SendCancelled in the same send stream is a unique violation, whoever tries it.
+-- SendCancelled in the same send stream is refused (SQLSTATE LE004), whoever tries it. The
+-- trigger gives the clear error (the append's ON CONFLICT DO NOTHING would swallow a bare unique
+-- violation); the unique index holds even if triggers were disabled. The WHEN clause keeps the
+-- trigger off every other append. Two terminal events racing into one stream also race for the
+-- same stream version, so the loser always sees the winner's.
 CREATE UNIQUE INDEX events_one_terminal_per_send ON events (stream_id)
     WHERE event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled');
+
+CREATE FUNCTION ledger_refuse_second_terminal() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM events WHERE stream_id = NEW.stream_id
+               AND event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled')) THEN
+        RAISE EXCEPTION 'send stream % already has its terminal event; % is refused', NEW.stream_id, NEW.event_type
+            USING ERRCODE = 'LE004', TABLE = 'events';
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE TRIGGER events_one_terminal_per_send BEFORE INSERT ON events
+    FOR EACH ROW WHEN (NEW.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
+    EXECUTE FUNCTION ledger_refuse_second_terminal();
 
 -- Whether the worker process `p_owner` is alive: it holds a session-level advisory lock on its
 -- name for as long as it runs; the lock goes with its session when the process dies.

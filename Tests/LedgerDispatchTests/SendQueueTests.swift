@@ -1,0 +1,168 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// The outbox and the queue against the real private PostgreSQL (issue 6, items 1 and 2).
+@Suite("Outbox and send queue")
+struct SendQueueTests {
+    // Issue 6: enqueueing is idempotent — the same cause never enqueues twice, even after the send
+    // finished and left the queue.
+    @Test func enqueueIsIdempotentByKey() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-dev1"
+            let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            let first = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "singular:\(cause.id)",
+                                          now: testEpoch, store: store)
+            let again = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "singular:\(cause.id)",
+                                          now: testEpoch, store: store)
+            #expect(!first.wasDuplicate && again.wasDuplicate && again.sendID == first.sendID && again.position == first.position)
+            #expect(try await queueCount(store) == 1)
+            _ = try await store.pool.withConnection { try SendQueue.remove(first.sendID, on: $0) }
+            let afterFinish = try await enqueue(.singular, .conversionValue, cause: cause, device: device,
+                                                key: "singular:\(cause.id)", now: testEpoch, store: store)
+            #expect(afterFinish.wasDuplicate)
+            #expect(try await queueCount(store) == 0)
+        }
+    }
+
+    // Issue 6: the send request commits with its cause or not at all.
+    @Test func enqueueCommitsWithItsCause() async throws {
+        try await withDispatchStore { store, _ in
+            struct Abort: Error {}
+            let device = "device-app1-dev1"
+            let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            let request = try Outbox.request(provider: .singular, kind: .conversionValue, cause: cause,
+                                             deviceStreamID: try StreamID(device), idempotencyKey: "k1")
+            await #expect(throws: Abort.self) {
+                try await store.pool.withConnection { connection in
+                    try connection.transaction { connection in
+                        _ = try Outbox.enqueue(request, store: store, now: testEpoch, on: connection)
+                        throw Abort()
+                    }
+                }
+            }
+            #expect(try await queueCount(store) == 0)
+            #expect(try await store.streamVersion(StreamID.send(id: request.sendID).rawValue) == 0)
+        }
+    }
+
+    // Issue 6: a Branch device is a lane — only its oldest send is claimable, and only while nothing
+    // of the lane is running; other devices are not held up.
+    @Test func branchLanesOfferOnlyTheOldestSend() async throws {
+        try await withDispatchStore { store, _ in
+            let a = "device-app1-a", b = "device-app1-b"
+            let openA = try await record(SessionStarted(device: iosDevice()), to: a, at: testEpoch, store: store)
+            let openB = try await record(SessionStarted(device: iosDevice()), to: b, at: testEpoch, store: store)
+            let a1 = try await enqueue(.branch, .open, cause: openA, device: a, key: "a1", now: testEpoch, store: store)
+            let a2 = try await enqueue(.branch, .open, cause: openA, device: a, key: "a2", now: testEpoch, store: store)
+            let b1 = try await enqueue(.branch, .open, cause: openB, device: b, key: "b1", now: testEpoch, store: store)
+            let claims = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w1", now: testEpoch, lease: 60, on: $0)
+            }
+            #expect(Set(claims.map(\.sendID)) == [a1.sendID, b1.sendID])
+            #expect(try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w2", now: testEpoch, lease: 60, on: $0)
+            }.isEmpty)
+            _ = try await store.pool.withConnection { try SendQueue.remove(a1.sendID, on: $0) }
+            let next = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w2", now: testEpoch, lease: 60, on: $0)
+            }
+            #expect(next.map(\.sendID) == [a2.sendID] && next.first?.attempt == 1)
+        }
+    }
+
+    // Issue 6: a dead worker's claims are rescued at once (its liveness lock is gone); a live
+    // worker's are rescued only when the lease runs out; a recorded attempt becomes outcome-unknown.
+    @Test func rescueDeadWorkersAndExpiredLeases() async throws {
+        try await withDispatchStore { store, database in
+            let device = "device-app1-dev1"
+            let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            let dead = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "dead", now: testEpoch,
+                                         store: store)
+            let live = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "live", now: testEpoch,
+                                         store: store)
+            let holder = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try holder.execute("SELECT pg_advisory_lock(hashtextextended('ledger.worker.alive-worker', 0))")
+            let claimedDead = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 1, owner: "gone-worker", now: testEpoch, lease: 60, on: $0)
+            }
+            let claimedLive = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 1, owner: "alive-worker", now: testEpoch, lease: 60, on: $0)
+            }
+            #expect(claimedDead.map(\.sendID) == [dead.sendID] && claimedLive.map(\.sendID) == [live.sendID])
+            // The dead worker had recorded its attempt before dying.
+            let attempted = SendAttempted(attempt: 1, request: RecordedRequest(method: "GET", url: "https://example.test/", headers: []))
+            try await store.append([NewEvent(type: SendAttempted.eventType, data: try EventCatalog.standard.encode(attempted),
+                                             occurredAt: testEpoch)], to: claimedDead[0].streamID)
+
+            let rescued = try await store.pool.withConnection { try SendQueue.rescue(now: testEpoch, store: store, on: $0) }
+            #expect(rescued == 1)
+            #expect(try await streamTypes(claimedDead[0].streamID, store: store)
+                    == ["SendRequested", "SendAttempted", "SendOutcomeUnknown"])
+            let laterRescue = try await store.pool.withConnection {
+                try SendQueue.rescue(now: testEpoch.addingTimeInterval(61), store: store, on: $0)
+            }
+            #expect(laterRescue == 1)
+            // No attempt was recorded for the live worker's claim: released, no outcome-unknown.
+            #expect(try await streamTypes(claimedLive[0].streamID, store: store) == ["SendRequested"])
+            let again = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 5, owner: "w3", now: testEpoch.addingTimeInterval(61), lease: 60, on: $0)
+            }
+            #expect(Set(again.map(\.attempt)) == [2])
+        }
+    }
+
+    // Issue 6: one terminal event per send is a database rule, whoever writes it.
+    @Test func aSecondTerminalEventIsRefusedByTheDatabase() async throws {
+        try await withDispatchStore { store, _ in
+            let stream = StreamID.send(id: UUID()).rawValue
+            let succeeded = try EventCatalog.standard.encode(SendSucceeded(attempt: 1))
+            try await store.append([NewEvent(type: SendSucceeded.eventType, data: succeeded, occurredAt: testEpoch)], to: stream)
+            let failed = try EventCatalog.standard.encode(SendFailed(attempt: 1, rule: "late"))
+            let error = await #expect(throws: PostgresError.self) {
+                try await store.append([NewEvent(type: SendFailed.eventType, data: failed, occurredAt: testEpoch)], to: stream)
+            }
+            #expect(error?.sqlState == "LE004")
+            #expect(try await streamTypes(stream, store: store) == ["SendSucceeded"])
+        }
+    }
+
+    // Issue 6: the queue is a projection — rebuilt from the log, it holds the same sends, attempts
+    // and due times.
+    @Test func queueRebuildsFromTheLog() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-dev1"
+            let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            let done = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "done", now: testEpoch,
+                                         store: store)
+            let waiting = try await enqueue(.branch, .open, cause: cause, device: device, key: "waiting", now: testEpoch,
+                                            store: store)
+            let doneStream = StreamID.send(id: done.sendID).rawValue
+            try await store.append([NewEvent(type: SendSucceeded.eventType,
+                                             data: try EventCatalog.standard.encode(SendSucceeded(attempt: 1)),
+                                             occurredAt: testEpoch)], to: doneStream)
+            let waitingStream = StreamID.send(id: waiting.sendID).rawValue
+            let retryAt = testEpoch.addingTimeInterval(300)
+            for event in [NewEvent(type: SendAttempted.eventType, data: try EventCatalog.standard.encode(SendAttempted(
+                              attempt: 1, request: RecordedRequest(method: "POST", url: "https://example.test/", headers: []))),
+                              occurredAt: testEpoch),
+                          NewEvent(type: RetryScheduled.eventType, data: try EventCatalog.standard.encode(RetryScheduled(
+                              attempt: 1, rule: "branch_429_back_off", notBefore: retryAt)), occurredAt: testEpoch)] {
+                try await store.append([event], to: waitingStream)
+            }
+            let rebuilt = try await store.pool.withConnection { try SendQueue.rebuild(on: $0) }
+            #expect(rebuilt == 1)
+            let row = try await store.pool.query(
+                "SELECT send_id, attempt, not_before, lane, state FROM send_queue").single()
+            #expect(try row.decode(UUID.self, at: 0) == waiting.sendID)
+            #expect(try row.decode(Int.self, at: 1) == 1)
+            #expect(try row.decode(Date.self, at: 2) == retryAt)
+            #expect(try row.decode(String?.self, at: 3) == device)
+            #expect(try row.decode(String.self, at: 4) == "pending")
+        }
+    }
+}
