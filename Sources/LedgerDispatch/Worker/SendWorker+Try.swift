@@ -106,18 +106,23 @@ extension SendWorker {
             try add(SendFailed(attempt: attempted ? claim.attempt : nil, rule: rule, detail: String(detail.prefix(4096))))
         }
         let batch = events
-        let written = try await store.pool.withConnection { [store, configuration] connection in
-            try connection.transaction { connection in
-                guard try SendQueue.stillHeld(claim, owner: configuration.workerID, on: connection) else { return false }
-                try store.append(batch, to: claim.streamID, on: connection)
-                if case .retry(let notBefore, _) = disposition {
-                    try SendQueue.release(claim.sendID, notBefore: notBefore, on: connection)
-                    try connection.notify(channel: Outbox.channel)
-                } else {
-                    try SendQueue.remove(claim.sendID, on: connection)
+        let written: Bool
+        do {
+            written = try await store.pool.withConnection { [store, configuration] connection in
+                try connection.transaction { connection in
+                    guard try SendQueue.stillHeld(claim, owner: configuration.workerID, on: connection) else { return false }
+                    try store.append(batch, to: claim.streamID, on: connection)
+                    if case .retry(let notBefore, _) = disposition {
+                        try SendQueue.release(claim.sendID, notBefore: notBefore, on: connection)
+                        try connection.notify(channel: Outbox.channel)
+                    } else {
+                        try SendQueue.remove(claim.sendID, on: connection)
+                    }
+                    return true
                 }
-                return true
             }
+        } catch let error as PostgresError where error.sqlState == "LE004" {
+            written = false  // the send already has its terminal event (cancelled meanwhile): nothing more to write
         }
         var status = "none"
         if case .response(let response) = answer { status = String(response.response.status) }

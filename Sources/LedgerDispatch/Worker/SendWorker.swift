@@ -93,6 +93,7 @@ public final class SendWorker: Sendable {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
                 do {
+                    try liveness.ensureHeld()
                     let wait = try await step { claim in group.addTask { await self.process(claim) } }
                     _ = await bell.wait(upTo: wait)
                 } catch {
