@@ -1,0 +1,156 @@
+import Foundation
+import LedgerDomain
+import LedgerProviders
+import LedgerStore
+
+/// Google app conversion tracking (seed 000): the conversion request from its cause, and the
+/// cross-network request derived from the rebuilt conversion request.
+extension ProviderSendRules {
+    /// `POST /pagead/conversion/app/1.0` for `send`, built from `cause`.
+    func googleConversionRequest(
+        send: SendRequested, cause: RecordedEvent, context: SendContext
+    ) throws(SendBuildError) -> ProviderRequest {
+        guard let builder = google else { throw Self.notConfigured(.google) }
+        let event = try googleEvent(send: send, cause: cause, context: context)
+        return try Self.building { () throws(ProviderError) in try builder.conversionRequest(for: event) }
+    }
+
+    /// `POST /pagead/conversion/app/1.0/cross_network`: "identical to the original conversion
+    /// tracking request", rebuilt from the conversion's `SendRequested` and cause (never from the
+    /// stored, redacted request), plus `ad_event_id` and `attributed`.
+    func googleCrossNetworkRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+        guard google != nil else { throw Self.notConfigured(.google) }
+        guard let conversion = context.conversion else {
+            throw SendBuildError(
+                rule: "conversion_missing", detail: "a cross_network send needs the conversion send and its cause")
+        }
+        guard let adEventID = context.send.parameters?["ad_event_id"] else {
+            throw SendBuildError(rule: "ad_event_id_missing", detail: "parameters.ad_event_id is required for cross_network")
+        }
+        let attributed = try Self.attributed(context.send, adEventID: adEventID, cause: context.cause)
+        let original = try googleConversionRequest(send: conversion.send, cause: conversion.cause, context: context)
+        return try Self.building { () throws(ProviderError) in
+            try GoogleConversionRequestBuilder.crossNetworkRequest(derivedFrom: original, adEventID: adEventID, attributed: attributed)
+        }
+    }
+
+    /// `attributed`: `parameters.attributed` (`1` / `0`); without it, whether the decision that caused
+    /// the send made this ad event the winner.
+    static func attributed(_ send: SendRequested, adEventID: String, cause: RecordedEvent) throws(SendBuildError) -> Bool {
+        switch send.parameters?["attributed"] {
+        case "1": return true
+        case "0": return false
+        case .some:
+            throw SendBuildError(rule: "attributed_invalid", detail: "parameters.attributed must be 0 or 1")
+        case nil:
+            guard case .decision(let decision) = try SendCause(cause) else {
+                throw SendBuildError(
+                    rule: "attributed_missing",
+                    detail: "parameters.attributed is absent and the cause is not an AttributionDecided")
+            }
+            guard let winner = decision.winner else { return false }
+            return winner.source == .google && winner.adEventID == adEventID
+        }
+    }
+
+    /// The event the conversion request reports (seed 000's parameter table).
+    func googleEvent(send: SendRequested, cause: RecordedEvent, context: SendContext) throws(SendBuildError)
+        -> GoogleConversionEvent
+    {
+        let decoded = try SendCause(cause)
+        let device = try Self.device(of: decoded, context: context)
+        var type: LedgerProviders.GoogleAppEventType
+        var name: String?
+        var value: Money?
+        var eventData = GoogleEventData()
+        var deepLink: DeepLink?
+        var referrerGclid: String?
+        switch decoded {
+        case .firstOpen(let open):
+            // "first_open … should always be sent for attributing installs".
+            type = .firstOpen
+            deepLink = open.deepLink
+            referrerGclid = open.installReferrer?.gclid
+        case .sessionStarted(let session):
+            // "session_start … for reattributing sessions".
+            type = .sessionStart
+            deepLink = session.deepLink
+        case .inAppEvent(let event):
+            if let declared = event.googleEventType {
+                type = try Self.googleEventType(declared.rawValue)
+            } else {
+                type = .custom
+            }
+            if type == .custom { name = event.name }
+            value = event.value
+            if let custom = event.customData, !custom.isEmpty { eventData = try Self.googleEventData(custom) }
+        case .revenue(let revenue):
+            // "in_app_purchase: a purchase made through the native app store".
+            type = .inAppPurchase
+            value = revenue.revenue
+        default:
+            throw Self.notSupported(decoded, send)
+        }
+        if let override = send.parameters?["app_event_type"] {
+            type = try Self.googleEventType(override)
+            if type == .custom {
+                guard let customName = send.parameters?["app_event_name"] ?? name else {
+                    throw SendBuildError(
+                        rule: "required_for_custom", detail: "app_event_type custom needs parameters.app_event_name")
+                }
+                name = customName
+            } else {
+                name = nil
+            }
+        }
+        let platform: GoogleDevicePlatform
+        let rdid: String
+        switch device.platform {
+        case .ios:
+            platform = .iOS
+            rdid = device.idfa ?? Self.zeroUUID
+        case .android:
+            platform = .android
+            rdid = device.gaid ?? Self.zeroUUID
+        }
+        let parts = try Self.requireUserAgent(device)
+        let ip = try Self.requireIP(device)
+        let timestamp = try Self.building { () throws(ProviderError) in try GoogleTimestamp(cause.occurredAt) }
+        var valueText: String?
+        if let amount = value?.amount {
+            valueText = try Self.building { () throws(ProviderError) in try GoogleConversionEvent.valueText(amount) }
+        }
+        return GoogleConversionEvent(
+            appEventType: type, appEventName: name, rdid: rdid, platform: platform,
+            limitAdTracking: device.limitAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
+            sdkVersion: device.sdkVersion, timestamp: timestamp, value: valueText, currencyCode: value?.currency.rawValue,
+            gclid: deepLink?.gclid ?? referrerGclid, gbraid: deepLink?.gbraid, userAgent: Self.googleUserAgent(parts),
+            deviceIP: ip, eventData: eventData)
+    }
+
+    static func googleEventType(_ text: String) throws(SendBuildError) -> LedgerProviders.GoogleAppEventType {
+        try building { () throws(ProviderError) in try LedgerProviders.GoogleAppEventType(validating: text) }
+    }
+
+    /// `app_event_data` from `custom_data`, through Google's own importer (integers stay integers,
+    /// other numbers are written exactly, keys sorted as the ledger stores them).
+    static func googleEventData(_ custom: [String: JSONValue]) throws(SendBuildError) -> GoogleEventData {
+        let data: Data
+        do {
+            data = try LedgerJSON.makeEncoder().encode(custom)
+        } catch {
+            throw SendBuildError(rule: "cause_unreadable", detail: "custom_data does not encode as JSON")
+        }
+        return try building { () throws(ProviderError) in try GoogleEventData.fromJSON(data) }
+    }
+
+    /// Seed 000's app User-Agent from the device's parts, with `; Proxy` (built server side):
+    /// `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. A locale written `en-US` is
+    /// given the document's underscore; a missing build is left blank for the builder to refuse.
+    static func googleUserAgent(_ parts: UserAgentParts) -> GoogleAppUserAgent {
+        GoogleAppUserAgent(
+            name: parts.appName, version: parts.appVersion, osAndVersion: "\(parts.osName) \(parts.osVersion)",
+            locale: parts.locale.replacingOccurrences(of: "-", with: "_"), device: parts.deviceModel,
+            build: parts.build.map { "Build/\($0)" } ?? "", proxy: true)
+    }
+}

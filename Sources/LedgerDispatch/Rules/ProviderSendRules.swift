@@ -1,0 +1,276 @@
+import Foundation
+import LedgerDomain
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+
+/// The four providers' documented rules for one send, built on the pure builders and classifiers of
+/// `LedgerProviders` (provider-rules.md; issue 6, item 3):
+///
+/// | send | cause → request | answer |
+/// |---|---|---|
+/// | `google/conversion` | `FirstOpen` → `first_open`, `SessionStarted` → `session_start`, `InAppEventRecorded` → its `google_event_type` (else `custom`), `RevenueRecorded` → `in_app_purchase` (seed 000) | `GoogleResponseClassifier.classifyConversion` |
+/// | `google/cross_network` | the conversion request rebuilt from `context.conversion`, plus `ad_event_id` and `attributed` | `classifyCrossNetwork` |
+/// | `apple_adservices/token_lookup` | the token of `FirstOpen` / `AdServicesTokenReceived`; no call past its 24 h TTL (seed 002) | `AdServicesClassifier` |
+/// | `branch/open` | `FirstOpen` → `first_session` true; `SessionStarted`, `DeepLinkOpened` → false, with the device's `randomized_bundle_token` (seed 003) | `BranchClassifier` |
+/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state (seed 004) | `SingularClassifier` |
+///
+/// A provider without configuration is never called: its sends fail to build with
+/// `provider_not_configured`. Nothing here reads a clock but `context.now`.
+public struct ProviderSendRules: SendRules {
+    /// Google: `dev_token` and `link_id` (``GoogleAppLink``) and the endpoint. `nil`: not configured.
+    public var google: GoogleConversionRequestBuilder?
+    /// Apple AdServices: where lookups go (``AdServicesEndpoint/production`` in production). `nil`:
+    /// not configured.
+    public var adServices: AdServicesEndpoint?
+    /// Branch: key, secret, endpoint and this service's own public IPs. `nil`: not configured.
+    public var branch: BranchConfiguration?
+    /// Whether Branch opens use `server_to_server_identity` (seed 003): then every open after the
+    /// first carries the device's `randomized_bundle_token`, and the custom user id goes as `identity`.
+    public var branchServerToServerIdentity: Bool
+    /// Singular: the SDK key and endpoint. `nil`: not configured.
+    public var singular: SingularConfiguration?
+    /// Seed 002's timing (24 h TTL, 404 every 5 s at most 3 attempts, back-off after 5xx).
+    public var adServicesPolicy: AdServicesRetryPolicy
+    /// Back-off after Google network errors, 5xx, 408 and 429.
+    public var googlePolicy: GoogleRetryPolicy
+    /// Branch's SDKs' retries (5xx and timeouts 3 times) and the 429 back-off in minutes.
+    public var branchPolicy: BranchRetryPolicy
+    /// Singular's back-off.
+    public var singularPolicy: SingularRetryPolicy
+
+    /// The rules, given each configured provider's configuration; the policies default to the
+    /// providers' files' defaults.
+    public init(
+        google: GoogleConversionRequestBuilder? = nil, adServices: AdServicesEndpoint? = nil,
+        branch: BranchConfiguration? = nil, branchServerToServerIdentity: Bool = true,
+        singular: SingularConfiguration? = nil,
+        adServicesPolicy: AdServicesRetryPolicy = AdServicesRetryPolicy(),
+        googlePolicy: GoogleRetryPolicy = GoogleRetryPolicy(),
+        branchPolicy: BranchRetryPolicy = .default, singularPolicy: SingularRetryPolicy = .default
+    ) {
+        self.google = google
+        self.adServices = adServices
+        self.branch = branch
+        self.branchServerToServerIdentity = branchServerToServerIdentity
+        self.singular = singular
+        self.adServicesPolicy = adServicesPolicy
+        self.googlePolicy = googlePolicy
+        self.branchPolicy = branchPolicy
+        self.singularPolicy = singularPolicy
+    }
+
+    // MARK: - SendRules
+
+    /// Apple AdServices only: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
+    /// without a call (seed 002: past the TTL Apple can only answer 404). Everything else: `nil`.
+    public func preflight(_ context: SendContext) -> SendDisposition? {
+        guard context.send.provider == .appleAdServices, context.send.kind == .tokenLookup,
+            let token = try? Self.adServicesToken(of: SendCause(context.cause))
+        else { return nil }
+        return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
+    }
+
+    public func buildRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+        switch (context.send.provider, context.send.kind) {
+        case (.google, .conversion):
+            return try googleConversionRequest(send: context.send, cause: context.cause, context: context)
+        case (.google, .crossNetwork):
+            return try googleCrossNetworkRequest(context)
+        case (.appleAdServices, .tokenLookup):
+            return try adServicesRequest(context)
+        case (.branch, .open):
+            return try branchOpenRequest(context)
+        case (.singular, .conversionValue):
+            return try singularRequest(context)
+        default:
+            throw SendBuildError(
+                rule: "kind_not_offered",
+                detail: "\(context.send.provider.rawValue) has no \(context.send.kind.rawValue) call")
+        }
+    }
+
+    public func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition {
+        // A request the transport could not send as built never will be: no provider's retry helps.
+        if case .failure(let error) = answer, error.kind == .invalidRequest {
+            return .failed(rule: "transport_invalid_request", detail: error.message)
+        }
+        switch context.send.provider {
+        case .google:
+            if context.send.kind == .crossNetwork {
+                return GoogleResponseClassifier.classifyCrossNetwork(
+                    answer.providerResponse, attempt: context.attempt, now: context.now, jitter: context.jitter,
+                    policy: googlePolicy)
+            }
+            return GoogleResponseClassifier.classifyConversion(
+                answer.providerResponse, attempt: context.attempt, now: context.now, jitter: context.jitter,
+                policy: googlePolicy)
+        case .appleAdServices:
+            let token: LedgerDomain.AdServicesToken
+            do {
+                token = try Self.adServicesToken(of: SendCause(context.cause))
+            } catch {
+                return .failed(rule: error.rule, detail: error.detail)
+            }
+            return AdServicesClassifier.classify(
+                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.attempt, now: context.now,
+                policy: adServicesPolicy)
+        case .branch:
+            let branchAnswer: BranchClassifier.Answer
+            switch answer {
+            case .response(let response): branchAnswer = .response(response.response)
+            case .failure(let error) where error.kind == .timeout: branchAnswer = .timedOut
+            case .failure(let error): branchAnswer = .transportFailed(detail: error.description)
+            }
+            return BranchClassifier.classify(branchAnswer, attempt: context.attempt, now: context.now, policy: branchPolicy)
+        case .singular:
+            let singularAnswer: SingularClassifier.Answer
+            switch answer {
+            case .response(let response): singularAnswer = .response(response.response)
+            case .failure(let error) where error.kind == .timeout: singularAnswer = .timedOut
+            case .failure(let error): singularAnswer = .transportFailed(detail: error.description)
+            }
+            return SingularClassifier.classify(
+                singularAnswer, attempt: context.attempt, now: context.now, policy: singularPolicy)
+        }
+    }
+
+    // MARK: - Shared
+
+    static func notConfigured(_ provider: SendProvider) -> SendBuildError {
+        SendBuildError(
+            rule: "provider_not_configured",
+            detail: "\(provider.rawValue) is not configured: its sends are never called")
+    }
+
+    static func notSupported(_ cause: SendCause, _ send: SendRequested) -> SendBuildError {
+        SendBuildError(
+            rule: "cause_not_supported",
+            detail: "a \(send.provider.rawValue)/\(send.kind.rawValue) send is not built from \(cause.typeName)")
+    }
+
+    /// Runs a provider builder, turning its `ProviderError` into a ``SendBuildError`` with the
+    /// builder's rule (`required_after_first_open`, `uuid`, `public_address`, …).
+    static func building<T>(_ body: () throws(ProviderError) -> T) throws(SendBuildError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw SendBuildError(rule: error.rule, detail: error.description)
+        }
+    }
+
+    /// The AdServices token a lookup is about: `FirstOpen.adservices_token` or `AdServicesTokenReceived`.
+    static func adServicesToken(of cause: SendCause) throws(SendBuildError) -> LedgerDomain.AdServicesToken {
+        switch cause {
+        case .firstOpen(let open):
+            guard let token = open.adServicesToken else {
+                throw SendBuildError(rule: "adservices_token_missing", detail: "the FirstOpen carries no adservices_token")
+            }
+            return token
+        case .adServicesToken(let received):
+            return received.token
+        default:
+            throw SendBuildError(
+                rule: "cause_not_supported", detail: "an apple_adservices/token_lookup send is not built from \(cause.typeName)")
+        }
+    }
+
+    /// The device a cause describes, completed with the last session's `ip` and `user_agent` when
+    /// the cause lacks them (docs/events.md, DeviceContext: "the builders then use the last session's").
+    static func device(of cause: SendCause, context: SendContext) throws(SendBuildError) -> DeviceContext {
+        var device: DeviceContext
+        switch cause {
+        case .firstOpen(let event): device = event.device
+        case .sessionStarted(let event): device = event.device
+        case .inAppEvent(let event): device = event.device
+        case .revenue(let event): device = event.device
+        case .deepLink, .adServicesToken, .decision:
+            guard let last = context.lastSessionDevice else {
+                throw SendBuildError(
+                    rule: "device_context_missing",
+                    detail: "\(cause.typeName) carries no device and no last session's device was given")
+            }
+            return last
+        }
+        if let last = context.lastSessionDevice {
+            if device.ip == nil { device.ip = last.ip }
+            if device.userAgent == nil { device.userAgent = last.userAgent }
+        }
+        return device
+    }
+
+    static func requireIP(_ device: DeviceContext) throws(SendBuildError) -> String {
+        guard let ip = device.ip else {
+            throw SendBuildError(rule: "device_ip_missing", detail: "device.ip is needed and neither the cause nor the last session has it")
+        }
+        return ip
+    }
+
+    static func requireUserAgent(_ device: DeviceContext) throws(SendBuildError) -> UserAgentParts {
+        guard let parts = device.userAgent else {
+            throw SendBuildError(
+                rule: "device_user_agent_missing",
+                detail: "device.user_agent is needed and neither the cause nor the last session has it")
+        }
+        return parts
+    }
+
+    /// The all-zero UUID Google's `rdid` takes without an advertising id (provider-rules.md, "Facts
+    /// beyond the seeds").
+    static let zeroUUID = "00000000-0000-0000-0000-000000000000"
+}
+
+/// The cause event of a send, decoded.
+enum SendCause: Sendable {
+    case firstOpen(FirstOpen)
+    case sessionStarted(SessionStarted)
+    case inAppEvent(InAppEventRecorded)
+    case revenue(RevenueRecorded)
+    case adServicesToken(AdServicesTokenReceived)
+    case deepLink(DeepLinkOpened)
+    case decision(AttributionDecided)
+
+    /// Decodes `event.data` with the ledger's decoder by `event.type`.
+    init(_ event: RecordedEvent) throws(SendBuildError) {
+        func decode<T: LedgerEvent>(_ type: T.Type) throws(SendBuildError) -> T {
+            do {
+                return try LedgerJSON.makeDecoder().decode(T.self, from: event.data)
+            } catch {
+                throw SendBuildError(rule: "cause_unreadable", detail: "the cause \(event.type) \(event.id) does not decode")
+            }
+        }
+        switch event.type {
+        case FirstOpen.eventType: self = .firstOpen(try decode(FirstOpen.self))
+        case SessionStarted.eventType: self = .sessionStarted(try decode(SessionStarted.self))
+        case InAppEventRecorded.eventType: self = .inAppEvent(try decode(InAppEventRecorded.self))
+        case RevenueRecorded.eventType: self = .revenue(try decode(RevenueRecorded.self))
+        case AdServicesTokenReceived.eventType: self = .adServicesToken(try decode(AdServicesTokenReceived.self))
+        case DeepLinkOpened.eventType: self = .deepLink(try decode(DeepLinkOpened.self))
+        case AttributionDecided.eventType: self = .decision(try decode(AttributionDecided.self))
+        default:
+            throw SendBuildError(rule: "cause_not_supported", detail: "no send is built from a \(event.type) event")
+        }
+    }
+
+    var typeName: String {
+        switch self {
+        case .firstOpen: FirstOpen.eventType
+        case .sessionStarted: SessionStarted.eventType
+        case .inAppEvent: InAppEventRecorded.eventType
+        case .revenue: RevenueRecorded.eventType
+        case .adServicesToken: AdServicesTokenReceived.eventType
+        case .deepLink: DeepLinkOpened.eventType
+        case .decision: AttributionDecided.eventType
+        }
+    }
+}
+
+extension SendAnswer {
+    /// The answer as the Google and Apple classifiers take it: `nil` when there was none.
+    var providerResponse: ProviderResponse? {
+        switch self {
+        case .response(let response): response.response
+        case .failure: nil
+        }
+    }
+}

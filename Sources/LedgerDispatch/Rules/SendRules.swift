@@ -1,0 +1,94 @@
+import Foundation
+import LedgerDomain
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+
+/// Everything one try of a send is built and judged from. The worker gathers it from the log
+/// just before the call, so it holds what the ledger knows *at send time* (Branch's
+/// `randomized_bundle_token` from the previous open's answer, the SKAN state Singular needs).
+public struct SendContext: Sendable {
+    /// The send's request (its `SendRequested`).
+    public var send: SendRequested
+    /// The send's stream (`send-<uuid>`).
+    public var sendStreamID: String
+    /// This try's number, from 1.
+    public var attempt: Int
+    /// The event the request is built from (`FirstOpen`, `SessionStarted`, `InAppEventRecorded`,
+    /// `RevenueRecorded`, `AdServicesTokenReceived`, `AttributionDecided`, …).
+    public var cause: RecordedEvent
+    /// The device's Branch identity as the log holds it now.
+    public var branchIdentity: BranchIdentityReducer.State
+    /// The device's SKAN state as the log holds it now.
+    public var skan: SKANDeviceReducer.State
+    /// For a Google cross-network send: the conversion send whose answer carried the `ad_event_id`
+    /// (its `SendRequested`) and that send's cause event, from which the conversion request is
+    /// rebuilt and the cross-network request derived.
+    public var conversion: (send: SendRequested, cause: RecordedEvent)?
+    /// The worker's clock at this try.
+    public var now: Date
+    /// A number in [0, 1) for back-off jitter (fixed in tests).
+    public var jitter: Double
+    /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it, for
+    /// causes that do not carry it whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`
+    /// and `user_agent` ("the builders then use the last session's", docs/events.md), and
+    /// `DeepLinkOpened` has no device at all. `nil` when the loader did not gather it; a request
+    /// that needs it then fails to build (`device_context_missing`).
+    public var lastSessionDevice: DeviceContext? = nil
+
+    /// A context.
+    public init(send: SendRequested, sendStreamID: String, attempt: Int, cause: RecordedEvent,
+                branchIdentity: BranchIdentityReducer.State, skan: SKANDeviceReducer.State,
+                conversion: (send: SendRequested, cause: RecordedEvent)? = nil, now: Date, jitter: Double) {
+        self.send = send
+        self.sendStreamID = sendStreamID
+        self.attempt = attempt
+        self.cause = cause
+        self.branchIdentity = branchIdentity
+        self.skan = skan
+        self.conversion = conversion
+        self.now = now
+        self.jitter = jitter
+    }
+}
+
+/// How a try came out, as the transport saw it.
+public enum SendAnswer: Sendable {
+    /// The provider answered (any status).
+    case response(TransportResponse)
+    /// No HTTP answer.
+    case failure(TransportError)
+}
+
+/// Each provider's documented rules for one send: what to do before the call, the request to
+/// make, and what an answer means. Pure: no I/O, no clock but `context.now`.
+public protocol SendRules: Sendable {
+    /// Before any call: `nil` to make the call, or the disposition to record without calling
+    /// (Apple AdServices: a token past its 24 h TTL is expired, no call).
+    func preflight(_ context: SendContext) -> SendDisposition?
+
+    /// The request for this try, credentials included (the worker stores only its `redacted()`
+    /// form).
+    /// - Throws: ``SendBuildError`` when the request cannot be built (a terminal failure).
+    func buildRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest
+
+    /// What the answer means: succeeded, retry (when and by which rule), or failed for good.
+    func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition
+}
+
+/// A send whose request cannot be built: recorded as `SendFailed` with this rule.
+public struct SendBuildError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable rule id (`cause_not_supported`, `google_invalid_request`, `missing_configuration`, …).
+    public var rule: String
+    /// More words, naming the field (never a credential).
+    public var detail: String
+
+    /// An error.
+    public init(rule: String, detail: String) {
+        self.rule = rule
+        self.detail = detail
+    }
+
+    /// `rule: detail`.
+    public var description: String { "\(rule): \(detail)" }
+}
