@@ -22,7 +22,7 @@ func iosDevice(idfv: String = "21DB6612-09B3-4ECC-84AC-B353B0AF1334", ip: String
     DeviceContext(platform: .ios, idfa: "DFC5A647-9043-4699-B2A5-76F03A97064B", idfv: idfv, limitAdTracking: false,
                   attStatus: .authorized, ip: ip,
                   userAgent: UserAgentParts(appName: "App", appVersion: "1.2.3", osName: "iOS", osVersion: "17.1",
-                                            locale: "en_US", deviceModel: "iPhone15,2", build: "Build/21B74"),
+                                            locale: "en_US", deviceModel: "iPhone15,2", build: "21B74"),
                   osVersion: "17.1", appVersion: "1.2.3", bundleID: "com.example.app")
 }
 

@@ -44,7 +44,22 @@ struct SendContextLoader: Sendable {
         default:
             break
         }
-        return SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt, cause: cause,
-                           branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
+        var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt, cause: cause,
+                                  branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
+        // In-app events, revenue and deep links may lack the network facts (IP, user agent) a
+        // request needs: the last launch's device stands in, as docs/events.md says.
+        if ![FirstOpen.eventType, SessionStarted.eventType].contains(cause.type) {
+            context.lastSessionDevice = try await lastLaunchDevice(device, before: cause)
+        }
+        return context
+    }
+
+    /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
+    func lastLaunchDevice(_ device: String, before cause: RecordedEvent) async throws -> DeviceContext? {
+        let launches = try await store.readDeviceHistory(device, types: [FirstOpen.eventType, SessionStarted.eventType],
+                                                         asOf: .position(cause.position))
+        guard let last = launches.last else { return nil }
+        struct Launch: Decodable { var device: DeviceContext }
+        return try LedgerJSON.makeDecoder().decode(Launch.self, from: last.data).device
     }
 }

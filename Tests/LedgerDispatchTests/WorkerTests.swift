@@ -1,0 +1,215 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerFakeProviders
+import LedgerHTTPTransport
+import LedgerPostgres
+import LedgerProviders
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// The worker end to end: real PostgreSQL, real HTTP over loopback, fake providers that follow the
+/// documents (issue 6, "What it must show").
+@Suite("Send worker against the fake providers", .serialized)
+struct WorkerTests {
+    static let devToken = "dev-token-SECRET-1"
+    static let branchSecret = "branch-secret-SECRET-2"
+    static let branchKey = "key_live_SECRET-3"
+    static let sdkKey = "singular-sdk-SECRET-4"
+
+    /// A store, fakes, a transport and a worker on a manual clock.
+    struct Rig {
+        let store: EventStore
+        let fakes: FakeProviders
+        let worker: SendWorker
+        let clock: ManualClock
+    }
+
+    static func withRig(slots: Int = 4, _ body: (Rig) async throws -> Void) async throws {
+        try await withDispatchStore { store, _ in
+            let fakes = FakeProviders()
+            try await fakes.start()
+            let transport = HTTPProviderTransport()
+            do {
+                fakes.branch.setRapidRepeatInterval(.zero)
+                let rules = ProviderSendRules(
+                    google: GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: devToken, linkID: "LINK1"),
+                                                           endpoint: fakes.googleEndpoint),
+                    adServices: fakes.appleEndpoint,
+                    branch: BranchConfiguration(branchKey: branchKey, branchSecret: branchSecret, endpoint: fakes.branchEndpoint),
+                    singular: SingularConfiguration(sdkKey: sdkKey, endpoint: fakes.singularEndpoint))
+                let clock = ManualClock(testEpoch)
+                let worker = SendWorker(
+                    store: store, rules: rules, transport: transport,
+                    configuration: .init(workerID: "test-worker", slots: slots, lease: 30, requestTimeout: .seconds(5)),
+                    clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
+                try await body(Rig(store: store, fakes: fakes, worker: worker, clock: clock))
+            } catch {
+                await transport.shutdown()
+                await fakes.stop()
+                throw error
+            }
+            await transport.shutdown()
+            await fakes.stop()
+        }
+    }
+
+    static let device = "device-app1-dev1"
+
+    func install(_ rig: Rig, token: String? = "dG9rZW4tZm9yLXRlc3Rz", at time: Date = testEpoch) async throws -> RecordedEvent {
+        try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                                   adServicesToken: token.map { LedgerDomain.AdServicesToken(token: $0, issuedAt: time) }),
+                         to: Self.device, at: time, store: rig.store)
+    }
+
+    // seed 002: 404 means "too soon" — retry every 5 s, at most 3 attempts; the third try's 200 settles it.
+    @Test func apple404404200SucceedsOnTheThirdTry() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig)
+            rig.fakes.apple.enqueue(.status(404), .status(404))
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "apple:1",
+                                         now: testEpoch, store: rig.store)
+            let stream = StreamID.send(id: send.sendID).rawValue
+            #expect(try await rig.worker.drain() == 1)
+            #expect(try await rig.worker.drain() == 0)  // the retry is not due yet
+            rig.clock.advance(by: 5)
+            #expect(try await rig.worker.drain() == 1)
+            rig.clock.advance(by: 5)
+            #expect(try await rig.worker.drain() == 1)
+            #expect(try await streamTypes(stream, store: rig.store) == [
+                "SendRequested", "SendAttempted", "ResponseReceived", "RetryScheduled", "SendAttempted", "ResponseReceived",
+                "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded",
+            ])
+            let retries = try await rig.store.readStream(stream).filter { $0.type == RetryScheduled.eventType }
+            let first = try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: retries[0].data)
+            #expect(first.notBefore == testEpoch.addingTimeInterval(5))
+            #expect(rig.fakes.apple.requestCount == 3)
+            #expect(try await queueCount(rig.store) == 0)
+        }
+    }
+
+    // seed 002: a token is good for 24 hours; first tried after that, it is expired — no call is made.
+    @Test func aTokenFirstTriedAfter24HoursExpiresWithoutACall() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig)
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "apple:late",
+                                         now: testEpoch, store: rig.store)
+            rig.clock.advance(by: 86_400)
+            #expect(try await rig.worker.drain() == 1)
+            let stream = StreamID.send(id: send.sendID).rawValue
+            #expect(try await streamTypes(stream, store: rig.store) == ["SendRequested", "SendFailed"])
+            let failed = try LedgerJSON.makeDecoder().decode(
+                SendFailed.self, from: try #require(try await rig.store.readStream(stream).last).data)
+            #expect(failed.attempt == nil && failed.rule.contains("expired"))
+            #expect(rig.fakes.apple.requestCount == 0)
+        }
+    }
+
+    // seed 003: with server_to_server_identity, a device's second open carries the
+    // randomized_bundle_token from the first answer, even when both opens were queued together.
+    @Test func branchSecondOpenCarriesTheFirstAnswersToken() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig, token: nil)
+            let session = try await record(SessionStarted(device: iosDevice()), to: Self.device,
+                                           at: testEpoch.addingTimeInterval(60), store: rig.store)
+            try await enqueue(.branch, .open, cause: cause, device: Self.device, key: "branch:1", now: testEpoch, store: rig.store)
+            try await enqueue(.branch, .open, cause: session, device: Self.device, key: "branch:2", now: testEpoch, store: rig.store)
+            #expect(try await rig.worker.drain() == 2)
+            let opens = rig.fakes.branch.requests
+            #expect(opens.count == 2)
+            let issued = try #require(rig.fakes.branch.issuedBundleTokens.first)
+            #expect(opens[1].bodyText.contains(issued))
+            #expect(!opens[0].bodyText.contains("randomized_bundle_token"))
+            #expect(rig.fakes.anomalies.isEmpty)
+        }
+    }
+
+    // seed 003: a 429 backs off that device only; another device's open goes out.
+    @Test func branch429DelaysOnlyThatDevice() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig, token: nil)
+            let other = "device-app1-dev2"
+            let otherCause = try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5B0AE9F4-1F3A-4C52-9B34-7D3C8E2B9A11")),
+                                              to: other, at: testEpoch, store: rig.store)
+            rig.fakes.branch.enqueue(.status(429, body: "", headers: [Header("Retry-After", "120")]))
+            let limited = try await enqueue(.branch, .open, cause: cause, device: Self.device, key: "b:limited", now: testEpoch,
+                                            store: rig.store)
+            let fine = try await enqueue(.branch, .open, cause: otherCause, device: other, key: "b:fine", now: testEpoch,
+                                         store: rig.store)
+            _ = try await rig.worker.drain()
+            let limitedTypes = try await streamTypes(StreamID.send(id: limited.sendID).rawValue, store: rig.store)
+            let fineTypes = try await streamTypes(StreamID.send(id: fine.sendID).rawValue, store: rig.store)
+            #expect(limitedTypes.last == "RetryScheduled" || fineTypes.last == "RetryScheduled")
+            #expect(limitedTypes.last == "SendSucceeded" || fineTypes.last == "SendSucceeded")
+            #expect(try await queueCount(rig.store) == 1)
+            rig.clock.advance(by: 130)
+            _ = try await rig.worker.drain()
+            #expect(try await queueCount(rig.store) == 0)
+        }
+    }
+
+    // Issue 6 and ARCHITECTURE "Secrets never enter the log": no stored request carries a credential.
+    @Test func noStoredRequestContainsACredential() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig)
+            try await record(SKANRegistered(), to: Self.device, at: testEpoch, store: rig.store)
+            var sends: [Outbox.Enqueued] = []
+            sends.append(try await enqueue(.google, .conversion, cause: cause, device: Self.device, key: "g:1", now: testEpoch,
+                                           store: rig.store))
+            sends.append(try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "a:1",
+                                           now: testEpoch, store: rig.store))
+            sends.append(try await enqueue(.branch, .open, cause: cause, device: Self.device, key: "b:1", now: testEpoch,
+                                           store: rig.store))
+            sends.append(try await enqueue(.singular, .conversionValue, cause: cause, device: Self.device, key: "s:1",
+                                           now: testEpoch, store: rig.store))
+            #expect(try await rig.worker.drain() == 4)
+            for send in sends {
+                let events = try await rig.store.readStream(StreamID.send(id: send.sendID).rawValue)
+                #expect(events.map(\.type).contains("SendAttempted"),
+                        "\(String(decoding: events.last?.data ?? Data(), as: UTF8.self))")
+            }
+            #expect(rig.fakes.google.requestCount == 1 && rig.fakes.branch.requestCount == 1 && rig.fakes.singular.requestCount == 1)
+            // The fakes saw the credentials; the ledger kept none of them.
+            #expect(rig.fakes.google.requests.first?.queryValue("dev_token") == Self.devToken)
+            for secret in [Self.devToken, Self.branchSecret, Self.branchKey, Self.sdkKey] {
+                let found = try await rig.store.pool.query(
+                    "SELECT count(*) FROM events WHERE data::text LIKE \("%" + secret + "%") OR metadata::text LIKE \("%" + secret + "%")"
+                ).single().decode(Int.self, at: 0)
+                #expect(found == 0, "a stored event contains \(secret.prefix(8))…")
+            }
+            let attempts = try await rig.store.pool.query(
+                "SELECT count(*) FROM events WHERE event_type = 'SendAttempted'").single().decode(Int.self, at: 0)
+            #expect(attempts == 4)
+            #expect(try await queueCount(rig.store) == 0)
+        }
+    }
+
+    // Issue 6: a worker whose lease ran out (a stalled provider) loses the try to a rescue; its late
+    // answer never writes a second outcome, and the send still ends with exactly one terminal event.
+    @Test func aLateAnswerAfterARescueWritesNothing() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig)
+            rig.fakes.apple.setDelay(.milliseconds(1500))
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "a:stall",
+                                         now: testEpoch, store: rig.store)
+            let stream = StreamID.send(id: send.sendID).rawValue
+            async let drained = rig.worker.drain()
+            #expect(await rig.fakes.apple.waitForRequests(1, timeout: .seconds(10)))
+            // The lease (30 s on the worker's clock) runs out while the provider stalls.
+            rig.clock.advance(by: 31)
+            let rescued = try await rig.store.pool.withConnection {
+                try SendQueue.rescue(now: rig.clock.now(), store: rig.store, on: $0)
+            }
+            #expect(rescued == 1)
+            _ = try await drained
+            #expect(try await streamTypes(stream, store: rig.store).prefix(3) == ["SendRequested", "SendAttempted", "SendOutcomeUnknown"])
+            rig.fakes.apple.setDelay(.zero)
+            _ = try await rig.worker.drain()
+            let types = try await streamTypes(stream, store: rig.store)
+            #expect(types.filter { ["SendSucceeded", "SendFailed"].contains($0) }.count == 1)
+            #expect(types.filter { $0 == "SendAttempted" }.count == rig.fakes.apple.requestCount)
+            #expect(try await queueCount(rig.store) == 0)
+        }
+    }
+}
