@@ -127,6 +127,7 @@ let package = Package(
             name: "LedgerCLI",
             dependencies: [
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections",
+                "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

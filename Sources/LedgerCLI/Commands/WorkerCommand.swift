@@ -1,0 +1,116 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerHTTPTransport
+import LedgerPostgres
+import LedgerPrivateCluster
+import LedgerStore
+
+/// `ledger worker`: drains pending sends to the providers until stopped.
+struct WorkerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "worker",
+        abstract: "Send pending requests to Google, Apple AdServices, Branch and Singular, by each one's rules.",
+        discussion: """
+            Claims due sends (FOR UPDATE SKIP LOCKED), records each try before the call and its
+            outcome after it, retries by each provider's documented rules, and rescues the sends
+            of workers that died. Any number of workers may share one database. SIGTERM or SIGINT
+            stops claiming and lets the tries in flight record their outcomes.
+
+            Providers come from the environment (checked at start-up; see docs/dispatch.md):
+            LEDGER_GOOGLE_DEV_TOKEN + LEDGER_GOOGLE_LINK_ID, LEDGER_BRANCH_KEY + LEDGER_BRANCH_SECRET,
+            LEDGER_SINGULAR_SDK_KEY, and LEDGER_*_URL to point a provider elsewhere.
+
+            Exit codes: 0 stopped cleanly, 2 bad configuration, 3 the database is unreachable.
+
+            Examples:
+              ledger worker
+              ledger worker --slots 16 --lease 120
+              ledger worker --drain          # send what is due now, then exit
+              ledger worker --rebuild-queue  # recompute the queue from the log, then exit
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Option(help: "Sends in flight at once.")
+    var slots = 8
+
+    @Option(help: "Seconds a claim lasts before another worker may rescue it.")
+    var lease = 60
+
+    @Option(help: "Seconds a provider call may take.")
+    var timeout = 20
+
+    @Option(help: "This worker's name (default: host, pid and a random suffix).")
+    var workerID: String?
+
+    @Flag(help: "Send what is due now, then exit.")
+    var drain = false
+
+    @Flag(help: "Recompute the send queue from the log (sends with no terminal event), then exit. Sends nothing.")
+    var rebuildQueue = false
+
+    func validate() throws {
+        guard slots >= 1 else { throw ValidationError("--slots must be 1 or more") }
+        guard lease >= 1 else { throw ValidationError("--lease must be 1 second or more") }
+        guard timeout >= 1, timeout < lease else { throw ValidationError("--timeout must be at least 1 and less than --lease") }
+    }
+
+    func run() async throws {
+        try await reportingFailures {
+            let logger = makeLogger("ledger.worker")
+            let providers: ProviderConfiguration
+            do {
+                providers = try ProviderConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
+            } catch {
+                throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
+            }
+            let target = try database.resolve(logger: logger)
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 2, logger: logger)
+            defer { pool.close() }
+            let store = EventStore(pool: pool, catalog: .standard, logger: logger)
+            if rebuildQueue {
+                let pending = try await pool.withConnection { try SendQueue.rebuild(on: $0) }
+                print("send queue rebuilt from the log: \(pending) pending sends")
+                return
+            }
+            FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.enabled.joined(separator: ", "))\n".utf8))
+            let transport = HTTPProviderTransport(logger: logger)
+            let worker = SendWorker(
+                store: store, rules: providers.rules, transport: transport,
+                configuration: SendWorker.Configuration(
+                    workerID: workerID ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))",
+                    slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout)),
+                logger: logger)
+            do {
+                if drain {
+                    let tries = try await worker.drain()
+                    print("drained: \(tries) tries")
+                } else {
+                    let running = Task { try await worker.run() }
+                    let signals = Self.stopOnSignals { running.cancel() }
+                    defer { signals.forEach { $0.cancel() } }
+                    try await running.value
+                }
+            } catch {
+                await transport.shutdown()
+                throw error
+            }
+            await transport.shutdown()
+        }
+    }
+
+    /// Cancels the worker on SIGTERM and SIGINT (graceful stop).
+    static func stopOnSignals(_ stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+        [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler(handler: stop)
+            source.resume()
+            return source
+        }
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import LedgerProviders
+
+/// The providers' credentials and base URLs, from configuration (environment variables), checked
+/// loudly at start-up: a "200 OK" can still be a silent drop when configuration is wrong, so a
+/// worker refuses to start on a malformed value instead of sending into the void.
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `LEDGER_GOOGLE_DEV_TOKEN`, `LEDGER_GOOGLE_LINK_ID` | Google app conversion tracking credentials | Google off |
+/// | `LEDGER_GOOGLE_URL` | Google's base URL | `https://www.googleadservices.com` |
+/// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
+/// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
+/// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
+/// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
+/// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
+///
+/// Plain `http` is accepted only towards a loopback host (the fake providers).
+public struct ProviderConfiguration: Sendable {
+    /// The rules built from the configuration.
+    public let rules: ProviderSendRules
+    /// Which providers are configured, for the start-up line (`google`, `apple_adservices`, …).
+    public let enabled: [String]
+
+    /// Reads `environment`.
+    /// - Throws: ``ProviderConfigurationError`` naming the variable and the rule.
+    public static func fromEnvironment(_ environment: [String: String]) throws(ProviderConfigurationError) -> ProviderConfiguration {
+        func value(_ name: String) -> String? {
+            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+            return text
+        }
+        func endpoint(_ name: String) throws(ProviderConfigurationError) -> (scheme: String, host: String, port: Int?)? {
+            guard let text = value(name) else { return nil }
+            guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+                url.path.isEmpty || url.path == "/", url.query == nil
+            else {
+                throw ProviderConfigurationError(variable: name, rule: "base_url",
+                                                 message: "must be a base URL such as https://host[:port], without a path")
+            }
+            let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
+            guard scheme == "https" || (scheme == "http" && loopback) else {
+                throw ProviderConfigurationError(variable: name, rule: "https_only",
+                                                 message: "must use https (http only towards a loopback host)")
+            }
+            return (scheme, host, url.port)
+        }
+        func pair(_ first: String, _ second: String) throws(ProviderConfigurationError) -> (String, String)? {
+            switch (value(first), value(second)) {
+            case let (a?, b?): return (a, b)
+            case (nil, nil): return nil
+            case (nil, _): throw ProviderConfigurationError(variable: first, rule: "required_with_\(second.lowercased())",
+                                                            message: "is required when \(second) is set")
+            case (_, nil): throw ProviderConfigurationError(variable: second, rule: "required_with_\(first.lowercased())",
+                                                            message: "is required when \(first) is set")
+            }
+        }
+
+        var enabled: [String] = []
+        var google: GoogleConversionRequestBuilder?
+        if let (token, link) = try pair("LEDGER_GOOGLE_DEV_TOKEN", "LEDGER_GOOGLE_LINK_ID") {
+            var googleEndpoint = GoogleEndpoint.production
+            if let custom = try endpoint("LEDGER_GOOGLE_URL") {
+                do {
+                    googleEndpoint = try GoogleEndpoint(scheme: custom.scheme, host: custom.host, port: custom.port)
+                } catch {
+                    throw ProviderConfigurationError(variable: "LEDGER_GOOGLE_URL", rule: error.rule, message: error.message)
+                }
+            }
+            google = GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: token, linkID: link), endpoint: googleEndpoint)
+            enabled.append("google")
+        }
+        var adServices = AdServicesEndpoint.production
+        if let custom = try endpoint("LEDGER_ADSERVICES_URL") {
+            do {
+                adServices = try AdServicesEndpoint(scheme: custom.scheme, host: custom.host, port: custom.port)
+            } catch {
+                throw ProviderConfigurationError(variable: "LEDGER_ADSERVICES_URL", rule: error.rule, message: error.message)
+            }
+        }
+        enabled.append("apple_adservices")
+        var branch: BranchConfiguration?
+        if let (key, secret) = try pair("LEDGER_BRANCH_KEY", "LEDGER_BRANCH_SECRET") {
+            let custom = try endpoint("LEDGER_BRANCH_URL")
+            branch = BranchConfiguration(
+                branchKey: key, branchSecret: secret,
+                endpoint: custom.map { BranchEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production)
+            enabled.append("branch")
+        }
+        var singular: SingularConfiguration?
+        if let key = value("LEDGER_SINGULAR_SDK_KEY") {
+            let custom = try endpoint("LEDGER_SINGULAR_URL")
+            singular = SingularConfiguration(
+                sdkKey: key, endpoint: custom.map { SingularEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production)
+            enabled.append("singular")
+        }
+        return ProviderConfiguration(
+            rules: ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular), enabled: enabled)
+    }
+}
+
+/// A configuration value the worker cannot start with.
+public struct ProviderConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The environment variable.
+    public var variable: String
+    /// The rule it breaks.
+    public var rule: String
+    /// What is wrong (never the value: it may be a credential).
+    public var message: String
+
+    /// `VARIABLE: message [rule]`.
+    public var description: String { "\(variable): \(message) [\(rule)]" }
+}
