@@ -196,7 +196,7 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: [
                 "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
-                "LedgerPrivateCluster",
+                "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders",
             ],
             swiftSettings: strict
         ),
