@@ -4,8 +4,11 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
-// Run in release mode: swift run -c release ledger-bench [append_single|append_batch]
+// Run in release mode: swift run -c release ledger-bench [append_single|append_batch|projection_rebuild]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
+// projection_rebuild loads LEDGER_BENCH_EVENTS events (default 1,000,000) into a database of its
+// own first; LEDGER_BENCH_ROUNDS (default 2) rounds alternate; LEDGER_BENCH_PROFILE=1 adds a
+// breakdown of the rebuild's time on stderr.
 
 let selected = CommandLine.arguments.dropFirst().filter { !$0.hasPrefix("-") }
 func wanted(_ name: String) -> Bool { selected.isEmpty || selected.contains { name.hasPrefix($0) } }
@@ -28,6 +31,15 @@ do {
     }
     if wanted("append_batch") {
         emit(try benchBatchedAppends(conninfo: database.conninfo, batches: 500, batchSize: 100))
+    }
+    if wanted("projection_rebuild") {
+        let environment = ProcessInfo.processInfo.environment
+        let own = try TestDatabase.make()
+        defer { own.drop() }
+        emit(try benchProjectionRebuild(
+            conninfo: own.conninfo, events: benchEventCount(),
+            rounds: environment["LEDGER_BENCH_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 2,
+            profile: environment["LEDGER_BENCH_PROFILE"] == "1"))
     }
 } catch {
     FileHandle.standardError.write(Data("ledger-bench: \(error)\n".utf8))

@@ -10,10 +10,14 @@ struct Ledger: AsyncParsableCommand {
             With no LEDGER_DATABASE_URL, every command uses a private PostgreSQL cluster of its own
             under .ledger/postgres (started on first use, reused afterwards).
 
-            Exit codes: 0 success, 1 the work failed, 2 bad usage, 3 the database is unreachable,
+            Exit codes: 0 success, 1 the work failed, 3 the database is unreachable,
             4 the schema was refused (a changed or failing migration),
-            5 `verify` found a broken link.
+            5 `verify` found a broken link, 6 no projection has the name given,
+            7 the projection is already being rebuilt by another process, 64 bad usage.
             """,
-        subcommands: [MigrateCommand.self, VerifyCommand.self, SealCommand.self, ClusterCommand.self]
+        subcommands: [
+            MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
+            ClusterCommand.self,
+        ]
     )
 }

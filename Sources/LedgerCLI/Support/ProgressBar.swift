@@ -20,8 +20,9 @@ final class ProgressBar: Sendable {
         self.unit = unit
     }
 
-    /// Reports progress; redraws if enough time passed since the last draw.
-    func update(done: Int, total: Int) {
+    /// Reports progress; redraws if enough time passed since the last draw. `detail` (a phase,
+    /// say) is shown after the time left.
+    func update(done: Int, total: Int, detail: String? = nil) {
         let line: String? = state.withLock { state in
             let now = Date()
             let interval = isTerminal ? 0.1 : 5
@@ -35,6 +36,7 @@ final class ProgressBar: Sendable {
             let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
             let left = rate > 0 && total > done ? Int(Double(total - done) / rate) : 0
             return "\(label) [\(bar)] \(done)/\(total) \(unit)  \(Int(rate))/s  \(left)s left"
+                + (detail.map { "  (\($0))" } ?? "")
         }
         guard let line else { return }
         FileHandle.standardError.write(Data((isTerminal ? "\r\u{1B}[K" + line : line + "\n").utf8))

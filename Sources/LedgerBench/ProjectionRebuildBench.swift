@@ -1,0 +1,330 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProjections
+import LedgerStore
+import LedgerTestSupport
+
+// projection_rebuild: a rebuild of the SKAN projection from position 0 over a log of N events
+// (LEDGER_BENCH_EVENTS, default 1,000,000), against a raw `COPY (SELECT … FROM events ORDER BY
+// position) TO STDOUT` of the same rows in the same run. With LEDGER_BENCH_PROFILE=1 it also
+// times the rebuild's parts one by one (on stderr).
+
+/// Events per device stream in the loaded log.
+let eventsPerDevice = 100
+
+/// The number of events the projection benchmark loads.
+func benchEventCount() -> Int {
+    let text = ProcessInfo.processInfo.environment["LEDGER_BENCH_EVENTS"]?.replacingOccurrences(of: "_", with: "")
+    return text.flatMap { Int($0) }.map { max(1, $0) } ?? 1_000_000
+}
+
+func note(_ text: String) {
+    FileHandle.standardError.write(Data("projection_rebuild: \(text)\n".utf8))
+}
+
+func seconds(since start: DispatchTime) -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+/// The payloads of a device's history, as the app would report them.
+struct DeviceHistory {
+    let revenueTemplate: String
+    let metadata = Data(#"{"actor":"bench","app_id":"com.example.game"}"#.utf8)
+
+    init() throws {
+        let device = DeviceContext(
+            platform: .ios, idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334", limitAdTracking: true, attStatus: .denied,
+            ip: nil, userAgent: nil, osVersion: "17.4.1", appVersion: "3.2.0", bundleID: "com.example.game")
+        let revenue = RevenueRecorded(device: device, revenue: try Money(amount: "4.99", currency: CurrencyCode("USD")),
+                                      kind: .iap, transactionID: "TXN", productID: "gems_100")
+        revenueTemplate = String(decoding: try LedgerJSON.makeEncoder().encode(revenue), as: UTF8.self)
+        // The template must decode as the projection will decode it.
+        _ = try LedgerJSON.makeDecoder().decode(RevenueRecorded.self, from: Data(revenueTemplate.utf8))
+    }
+
+    /// Event `k` (0-based) of device `device`, starting at `start`: registration first, then every
+    /// third event revenue (IAP and ad monetization alternating), the others conversion value
+    /// updates, three hours apart (so the history spans the p0, p1 and p2 windows).
+    func event(_ k: Int, device: Int, start: Date) -> NewEvent {
+        let at = start.addingTimeInterval(Double(k) * 3 * 3600)
+        if k == 0 {
+            return NewEvent(type: SKANRegistered.eventType, data: Data(#"{"skan_version":"4.0"}"#.utf8), metadata: metadata,
+                            occurredAt: at)
+        }
+        if k % 3 == 0 {
+            var json = revenueTemplate.replacingOccurrences(of: "\"TXN\"", with: "\"GPA.\(device).\(k)\"")
+            if k % 2 == 0 { json = json.replacingOccurrences(of: "\"iap\"", with: "\"ad_monetization\"") }
+            return NewEvent(type: RevenueRecorded.eventType, data: Data(json.utf8), metadata: metadata, occurredAt: at)
+        }
+        return NewEvent(type: SKANConversionValueUpdated.eventType,
+                        data: Data(#"{"fine_value":\#(k % 64),"lock_window":false}"#.utf8), metadata: metadata, occurredAt: at)
+    }
+}
+
+/// Appends `total` events: `total / 100` device streams of 100 events, by two writers, 50 streams
+/// per transaction, without waiting for commit flushes (the load is not what is measured).
+func loadDeviceLog(conninfo: String, total: Int) throws {
+    let history = try DeviceHistory()
+    let store = EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                           logger: TestDatabase.quietLogger)
+    let devices = (total + eventsPerDevice - 1) / eventsPerDevice
+    let writers = 2
+    let started = DispatchTime.now()
+    let progress = Progress()
+    _ = try timeOnThreads(writers) { writer in
+        let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+        try connection.execute("SET synchronous_commit = off")
+        let mine = stride(from: writer, to: devices, by: writers).map { $0 }
+        for group in stride(from: 0, to: mine.count, by: 50) {
+            try connection.transaction { connection in
+                for device in mine[group..<min(group + 50, mine.count)] {
+                    let count = min(eventsPerDevice, total - device * eventsPerDevice)
+                    let start = Date(timeIntervalSince1970: 1_763_000_000 + Double(device * 37))
+                    let events = (0..<count).map { history.event($0, device: device, start: start) }
+                    try store.append(events, to: "device-com.example.game-\(device)", expected: .noStream, on: connection)
+                }
+            }
+            let done = progress.add(min(50, mine.count - group))
+            if done % 1000 < 50 { note("loaded \(done * eventsPerDevice) of \(total) events") }
+        }
+    }
+    note("loaded \(total) events in \(String(format: "%.1f", seconds(since: started))) s")
+}
+
+final class Progress: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func add(_ n: Int) -> Int { lock.withLock { value += n; return value } }
+}
+
+/// Waits (up to ten minutes) until the gap-safe horizon has passed every event: transactions
+/// anywhere on the server hold it back.
+func waitForHorizon(_ connection: PostgresConnection, total: Int) throws {
+    let deadline = Date().addingTimeInterval(600)
+    while Date() < deadline {
+        let readable = try connection.query(
+            "SELECT count(*) FROM events WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())"
+        ).single().decode(Int.self, at: 0)
+        if readable >= total { return }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    note("the horizon did not pass every event within ten minutes; measuring anyway")
+}
+
+/// The raw read-out the rebuild is compared with: every row of `events` in position order,
+/// counted, nothing decoded. Returns rows/s.
+func rawReadOut(_ connection: PostgresConnection) throws -> (rows: Int, seconds: Double) {
+    let started = DispatchTime.now()
+    var bytes = 0
+    let rows = try connection.copyOut("""
+        COPY (SELECT position, transaction_id, stream_id, stream_version, event_id, event_type, schema_version, data,
+                     occurred_at, recorded_at FROM events ORDER BY position) TO STDOUT
+        """) { line in bytes &+= line.count }
+    return (rows, seconds(since: started))
+}
+
+/// The benchmark: load, then alternate `rounds` raw read-outs and rebuilds.
+func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, profile: Bool) throws -> Measurement {
+    try loadDeviceLog(conninfo: conninfo, total: total)
+    let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+    try connection.execute("VACUUM (ANALYZE) events")
+    try waitForHorizon(connection, total: total)
+    let projection = SKANDeviceProjection(SKANDeviceReducer())
+    let rebuilder = ProjectionRebuilder(store: EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                                                          logger: TestDatabase.quietLogger),
+                                        logger: TestDatabase.quietLogger)
+    // A first read-out warms the cache, so that both sides read from memory.
+    _ = try rawReadOut(connection)
+    var rawRows = 0, rawSeconds = 0.0, rebuiltEvents: Int64 = 0, rebuildSeconds = 0.0
+    for round in 0..<rounds {
+        let raw = try rawReadOut(connection)
+        rawRows += raw.rows
+        rawSeconds += raw.seconds
+        let started = DispatchTime.now()
+        let report = try rebuilder.rebuild(projection, on: connection)
+        let elapsed = seconds(since: started)
+        rebuiltEvents += report.events
+        rebuildSeconds += elapsed
+        note("round \(round + 1): raw \(raw.rows) rows in \(String(format: "%.2f", raw.seconds)) s; rebuild "
+            + "\(report.events) events in \(String(format: "%.2f", elapsed)) s")
+    }
+    if profile { try profileRebuild(connection, projection: projection) }
+    return Measurement(bench: "projection_rebuild", rate: Double(rebuiltEvents) / rebuildSeconds, unit: "events/s",
+                       baselineRate: Double(rawRows) / rawSeconds,
+                       baseline: "COPY (SELECT … FROM events ORDER BY position) TO STDOUT of the same \(total) rows")
+}
+
+// MARK: Profile
+
+/// Times the parts of a rebuild's bulk phase one by one, by doing what it does step by step
+/// (the runner's own scan and parser are internal, so the scan and a parser equal to it are
+/// reproduced here): the COPY out alone, the COPY out with parsing into `RecordedEvent`s, the
+/// payloads' JSON decoding alone, the projection's fold (decoding included), and the write of
+/// the folded states into shadow tables (rolled back).
+func profileRebuild(_ connection: PostgresConnection, projection: SKANDeviceProjection) throws {
+    let types = projection.eventTypes.map { "'\($0)'" }.joined(separator: ",")
+    func scanSQL(after checkpoint: GlobalCheckpoint, limit: Int) -> String {
+        """
+        COPY (SELECT position, transaction_id, stream_id, stream_version, event_id, event_type, schema_version, data,
+            (extract(epoch FROM occurred_at) * 1000000)::bigint, (extract(epoch FROM recorded_at) * 1000000)::bigint
+        FROM events
+        WHERE (transaction_id, position) > ('\(checkpoint.transactionID)'::xid8, \(checkpoint.position))
+          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+          AND event_type IN (\(types))
+        ORDER BY events.transaction_id, events.position LIMIT \(limit)) TO STDOUT
+        """
+    }
+    let chunkSize = 50_000
+    var total = 0
+
+    // 1. The chunked scan alone (server, libpq, transfer).
+    var started = DispatchTime.now()
+    var checkpoint = GlobalCheckpoint.start
+    while true {
+        var count = 0
+        var last = checkpoint
+        _ = try connection.copyOut(scanSQL(after: checkpoint, limit: chunkSize)) { line in
+            count += 1
+            last = try lastCheckpoint(line)
+        }
+        total += count
+        checkpoint = last
+        if count < chunkSize { break }
+    }
+    let scan = seconds(since: started)
+
+    // 2. The scan with parsing; 3. decoding alone; 4. the fold (decoding included).
+    var parse = 0.0, decode = 0.0, fold = 0.0
+    var byType: [String: (count: Int, seconds: Double)] = [:]
+    var builder = projection.makeBulkBuilder()
+    let decoder = LedgerJSON.makeDecoder()
+    checkpoint = .start
+    while true {
+        var chunk: [RecordedEvent] = []
+        chunk.reserveCapacity(chunkSize)
+        started = DispatchTime.now()
+        _ = try connection.copyOut(scanSQL(after: checkpoint, limit: chunkSize)) { line in chunk.append(try parseLine(line)) }
+        parse += seconds(since: started)
+        for event in chunk {
+            let begun = DispatchTime.now()
+            switch event.type {
+            case RevenueRecorded.eventType: _ = try decoder.decode(RevenueRecorded.self, from: event.data)
+            case SKANConversionValueUpdated.eventType: _ = try decoder.decode(SKANConversionValueUpdated.self, from: event.data)
+            case SKANRegistered.eventType: _ = try decoder.decode(SKANRegistered.self, from: event.data)
+            default: break
+            }
+            let spent = seconds(since: begun)
+            decode += spent
+            byType[event.type, default: (0, 0)].count += 1
+            byType[event.type, default: (0, 0)].seconds += spent
+        }
+        started = DispatchTime.now()
+        try builder.fold(chunk)
+        fold += seconds(since: started)
+        guard let last = chunk.last else { break }
+        checkpoint = last.checkpoint
+        if chunk.count < chunkSize { break }
+    }
+
+    // 5. The write (COPY into fresh shadow tables), rolled back.
+    var write = 0.0
+    struct RollBack: Error {}
+    do {
+        try connection.transaction { connection in
+            for table in projection.tableNames {
+                try connection.execute("DROP TABLE IF EXISTS \(unescaped: ProjectionTables.shadow.quoted(table))")
+            }
+            try projection.createTables(.shadow, on: connection)
+            let begun = DispatchTime.now()
+            try builder.write(to: .shadow, on: connection)
+            write = seconds(since: begun)
+            throw RollBack()
+        }
+    } catch is RollBack {}
+
+    func share(_ part: Double) -> String {
+        String(format: "%.2f s (%.1f µs/event)", part, part / Double(max(total, 1)) * 1e6)
+    }
+    note("profile over \(total) events:")
+    note("  COPY out, chunked (server + transfer):  \(share(scan))")
+    note("  parsing COPY lines into RecordedEvent:  \(share(max(0, parse - scan)))")
+    note("  JSON decoding of the payloads:          \(share(decode))")
+    for (type, part) in byType.sorted(by: { $0.key < $1.key }) {
+        note("    \(type): \(part.count) events, " + String(format: "%.1f µs each", part.seconds / Double(max(part.count, 1)) * 1e6))
+    }
+    note("  fold besides decoding (reducer, route): \(share(max(0, fold - decode)))")
+    note("  write (state JSON encoding + COPY in):  \(share(write))")
+}
+
+/// The (transaction id, position) of a COPY line of the scan (its first two fields).
+func lastCheckpoint(_ line: UnsafeRawBufferPointer) throws -> GlobalCheckpoint {
+    var fields: [Int64] = [0, 0]
+    var field = 0
+    for byte in line {
+        if byte == UInt8(ascii: "\t") {
+            field += 1
+            if field == 2 { break }
+            continue
+        }
+        fields[field] = fields[field] &* 10 &+ Int64(byte &- 48)
+    }
+    return GlobalCheckpoint(transactionID: UInt64(fields[1]), position: fields[0])
+}
+
+/// A COPY text line of the scan as a `RecordedEvent`, as the rebuild's own scan parses it.
+func parseLine(_ line: UnsafeRawBufferPointer) throws -> RecordedEvent {
+    var fields: [Range<Int>] = []
+    fields.reserveCapacity(10)
+    var start = 0
+    for index in 0..<line.count where line[index] == UInt8(ascii: "\t") {
+        fields.append(start..<index)
+        start = index + 1
+    }
+    var end = line.count
+    if end > start, line[end - 1] == UInt8(ascii: "\n") { end -= 1 }
+    fields.append(start..<end)
+    func int(_ field: Int) -> Int64 {
+        var value: Int64 = 0
+        var negative = false
+        for index in fields[field] {
+            let byte = line[index]
+            if byte == UInt8(ascii: "-") { negative = true; continue }
+            value = value &* 10 &+ Int64(byte &- 48)
+        }
+        return negative ? -value : value
+    }
+    func unescape(_ range: Range<Int>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(range.count)
+        var index = range.lowerBound
+        while index < range.upperBound {
+            let byte = line[index]
+            if byte == UInt8(ascii: "\\"), index + 1 < range.upperBound {
+                index += 1
+                switch line[index] {
+                case UInt8(ascii: "t"): out.append(9)
+                case UInt8(ascii: "n"): out.append(10)
+                case UInt8(ascii: "r"): out.append(13)
+                case UInt8(ascii: "b"): out.append(8)
+                case UInt8(ascii: "f"): out.append(12)
+                case UInt8(ascii: "v"): out.append(11)
+                default: out.append(line[index])
+                }
+            } else {
+                out.append(byte)
+            }
+            index += 1
+        }
+        return out
+    }
+    func text(_ field: Int) -> String { String(decoding: unescape(fields[field]), as: UTF8.self) }
+    guard fields.count == 10, let id = UUID(uuidString: text(4)) else { throw LogLineError() }
+    return RecordedEvent(
+        position: int(0), transactionID: UInt64(int(1)), streamID: text(2), streamVersion: int(3), id: id, type: text(5),
+        schemaVersion: Int(int(6)), data: Data(unescape(fields[7])), metadata: Data(),
+        occurredAt: Date(timeIntervalSince1970: Double(int(8)) / 1_000_000),
+        recordedAt: Date(timeIntervalSince1970: Double(int(9)) / 1_000_000), hash: Data())
+}
+
+struct LogLineError: Error {}

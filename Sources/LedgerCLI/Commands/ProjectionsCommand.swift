@@ -1,0 +1,192 @@
+import ArgumentParser
+import Foundation
+import LedgerPostgres
+import LedgerPrivateCluster
+import LedgerProjections
+import LedgerStore
+
+/// `ledger projections`: where each projection stands, and rebuilding one after a fix.
+struct ProjectionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "projections",
+        abstract: "Show where each projection stands in the log, or rebuild one from position 0.",
+        discussion: """
+            Projections turn the log into answers (per-device SKAN state, AdServices tokens, Branch
+            identity, Google obligations). Each keeps a checkpoint in the log and records the code
+            version its tables were built with; after deploying a change to a projection, `status`
+            reports it stale and `rebuild` builds it anew while appends go on.
+
+            Examples:
+              ledger projections status
+              ledger projections rebuild skan_devices
+              ledger projections rebuild --all
+            """,
+        subcommands: [Status.self, Rebuild.self]
+    )
+
+    /// `ledger projections status`.
+    struct Status: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List every projection: versions, checkpoint, lag, and whether it must be rebuilt.",
+            discussion: """
+                Creates any projection table or checkpoint row that is missing, then prints one line
+                per projection: the version of the running code, the version its tables were built
+                with, its checkpoint position, the events applied since its last (re)build, and how
+                far behind the log it is (events of its types not yet applied, and seconds since the
+                oldest of them was recorded). A projection built by other code than is running is
+                marked stale: rebuild it.
+
+                With --json, one JSON object per line (name, codeVersion, builtWithVersion, position,
+                transactionID, eventsApplied, eventsBehind, secondsBehind, rebuiltAt, stale).
+
+                Examples:
+                  ledger projections status
+                  ledger projections status --json | jq 'select(.stale)'
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Flag(help: "Print one JSON object per projection, one per line.")
+        var json = false
+
+        func run() async throws {
+            try await reportingFailures {
+                let logger = makeLogger("ledger.projections")
+                let target = try database.resolve(logger: logger)
+                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+                defer { pool.close() }
+                let store = EventStore(pool: pool, logger: logger)
+                let statuses = try await projectionFailures {
+                    try await ProjectionRunner(store: store, projections: ProjectionCatalog.standard, logger: logger).prepare()
+                    return try await pool.withConnection { try ProjectionStatus.read(ProjectionCatalog.standard, on: $0) }
+                }
+                if json {
+                    for status in statuses { print(try statusJSON(status)) }
+                } else {
+                    print(statusTable(statuses))
+                }
+            }
+        }
+    }
+
+    /// `ledger projections rebuild`.
+    struct Rebuild: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Rebuild a projection (or all of them) from position 0 and swap it in atomically.",
+            discussion: """
+                Builds the projection into shadow tables from the whole log while appends and the live
+                runner go on, catches up, then swaps the shadow tables in within one transaction:
+                readers see the old tables until the swap and the new ones after it, never a
+                half-built projection. Run it after deploying a change that `ledger projections
+                status` reports as stale. A progress bar on stderr shows events/s and time left.
+
+                Exit codes: 0 rebuilt, 6 no projection has that name, 7 another process is already
+                rebuilding it, 3 the database is unreachable, 1 the rebuild failed (nothing was
+                swapped in).
+
+                Examples:
+                  ledger projections rebuild skan_devices
+                  ledger projections rebuild --all
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Argument(help: ArgumentHelp("The projection to rebuild (names: `ledger projections status`).", valueName: "name"))
+        var name: String?
+
+        @Flag(help: "Rebuild every projection, one after the other.")
+        var all = false
+
+        func validate() throws {
+            if all, name != nil { throw ValidationError("Give a projection name or --all, not both.") }
+            if !all, name == nil { throw ValidationError("Give the projection to rebuild, or --all.") }
+        }
+
+        func run() async throws {
+            try await reportingFailures {
+                let projections: [any Projection]
+                if let name {
+                    guard let projection = ProjectionCatalog.standard.first(where: { $0.name == name }) else {
+                        throw CLIFailure(exitCode: .unknownProjection, message: "no projection is called \(name); known: "
+                            + ProjectionCatalog.standard.map(\.name).joined(separator: ", "))
+                    }
+                    projections = [projection]
+                } else {
+                    projections = ProjectionCatalog.standard
+                }
+                let logger = makeLogger("ledger.projections.rebuild")
+                let target = try database.resolve(logger: logger)
+                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+                defer { pool.close() }
+                let rebuilder = ProjectionRebuilder(store: EventStore(pool: pool, logger: logger), logger: logger)
+                for projection in projections {
+                    let bar = ProgressBar(label: "rebuild \(projection.name)", unit: "events")
+                    let report = try await projectionFailures {
+                        try await rebuilder.rebuild(projection) { progress in
+                            bar.update(done: Int(progress.eventsDone), total: Int(progress.eventsTotal), detail: progress.phase)
+                        }
+                    }
+                    bar.finish()
+                    let rate = report.seconds > 0 ? Double(report.events) / report.seconds : 0
+                    print("rebuilt \(report.projection) (version \(report.version)): \(report.events) events in "
+                        + String(format: "%.2f", report.seconds) + " s (\(Int(rate)) events/s), checkpoint position "
+                        + "\(report.checkpoint.position)")
+                }
+            }
+        }
+    }
+}
+
+extension ExitCode {
+    /// No projection has the name given.
+    static let unknownProjection = ExitCode(6)
+    /// Another process is rebuilding the projection.
+    static let rebuildInProgress = ExitCode(7)
+}
+
+/// Runs `body`, turning projection errors into one-line CLI failures; an undefined table means
+/// the schema is not migrated yet, which the line says.
+private func projectionFailures<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ProjectionError {
+        switch error {
+        case .unknownProjection: throw CLIFailure(exitCode: .unknownProjection, message: error.description)
+        case .rebuildInProgress: throw CLIFailure(exitCode: .rebuildInProgress, message: error.description)
+        case .notPrepared, .applyFailed: throw CLIFailure(exitCode: .failure, message: error.description)
+        }
+    } catch let error as PostgresError where error.sqlState == "42P01" {
+        throw CLIFailure(exitCode: .failure, message: "\(error) (run `ledger migrate` first)")
+    }
+}
+
+/// One projection's status as a JSON object: its fields, plus `stale`.
+func statusJSON(_ status: ProjectionStatus) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.dateEncodingStrategy = .iso8601
+    var object = try JSONSerialization.jsonObject(with: encoder.encode(status)) as? [String: Any] ?? [:]
+    object["stale"] = status.isStale
+    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+    return String(decoding: data, as: UTF8.self)
+}
+
+/// The statuses as an aligned table, with a hint under each stale projection.
+func statusTable(_ statuses: [ProjectionStatus]) -> String {
+    let header = ["NAME", "CODE", "BUILT", "POSITION", "APPLIED", "BEHIND", "SECONDS BEHIND", ""]
+    let rows = statuses.map { status -> [String] in
+        [status.name, "v\(status.codeVersion)", status.builtWithVersion.map { "v\($0)" } ?? "-", "\(status.position)",
+         "\(status.eventsApplied)", "\(status.eventsBehind)", String(format: "%.1f", status.secondsBehind),
+         status.isStale ? "stale — run `ledger projections rebuild \(status.name)`" : "ok"]
+    }
+    let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+    func line(_ cells: [String]) -> String {
+        cells.enumerated().map { column, cell in
+            // Names and notes read left to right; numbers line up on the right.
+            let pad = String(repeating: " ", count: widths[column] - cell.count)
+            return (column == 0 || column == cells.count - 1) ? cell + pad : pad + cell
+        }.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+    }
+    return ([line(header)] + rows.map(line)).joined(separator: "\n")
+}
