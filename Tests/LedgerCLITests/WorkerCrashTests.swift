@@ -58,7 +58,7 @@ struct WorkerCrashTests {
                                           userAgent: UserAgentParts(appName: "App", appVersion: "1.0", osName: "iOS", osVersion: "17.1",
                                                                     locale: "en_US", deviceModel: "iPhone15,2", build: "21B74"),
                                           osVersion: "17.1", appVersion: "1.0", bundleID: "com.example.app"),
-                    adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4t\(index)", issuedAt: start))
+                    adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: start))
                 let data = try EventCatalog.standard.encode(open)
                 try await pool.withConnection { connection in
                     try connection.transaction { connection in

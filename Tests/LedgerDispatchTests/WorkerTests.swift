@@ -212,4 +212,48 @@ struct WorkerTests {
             #expect(try await queueCount(rig.store) == 0)
         }
     }
+
+    // Issue 6: terminate the worker's database backends while it runs: the pool replaces them, the
+    // listener re-listens, and the worker finishes the queue.
+    @Test func workerRecoversFromTerminatedBackends() async throws {
+        try await Self.withRig(slots: 2) { rig in
+            var causes: [RecordedEvent] = []
+            for index in 0..<20 {
+                causes.append(try await record(
+                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: testEpoch)),
+                    to: "device-app1-t\(index)", at: testEpoch, store: rig.store))
+            }
+            rig.fakes.apple.setDelay(.milliseconds(30))
+            let running = Task { try await rig.worker.run() }
+            for (index, cause) in causes.enumerated() {
+                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1-t\(index)", key: "t\(index)",
+                                  now: testEpoch, store: rig.store)
+            }
+            #expect(await rig.fakes.apple.waitForRequests(3, timeout: .seconds(10)))
+            let killer = try PostgresConnection(conninfo: rig.store.pool.configuration.conninfo, logger: TestDatabase.quietLogger)
+            let killed = try killer.query("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid()
+                """).single().decode(Int.self, at: 0)
+            #expect(killed > 0)
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline {
+                let left = try? await queueCount(rig.store)
+                if left == 0 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            running.cancel()
+            try await running.value
+            #expect(try await queueCount(rig.store) == 0)
+            let terminals = try await rig.store.pool.query(
+                "SELECT count(*) FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed')").single().decode(Int.self, at: 0)
+            #expect(terminals == 20)
+            let succeeded = try await rig.store.pool.query(
+                "SELECT count(*) FROM events WHERE event_type = 'SendSucceeded'").single().decode(Int.self, at: 0)
+            let failures = try await rig.store.pool.query(
+                "SELECT data::text FROM events WHERE event_type IN ('SendFailed', 'ResponseReceived')").map { try $0.decode(String.self, at: 0) }
+            #expect(succeeded == 20, "\(failures.prefix(4))")
+        }
+    }
 }
