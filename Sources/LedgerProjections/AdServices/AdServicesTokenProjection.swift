@@ -90,7 +90,7 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
     public func initialState() -> State { State() }
 
     static func digest(_ token: String) -> String {
-        String(SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined().prefix(32))
+        Digest.sha256Hex(token, length: 32)
     }
 
     public func apply(_ event: DeviceEvent, to state: inout State) throws {

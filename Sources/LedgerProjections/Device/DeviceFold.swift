@@ -56,14 +56,13 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     /// (nil: the device is new).
     mutating func fold(_ event: RecordedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
         guard let (device, send) = try route(event) else { return }
-        var state: Reducer.State
-        if let current = states[device] {
-            state = current
-        } else {
-            state = try loaded(device) ?? reducer.initialState()
+        if states[device] == nil {
+            states[device] = try loaded(device) ?? reducer.initialState()
         }
-        try reducer.apply(DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder), to: &state)
-        states[device] = state
+        // In place: no copy of the state's dictionaries per event.
+        let (reducer, deviceEvent) = (reducer, DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder))
+        let initial = reducer.initialState()
+        try reducer.apply(deviceEvent, to: &states[device, default: initial])
         lastApplied[device] = (event.position, event.recordedAt)
     }
 

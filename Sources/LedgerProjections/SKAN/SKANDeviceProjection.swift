@@ -76,7 +76,7 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         case SKANRegistered.eventType:
             state.skan.register(at: event.occurredAt)
         case RevenueRecorded.eventType:
-            try applyRevenue(try event.decode(RevenueRecorded.self), at: event, to: &state)
+            try applyRevenue(try event.decode(RevenueFields.self), at: event, to: &state)
         case SKANConversionValueUpdated.eventType:
             let update = try event.decode(SKANConversionValueUpdated.self)
             let coarse = update.coarseValue.map(Self.coarseNumber)
@@ -111,9 +111,21 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         }
     }
 
-    func applyRevenue(_ revenue: RevenueRecorded, at event: DeviceEvent, to state: inout State) throws {
+    /// The three fields of `RevenueRecorded` SKAN needs: decoding only these skips the device
+    /// context, which is most of the payload.
+    struct RevenueFields: Decodable {
+        var revenue: Money
+        var kind: RevenueKind
+        var transactionID: String?
+        enum CodingKeys: String, CodingKey {
+            case revenue, kind
+            case transactionID = "transaction_id"
+        }
+    }
+
+    func applyRevenue(_ revenue: RevenueFields, at event: DeviceEvent, to state: inout State) throws {
         if let transaction = revenue.transactionID {
-            let digest = SHA256.hash(data: Data(transaction.utf8)).map { String(format: "%02x", $0) }.joined()
+            let digest = Digest.sha256Hex(transaction)
             guard state.countedTransactions[digest] == nil else {
                 state.revenueNotCounted["duplicate_transaction", default: 0] += 1
                 return
