@@ -274,57 +274,6 @@ func lastCheckpoint(_ line: UnsafeRawBufferPointer) throws -> GlobalCheckpoint {
 
 /// A COPY text line of the scan as a `RecordedEvent`, as the rebuild's own scan parses it.
 func parseLine(_ line: UnsafeRawBufferPointer) throws -> RecordedEvent {
-    var fields: [Range<Int>] = []
-    fields.reserveCapacity(10)
-    var start = 0
-    for index in 0..<line.count where line[index] == UInt8(ascii: "\t") {
-        fields.append(start..<index)
-        start = index + 1
-    }
-    var end = line.count
-    if end > start, line[end - 1] == UInt8(ascii: "\n") { end -= 1 }
-    fields.append(start..<end)
-    func int(_ field: Int) -> Int64 {
-        var value: Int64 = 0
-        var negative = false
-        for index in fields[field] {
-            let byte = line[index]
-            if byte == UInt8(ascii: "-") { negative = true; continue }
-            value = value &* 10 &+ Int64(byte &- 48)
-        }
-        return negative ? -value : value
-    }
-    func unescape(_ range: Range<Int>) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(range.count)
-        var index = range.lowerBound
-        while index < range.upperBound {
-            let byte = line[index]
-            if byte == UInt8(ascii: "\\"), index + 1 < range.upperBound {
-                index += 1
-                switch line[index] {
-                case UInt8(ascii: "t"): out.append(9)
-                case UInt8(ascii: "n"): out.append(10)
-                case UInt8(ascii: "r"): out.append(13)
-                case UInt8(ascii: "b"): out.append(8)
-                case UInt8(ascii: "f"): out.append(12)
-                case UInt8(ascii: "v"): out.append(11)
-                default: out.append(line[index])
-                }
-            } else {
-                out.append(byte)
-            }
-            index += 1
-        }
-        return out
-    }
-    func text(_ field: Int) -> String { String(decoding: unescape(fields[field]), as: UTF8.self) }
-    guard fields.count == 10, let id = UUID(uuidString: text(4)) else { throw LogLineError() }
-    return RecordedEvent(
-        position: int(0), transactionID: UInt64(int(1)), streamID: text(2), streamVersion: int(3), id: id, type: text(5),
-        schemaVersion: Int(int(6)), data: Data(unescape(fields[7])), metadata: Data(),
-        occurredAt: Date(timeIntervalSince1970: Double(int(8)) / 1_000_000),
-        recordedAt: Date(timeIntervalSince1970: Double(int(9)) / 1_000_000), hash: Data())
+    try LogScan.parse(line)
 }
 
-struct LogLineError: Error {}
