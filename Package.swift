@@ -179,6 +179,7 @@ let package = Package(
             dependencies: [
                 "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections", "LedgerStore",
                 "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
