@@ -95,7 +95,7 @@ struct RunnerTests {
             #expect(incremental["skan_devices"]?.count == 4)
             #expect((incremental["google_obligations_rows"]?.count ?? 0) > 0)
 
-            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 50, batchSize: 13)
+            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 50, batchSize: 13, logger: TestDatabase.quietLogger)
             for projection in Self.projections { _ = try await rebuilder.rebuild(projection) }
             let rebuilt = try await Self.dumpAll(store)
             #expect(rebuilt == incremental)
@@ -123,7 +123,7 @@ struct RunnerTests {
             try await waitForHorizon(store)
             try await runner.catchUp()
 
-            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 40, batchSize: 20)
+            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 40, batchSize: 20, logger: TestDatabase.quietLogger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for history in histories.dropFirst(2) {
                     group.addTask { try await append(history, to: store) }
@@ -198,7 +198,7 @@ struct RunnerTests {
 
             try await runner.catchUp()
             let afterCrash = try await Self.dumpAll(store, [skan])
-            _ = try await ProjectionRebuilder(store: store).rebuild(skan)
+            _ = try await ProjectionRebuilder(store: store, logger: TestDatabase.quietLogger).rebuild(skan)
             let rebuilt = try await Self.dumpAll(store, [skan])
             #expect(afterCrash == rebuilt)
             #expect(afterCrash["skan_devices"]?.count == 3)
@@ -255,7 +255,7 @@ struct RunnerTests {
             let fixed = VersionedProjection(inner: skan, version: 2)
             status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
             #expect(status.isStale && status.builtWithVersion == 1 && status.codeVersion == 2)
-            let report = try await ProjectionRebuilder(store: store).rebuild(fixed)
+            let report = try await ProjectionRebuilder(store: store, logger: TestDatabase.quietLogger).rebuild(fixed)
             #expect(report.events == 2 && report.version == 2)
             status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
             #expect(!status.isStale && status.rebuiltAt != nil && status.eventsApplied == 2)
