@@ -158,22 +158,12 @@ func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, pr
 // MARK: Profile
 
 /// Times the parts of a rebuild's bulk phase one by one, by doing what it does step by step
-/// (the runner's own scan and parser are internal, so the scan and a parser equal to it are
-/// reproduced here): the COPY out alone, the COPY out with parsing into `RecordedEvent`s, the
+/// (with the rebuild's own scan statement and parser, `LogScan`): the COPY out alone, the COPY out with parsing into `RecordedEvent`s, the
 /// payloads' JSON decoding alone, the projection's fold (decoding included), and the write of
 /// the folded states into shadow tables (rolled back).
 func profileRebuild(_ connection: PostgresConnection, projection: SKANDeviceProjection) throws {
-    let types = projection.eventTypes.map { "'\($0)'" }.joined(separator: ",")
-    func scanSQL(after checkpoint: GlobalCheckpoint, limit: Int) -> String {
-        """
-        COPY (SELECT position, transaction_id, stream_id, stream_version, event_id, event_type, schema_version, data,
-            (extract(epoch FROM occurred_at) * 1000000)::bigint, (extract(epoch FROM recorded_at) * 1000000)::bigint
-        FROM events
-        WHERE (transaction_id, position) > ('\(checkpoint.transactionID)'::xid8, \(checkpoint.position))
-          AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-          AND event_type IN (\(types))
-        ORDER BY events.transaction_id, events.position LIMIT \(limit)) TO STDOUT
-        """
+    func scanSQL(after checkpoint: GlobalCheckpoint, limit: Int) throws -> String {
+        try LogScan.scanSQL(after: checkpoint, types: projection.eventTypes, limit: limit)
     }
     let chunkSize = 50_000
     var total = 0

@@ -64,8 +64,8 @@ private enum RulesFixture {
     static let gaid = "38400000-8cf0-11bd-b23e-10b96e40000d"
     static let token = "G9i5hC8lQJeG0fmS+MFyc11/025oJEjtpZ+rs4AUkDEJh52fT8RrjwIRh+2J0pXz4MRdmtcemL8WTTHfNNA="
     static let devToken = "DEVTOKEN-SECRET-123"
-    static let branchKey = "key_live_SECRETKEY"
-    static let branchSecret = "secret_live_SECRETVALUE"
+    static let branchKey = "key_test_fake_branch_key"
+    static let branchSecret = "fake_branch_secret_for_tests"
     static let sdkKey = "SINGULAR-SDK-SECRET"
     static let linkID = "31FF8D67E5BB5DD5029DCC2734C2F884"
 

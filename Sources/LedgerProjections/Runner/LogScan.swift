@@ -12,6 +12,19 @@ public enum LogScan {
     /// Reads the next chunk of at most `limit` events of `types` after `checkpoint`.
     static func chunk(after checkpoint: GlobalCheckpoint, types: [String], limit: Int,
                       on connection: PostgresConnection) throws -> [RecordedEvent] {
+        let sql = try scanSQL(after: checkpoint, types: types, limit: limit)
+        var events: [RecordedEvent] = []
+        events.reserveCapacity(limit)
+        try connection.copyOut(sql) { line in
+            events.append(try parse(line))
+        }
+        return events
+    }
+
+    /// The scan's `COPY (SELECT …) TO STDOUT` statement: the next `limit` events of `types` after
+    /// `checkpoint`, gap-safely, in (transaction id, position) order; the lines ``parse(_:)`` reads.
+    /// Public for the benchmark that times the scan's parts.
+    public static func scanSQL(after checkpoint: GlobalCheckpoint, types: [String], limit: Int) throws -> String {
         // COPY takes no bound parameters: every value below is a number, and type names are
         // checked against the store's type-name rule before being quoted as literals.
         let typeList = try types.map { type -> String in
@@ -20,7 +33,7 @@ public enum LogScan {
             else { throw ProjectionError.unknownProjection("event type \(type)") }
             return "'" + type + "'"
         }.joined(separator: ",")
-        let sql = """
+        return """
             COPY (SELECT position, transaction_id, stream_id, stream_version, event_id, event_type, schema_version, data,
                 (extract(epoch FROM occurred_at) * 1000000)::bigint, (extract(epoch FROM recorded_at) * 1000000)::bigint
             FROM events
@@ -29,12 +42,6 @@ public enum LogScan {
               AND event_type IN (\(typeList))
             ORDER BY events.transaction_id, events.position LIMIT \(limit)) TO STDOUT
             """
-        var events: [RecordedEvent] = []
-        events.reserveCapacity(limit)
-        try connection.copyOut(sql) { line in
-            events.append(try parse(line))
-        }
-        return events
     }
 
     /// One line of the scan's `COPY` text (position, transaction id, stream, version, id, type,
