@@ -26,6 +26,11 @@ let package = Package(
         .library(name: "LedgerDomain", targets: ["LedgerDomain"]),
         .library(name: "LedgerProjections", targets: ["LedgerProjections"]),
         .library(name: "LedgerDispatch", targets: ["LedgerDispatch"]),
+        .library(name: "LedgerAttribution", targets: ["LedgerAttribution"]),
+        .library(name: "LedgerSKANPostbacks", targets: ["LedgerSKANPostbacks"]),
+        // The Swift API backends add as a dependency.
+        .library(name: "AttributionLedger", targets: ["AttributionLedger"]),
+        .library(name: "LedgerHTTPAPI", targets: ["LedgerHTTPAPI"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -34,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // libpq's C API. Only LedgerPostgres imports it.
@@ -122,12 +129,59 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Attribution: what each device fact causes (the sends it requests, in its transaction),
+        // the versioned last-click rule, the decider that waits for every provider or a deadline,
+        // and Google cross-network reporting.
+        .target(
+            name: "LedgerAttribution",
+            dependencies: [
+                "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // SKAdNetwork postbacks: ingest, Apple signature verification, deduplication, decoding
+        // with per-app conversion models, and the installs/conversions projection.
+        .target(
+            name: "LedgerSKANPostbacks",
+            dependencies: [
+                "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // The service facade: the Swift API backends call (record facts, read state, erase).
+        .target(
+            name: "AttributionLedger",
+            dependencies: [
+                "LedgerAttribution", "LedgerSKANPostbacks", "LedgerDispatch", "LedgerProjections", "LedgerStore",
+                "LedgerDomain", "LedgerPostgres",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
+        // The HTTP API (Hummingbird) for non-Swift services, over the facade.
+        .target(
+            name: "LedgerHTTPAPI",
+            dependencies: [
+                "AttributionLedger", "LedgerDomain", "LedgerStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: strict
+        ),
         // The `ledger` command.
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections",
-                "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain",
+                "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerAttribution", "LedgerSKANPostbacks",
+                "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -143,7 +197,14 @@ let package = Package(
         // Benchmarks: `swift run -c release ledger-bench [NAME]`, one JSON line per measurement.
         .executableTarget(
             name: "LedgerBench",
-            dependencies: ["LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport"],
+            dependencies: [
+                "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport", "LedgerDispatch",
+                "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerSKANPostbacks",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(
@@ -189,6 +250,39 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LedgerAttributionTests",
+            dependencies: [
+                "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
+                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerSKANPostbacksTests",
+            dependencies: [
+                "LedgerSKANPostbacks", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AttributionLedgerTests",
+            dependencies: [
+                "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain",
+                "LedgerPostgres", "LedgerTestSupport", "LedgerFakeProviders", "LedgerHTTPTransport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerHTTPAPITests",
+            dependencies: [
+                "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LedgerMigrationsTests",
             dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: strict
@@ -197,7 +291,8 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: [
                 "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
-                "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders",
+                "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
+                "AttributionLedger",
             ],
             swiftSettings: strict
         ),

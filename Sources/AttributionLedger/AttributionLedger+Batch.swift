@@ -1,0 +1,90 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+
+extension AttributionLedger {
+    /// Records a batch of prepared facts, in order, all or nothing as far as the caller's input
+    /// goes: a batch with the same id twice, or with an id already recorded with other content, is
+    /// refused before anything is written. Each fact is then recorded (with its sends) in its own
+    /// transaction; if the database fails midway, retrying the same batch is safe — the facts
+    /// already recorded answer as duplicates.
+    ///
+    /// - Returns: one ``Recorded`` per fact, in order.
+    /// - Throws: ``AttributionLedgerError`` with ``AttributionLedgerError/index`` set to the
+    ///   offending fact's place, `PostgresError`.
+    public func recordBatch(_ facts: [PreparedFact]) async throws -> [Recorded] {
+        var seen: [UUID: Int] = [:]
+        for (index, fact) in facts.enumerated() {
+            if seen.updateValue(index, forKey: fact.id) != nil {
+                var error = AttributionLedgerError.invalid(
+                    eventType: fact.eventType, field: "id", rule: "unique_in_batch",
+                    message: "The id appears twice in the batch; each fact needs an id of its own.")
+                error.index = index
+                throw error
+            }
+        }
+        if let (index, conflict) = try await firstConflict(in: facts) {
+            var error = AttributionLedgerError(
+                .idConflict, eventType: facts[index].eventType, field: "id", rule: "same_id_same_content",
+                message: "This id was already recorded with other content or for another device; use a new id for a new fact.",
+                eventID: conflict)
+            error.index = index
+            throw error
+        }
+        var results: [Recorded] = []
+        results.reserveCapacity(facts.count)
+        for (index, fact) in facts.enumerated() {
+            do {
+                results.append(try await record(fact))
+            } catch var error as AttributionLedgerError {
+                error.index = index
+                throw error
+            }
+        }
+        return results
+    }
+
+    /// The first fact whose id is already stored with other content (another stream, type, data,
+    /// metadata or time): the append would refuse it, so the batch is refused up front.
+    func firstConflict(in facts: [PreparedFact]) async throws -> (Int, UUID)? {
+        guard !facts.isEmpty else { return nil }
+        let literal = "{" + facts.map { $0.id.uuidString.lowercased() }.joined(separator: ",") + "}"
+        let rows = try await store.pool.query("""
+            SELECT event_id::text, stream_id, event_type, schema_version, data::text, metadata::text, occurred_at
+            FROM events WHERE event_id = ANY(\(literal)::uuid[])
+            """)
+        var stored: [UUID: StoredFact] = [:]
+        for row in rows {
+            guard let id = UUID(uuidString: try row.decode(String.self, at: 0)) else { continue }
+            stored[id] = StoredFact(
+                streamID: try row.decode(String.self, at: 1), type: try row.decode(String.self, at: 2),
+                schemaVersion: try row.decode(Int.self, at: 3), data: Data(try row.decode(String.self, at: 4).utf8),
+                metadata: Data(try row.decode(String.self, at: 5).utf8), occurredAt: try row.decode(Date.self, at: 6))
+        }
+        for (index, fact) in facts.enumerated() {
+            guard let existing = stored[fact.id] else { continue }
+            let same = existing.streamID == fact.device.streamID.rawValue && existing.type == fact.eventType
+                && existing.schemaVersion == type(of: fact.fact).schemaVersion && Self.jsonEqual(existing.data, fact.data)
+                && Self.jsonEqual(existing.metadata, fact.metadataData)
+                && abs(existing.occurredAt.timeIntervalSince(fact.occurredAt)) < 0.000_001
+            if !same { return (index, fact.id) }
+        }
+        return nil
+    }
+
+    static func jsonEqual(_ lhs: Data, _ rhs: Data) -> Bool {
+        guard let left = try? JSONSerialization.jsonObject(with: lhs), let right = try? JSONSerialization.jsonObject(with: rhs)
+        else { return false }
+        return (left as? NSDictionary)?.isEqual(right) ?? false
+    }
+}
+
+/// The stored envelope of an id a batch reuses.
+private struct StoredFact {
+    var streamID: String
+    var type: String
+    var schemaVersion: Int
+    var data: Data
+    var metadata: Data
+    var occurredAt: Date
+}

@@ -1,0 +1,95 @@
+import Foundation
+import LedgerDomain
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+
+/// Reads. Each replays the device's history from the log (its stream, its decisions and the
+/// streams of its sends), so it is exact whether or not the projection runner is running, and
+/// with `asOf` it answers what the ledger held at that position or time.
+extension AttributionLedger {
+    /// The device's history in the log's order: its own events, its attribution decisions, and
+    /// every event of the sends requested for it.
+    /// - Parameters:
+    ///   - device: the device.
+    ///   - asOf: only what the ledger held at that global position or recording time (all when nil).
+    ///   - types: only these event types (all when empty).
+    /// - Throws: `PostgresError`.
+    public func history(of device: DeviceRef, asOf: AsOf? = nil, types: [String] = []) async throws -> [RecordedEvent] {
+        try await store.readDeviceHistory(device.streamID.rawValue, types: types, asOf: asOf)
+    }
+
+    /// The projections' per-device states, replayed from the device's history.
+    /// - Throws: `PostgresError`, or a decoding error for a stored event the projections cannot read.
+    public func deviceState(of device: DeviceRef, asOf: AsOf? = nil) async throws -> DeviceState {
+        let events = try await history(of: device, asOf: asOf)
+        let stream = device.streamID.rawValue
+        func replay<Reducer: DeviceStateReducer>(_ projection: DeviceStateProjection<Reducer>) throws -> Reducer.State {
+            let types = Set(projection.eventTypes)
+            return try projection.replay(events.filter { types.contains($0.type) }, device: stream)
+        }
+        return DeviceState(
+            skan: try replay(SKANDeviceProjection(SKANDeviceReducer())),
+            adServices: try replay(AdServicesTokenProjection(AdServicesTokenReducer())),
+            branch: try replay(BranchIdentityProjection(BranchIdentityReducer())),
+            google: try replay(GoogleObligationProjection(GoogleObligationReducer())),
+            lastPosition: events.map(\.position).max(), eventCount: events.count)
+    }
+
+    /// The device's SKAdNetwork values: windows, conversion values, revenue totals and, once
+    /// Singular answered, the next conversion value.
+    /// - Parameter asOf: as the ledger held them then; with a time, the current window is
+    ///   computed for that time, otherwise for the ledger clock's now.
+    /// - Throws: `PostgresError`.
+    public func skanValues(of device: DeviceRef, asOf: AsOf? = nil) async throws -> SKANValues {
+        let projection = SKANDeviceProjection(SKANDeviceReducer())
+        let state = try await projection.state(of: device.streamID.rawValue, asOf: asOf, store: store)
+        let at: Date
+        if case .recordedAt(let time) = asOf { at = time } else { at = clock.now() }
+        return Self.skanValues(state, at: at)
+    }
+
+    /// The attribution decisions about the device: the newest in full, and how many there were.
+    /// - Throws: `PostgresError`, or a decoding error for a stored decision that cannot be read.
+    public func attribution(of device: DeviceRef, asOf: AsOf? = nil) async throws -> DeviceAttribution {
+        let newest = try await store.readStream(device.decisionStreamID.rawValue, backward: true, limit: 1, asOf: asOf).first
+        guard let newest else { return DeviceAttribution(latest: nil, position: nil, decidedAt: nil, decisionCount: 0) }
+        let decoded = try EventCatalog.standard.decode(type: newest.type, schemaVersion: newest.schemaVersion, data: newest.data)
+        return DeviceAttribution(latest: decoded as? AttributionDecided, position: newest.position, decidedAt: newest.recordedAt,
+                                 decisionCount: newest.streamVersion)
+    }
+
+    /// The facade's view of the SKAN projection's state at `now`.
+    static func skanValues(_ state: SKANDeviceReducer.State, at now: Date) -> SKANValues {
+        let skan = state.skan
+        func time(_ seconds: Int64?) -> Date? { seconds.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
+        func coarse(_ value: LedgerProviders.SKANCoarseValue?) -> LedgerDomain.SKANCoarseValue? {
+            switch value {
+            case .low: .low
+            case .medium: .medium
+            case .high: .high
+            case nil: nil
+            }
+        }
+        let windows = [
+            SKANWindowValues(window: .p0, coarseValue: coarse(skan.p0Coarse), lockedAt: time(skan.p0WindowLock),
+                             iapRevenue: skan.p0TotalIAPRevenue, adRevenue: skan.p0TotalAdMonRevenue),
+            SKANWindowValues(window: .p1, coarseValue: coarse(skan.p1Coarse), lockedAt: time(skan.p1WindowLock),
+                             iapRevenue: skan.p1TotalIAPRevenue, adRevenue: skan.p1TotalAdMonRevenue),
+            SKANWindowValues(window: .p2, coarseValue: coarse(skan.p2Coarse), lockedAt: time(skan.p2WindowLock),
+                             iapRevenue: skan.p2TotalIAPRevenue, adRevenue: skan.p2TotalAdMonRevenue),
+        ]
+        let next = state.lastSingularAnswer.map { answer in
+            NextConversionValue(
+                fineValue: answer.conversionValue, coarseValue: coarse(answer.coarseValue.flatMap(LedgerProviders.SKANCoarseValue.init)),
+                lockWindow: answer.lockWindow, postbackSequenceIndex: answer.postbackSequenceIndex, answeredAt: answer.answeredAt,
+                confirmedByDevice: answer.confirmedByDevice)
+        }
+        return SKANValues(
+            registered: skan.isRegistered, registeredAt: time(skan.firstCallTimestamp), lastCallAt: time(skan.lastCallTimestamp),
+            currentWindow: skan.isRegistered ? SKANWindowName(rawValue: skan.window(at: now).rawValue) ?? .over : .over,
+            windowAt: now, fineValue: skan.conversionValue, windows: windows, totalIAPRevenue: skan.totalRevenueByCurrency,
+            totalAdRevenue: skan.totalAdMonRevenueByCurrency, nextConversionValue: next, updatesApplied: state.updatesApplied,
+            updatesIgnored: state.updatesIgnored)
+    }
+}

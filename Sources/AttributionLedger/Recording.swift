@@ -1,0 +1,198 @@
+import Foundation
+import LedgerDomain
+
+/// Envelope facts a caller may add to a recording: who records it and which flow it belongs to.
+public struct RecordingOptions: Sendable, Hashable {
+    /// Who records the fact: a service name (`checkout-backend`); the ledger's default actor when nil.
+    /// 1–100 characters without control characters; never a person.
+    public var actor: String?
+    /// Groups the events of one flow (for instance an install and everything it led to).
+    public var correlationID: UUID?
+    /// The event that directly caused this one, if the caller knows it.
+    public var causationID: UUID?
+
+    /// Creates options.
+    public init(actor: String? = nil, correlationID: UUID? = nil, causationID: UUID? = nil) {
+        self.actor = actor
+        self.correlationID = correlationID
+        self.causationID = causationID
+    }
+}
+
+/// What one recording did.
+public struct Recorded: Sendable, Hashable, Codable {
+    /// The fact's event id (the caller's id).
+    public var eventID: UUID
+    /// Its global position in the log (the first recording's position on an idempotent retry).
+    public var position: Int64
+    /// True when this id had already been recorded with the same content: nothing was written.
+    public var wasDuplicate: Bool
+    /// The provider sends the fact requested in the same transaction (empty on a duplicate).
+    public var sendIDs: [UUID]
+
+    /// Creates a result.
+    public init(eventID: UUID, position: Int64, wasDuplicate: Bool, sendIDs: [UUID] = []) {
+        self.eventID = eventID
+        self.position = position
+        self.wasDuplicate = wasDuplicate
+        self.sendIDs = sendIDs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case eventID = "id"
+        case position
+        case wasDuplicate = "duplicate"
+        case sendIDs = "send_ids"
+    }
+}
+
+/// A device fact checked and encoded, ready to record: the result of
+/// ``AttributionLedger/prepare(_:for:id:occurredAt:options:)``. Preparing a whole batch before
+/// recording any of it is how a batch is refused without writing anything.
+public struct PreparedFact: Sendable {
+    /// The typed fact.
+    public let fact: any LedgerEvent
+    /// The device it is about.
+    public let device: DeviceRef
+    /// The caller's id for it (the idempotency key).
+    public let id: UUID
+    /// When it happened, by the device's clock.
+    public let occurredAt: Date
+    /// Its envelope metadata.
+    public let metadata: EventMetadata
+    /// The canonical JSON of the fact, as it will be stored.
+    public let data: Data
+    /// The canonical JSON of the metadata, as it will be stored.
+    public let metadataData: Data
+
+    /// The fact's type name (`FirstOpen`).
+    public var eventType: String { type(of: fact).eventType }
+}
+
+extension AttributionLedger {
+    /// Checks a typed device fact and encodes it, writing nothing.
+    ///
+    /// Rules: the type is a device fact (stream `device-…`); the catalog's rules for it (every field
+    /// checked, see `docs/events.md`); a `FirstOpen`'s `app_id` is the device's app; `occurred_at`
+    /// lies in the years 0001–9999; the metadata's `actor` is 1–100 characters.
+    /// - Throws: ``AttributionLedgerError`` (`invalid`) naming the field and the rule.
+    public func prepare<Fact: LedgerEvent>(
+        _ fact: Fact, for device: DeviceRef, id: UUID, occurredAt: Date, options: RecordingOptions = RecordingOptions()
+    ) throws(AttributionLedgerError) -> PreparedFact {
+        guard Fact.category == .device, Fact.streamCategory == .device else {
+            throw .invalid(
+                eventType: Fact.eventType, field: "type", rule: "device_fact",
+                message: "Only device facts are recorded through this API (sends, decisions and postbacks are the ledger's own).")
+        }
+        if let open = fact as? FirstOpen, open.appID != device.app {
+            throw .invalid(
+                eventType: Fact.eventType, field: "app_id", rule: "matches_device_app",
+                message: "A first open's app_id must be the app of the device it is recorded for.")
+        }
+        guard LedgerTimestamp.format(occurredAt) != nil, occurredAt.timeIntervalSince1970.isFinite else {
+            throw .invalid(
+                eventType: Fact.eventType, field: "occurred_at", rule: "timestamp_range",
+                message: "The time must lie in the years 0001–9999.")
+        }
+        let metadata = EventMetadata(
+            correlationID: options.correlationID, causationID: options.causationID, actor: options.actor ?? defaultActor,
+            appID: device.app)
+        do {
+            let data = try EventCatalog.standard.encode(fact)
+            let metadataData = try EventCatalog.standard.encode(metadata: metadata)
+            return PreparedFact(fact: fact, device: device, id: id, occurredAt: occurredAt, metadata: metadata, data: data,
+                                metadataData: metadataData)
+        } catch {
+            throw AttributionLedgerError(error)
+        }
+    }
+
+    /// Checks a device fact given as JSON (as the HTTP API and `ledger append` receive it) and
+    /// decodes it, writing nothing.
+    ///
+    /// - Parameters:
+    ///   - type: the catalog's type name (`FirstOpen`).
+    ///   - schemaVersion: the version of its JSON shape; the newest when nil.
+    ///   - data: the fact's JSON object (see `docs/events.md`).
+    /// - Throws: ``AttributionLedgerError`` (`invalid`) naming the field (`device.idfa`) and the rule.
+    public func prepare(
+        type: String, schemaVersion: Int? = nil, data: Data, for device: DeviceRef, id: UUID, occurredAt: Date,
+        options: RecordingOptions = RecordingOptions()
+    ) throws(AttributionLedgerError) -> PreparedFact {
+        guard let entry = schemaVersion.map({ EventCatalog.standard.entry(named: type, schemaVersion: $0) })
+            ?? EventCatalog.standard.entry(named: type)
+        else {
+            let known = EventCatalog.standard.entry(named: type) != nil
+            throw .invalid(
+                eventType: type, field: known ? "schema_version" : "type", rule: known ? "unknown_schema_version" : "unknown_type",
+                message: known ? "The catalog has no such schema version of this type." : "The event type is not in the catalog.")
+        }
+        guard entry.category == .device, entry.streamCategory == .device else {
+            throw .invalid(
+                eventType: type, field: "type", rule: "device_fact",
+                message: "Only device facts are recorded through this API (sends, decisions and postbacks are the ledger's own).")
+        }
+        let fact: any LedgerEvent
+        do {
+            fact = try EventCatalog.standard.validate(type: entry.eventType, schemaVersion: entry.schemaVersion, data: data)
+        } catch {
+            throw AttributionLedgerError(error)
+        }
+        return try prepare(fact, for: device, id: id, occurredAt: occurredAt, options: options)
+    }
+
+    /// Records a prepared fact through the attribution layer's recorder (the fact and the sends it
+    /// causes in one transaction). Idempotent by the fact's id.
+    /// - Throws: ``AttributionLedgerError`` (`id_conflict` when the id holds other content),
+    ///   `PostgresError` when the database fails.
+    public func record(_ prepared: PreparedFact) async throws -> Recorded {
+        let type = prepared.eventType
+        let started = ContinuousClock.now
+        do {
+            let fact = try await recordOpened(prepared.fact, prepared)
+            metrics.recorded(type: type, duplicate: fact.wasDuplicate, duration: ContinuousClock.now - started)
+            logger.debug("recorded a device fact", metadata: [
+                "ledger.event_type": "\(type)", "ledger.position": "\(fact.position)", "ledger.duplicate": "\(fact.wasDuplicate)",
+                "ledger.stream": "\(prepared.device.streamID.rawValue)",
+            ])
+            return Recorded(eventID: fact.eventID, position: fact.position, wasDuplicate: fact.wasDuplicate, sendIDs: fact.sends)
+        } catch {
+            let mapped = AttributionLedgerError.mapping(error, eventType: type, eventID: prepared.id)
+            if let refusal = mapped as? AttributionLedgerError {
+                metrics.refused(type: type, rule: refusal.rule)
+            } else {
+                metrics.failed(type: type)
+                logger.error("recording failed", metadata: ["ledger.event_type": "\(type)", "ledger.app": "\(prepared.device.app)",
+                                                            "error": "\(String(describing: error))"])
+            }
+            throw mapped
+        }
+    }
+
+    /// Opens the existential so the recorder's generic `record` sees the concrete type.
+    private func recordOpened<Fact: LedgerEvent>(_ fact: Fact, _ prepared: PreparedFact) async throws -> RecordedFactResult {
+        let result = try await recorder.record(
+            fact, app: prepared.device.app, device: prepared.device.device, id: prepared.id, occurredAt: prepared.occurredAt,
+            metadata: prepared.metadata, now: clock.now())
+        return RecordedFactResult(eventID: result.eventID, position: result.position, wasDuplicate: result.wasDuplicate,
+                                  sends: result.sends)
+    }
+
+    /// Checks and records any device fact: the generic form of the `record…` methods.
+    /// - Returns: the fact's position (the first recording's on a retry with the same id and content).
+    /// - Throws: ``AttributionLedgerError`` (`invalid`, `id_conflict`), `PostgresError`.
+    @discardableResult
+    public func record<Fact: LedgerEvent>(
+        _ fact: Fact, for device: DeviceRef, id: UUID, occurredAt: Date, options: RecordingOptions = RecordingOptions()
+    ) async throws -> Recorded {
+        try await record(prepare(fact, for: device, id: id, occurredAt: occurredAt, options: options))
+    }
+}
+
+/// The parts of the recorder's answer the facade passes on.
+struct RecordedFactResult: Sendable {
+    var eventID: UUID
+    var position: Int64
+    var wasDuplicate: Bool
+    var sends: [UUID]
+}

@@ -1,0 +1,2 @@
+/// The HTTP API of the attribution ledger.
+public enum LedgerHTTPAPIModule {}
