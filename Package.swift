@@ -136,6 +136,7 @@ let package = Package(
             name: "LedgerAttribution",
             dependencies: [
                 "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
