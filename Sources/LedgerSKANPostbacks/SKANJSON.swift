@@ -42,27 +42,134 @@ struct SKANJSONObject {
         case duplicateKey(String)
     }
 
-    /// The members, by key.
-    let members: [String: Value]
+    /// The postback fields, recognised by their bytes while reading (no key string is made and
+    /// no key hashed: this is most of the speed).
+    enum Key: Int, CaseIterable {
+        /// `version`.
+        case version
+        /// `ad-network-id`.
+        case adNetworkID
+        /// `source-identifier`.
+        case sourceIdentifier
+        /// `campaign-id`.
+        case campaignID
+        /// `app-id`.
+        case appID
+        /// `transaction-id`.
+        case transactionID
+        /// `redownload`.
+        case redownload
+        /// `source-app-id`.
+        case sourceAppID
+        /// `source-domain`.
+        case sourceDomain
+        /// `fidelity-type`.
+        case fidelityType
+        /// `did-win`.
+        case didWin
+        /// `postback-sequence-index`.
+        case postbackSequenceIndex
+        /// `conversion-value`.
+        case conversionValue
+        /// `coarse-conversion-value`.
+        case coarseConversionValue
+        /// `country-code`.
+        case countryCode
+        /// `attribution-signature`.
+        case attributionSignature
+
+        /// The JSON name.
+        var name: String { SKANJSONObject.knownKeys[rawValue] }
+    }
+
+    /// The JSON names of ``Key``, in its order.
+    static let knownKeys: [String] = [
+        "version",
+        "ad-network-id",
+        "source-identifier",
+        "campaign-id",
+        "app-id",
+        "transaction-id",
+        "redownload",
+        "source-app-id",
+        "source-domain",
+        "fidelity-type",
+        "did-win",
+        "postback-sequence-index",
+        "conversion-value",
+        "coarse-conversion-value",
+        "country-code",
+        "attribution-signature",
+    ]
+    static let knownKeyBytes: [[UInt8]] = knownKeys.map { Array($0.utf8) }
+
+    /// Values of ``knownKeys``, by index.
+    let known: [Value?]
+    /// Other members, in the order written.
+    let others: [(key: String, value: Value)]
+
+    /// The value of the member called `key`.
+    subscript(key: String) -> Value? {
+        if let index = Self.knownKeys.firstIndex(of: key) { return known[index] }
+        for member in others where member.key == key { return member.value }
+        return nil
+    }
+
+    /// The value of a known key.
+    subscript(key: Key) -> Value? { known[key.rawValue] }
 
     /// Parses `bytes` (UTF-8 already checked by the caller, or not: invalid UTF-8 in a string is
     /// a syntax error here too).
     init(parsing bytes: Data) throws(Failure) {
-        let result = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Result<[String: Value], Failure> in
+        let result = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Result<Reader, Failure> in
             var reader = Reader(bytes: buffer.bindMemory(to: UInt8.self))
-            return Result { () throws(Failure) -> [String: Value] in try reader.topLevelObject() }
+            return Result { () throws(Failure) -> Reader in
+                try reader.topLevelObject()
+                return reader
+            }
         }
-        members = try result.get()
+        let reader = try result.get()
+        known = reader.known
+        others = reader.others
     }
 
     /// The cursor.
     private struct Reader {
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
+        var known = [Value?](repeating: nil, count: SKANJSONObject.knownKeys.count)
+        var others: [(key: String, value: Value)] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
-        mutating func topLevelObject() throws(Failure) -> [String: Value] {
+        /// The index of the known key spelled by `bytes[range]`, if it is one.
+        func knownKey(_ range: Range<Int>) -> Int? {
+            for (number, key) in SKANJSONObject.knownKeyBytes.enumerated() where key.count == range.count {
+                if key.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress! + range.lowerBound, range.count) == 0 }) {
+                    return number
+                }
+            }
+            return nil
+        }
+
+        /// Stores a member: `keyBytes` spell a plain key, `escapedKey` is a key written with escapes.
+        mutating func add(_ value: Value, keyBytes: Range<Int>?, escapedKey: String?) throws(Failure) {
+            if let keyBytes, let number = knownKey(keyBytes) {
+                guard known[number] == nil else { throw .duplicateKey(SKANJSONObject.knownKeys[number]) }
+                known[number] = value
+                return
+            }
+            let name = escapedKey ?? keyBytes.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) } ?? ""
+            if let number = SKANJSONObject.knownKeys.firstIndex(of: name) {  // a known key written with escapes
+                guard known[number] == nil else { throw .duplicateKey(name) }
+                known[number] = value
+                return
+            }
+            for member in others where member.key == name { throw .duplicateKey(name) }
+            others.append((name, value))
+        }
+
+        mutating func topLevelObject() throws(Failure) {
             skipSpace()
             guard index < bytes.count else { throw .syntax(offset: index) }
             guard bytes[index] == UInt8(ascii: "{") else {
@@ -73,7 +180,6 @@ struct SKANJSONObject {
                 throw .notAnObject
             }
             index += 1
-            var members: [String: Value] = [:]
             skipSpace()
             if peek() == UInt8(ascii: "}") {
                 index += 1
@@ -81,13 +187,17 @@ struct SKANJSONObject {
                 while true {
                     skipSpace()
                     guard peek() == UInt8(ascii: "\"") else { throw .syntax(offset: index) }
-                    let key = try string()
+                    let keyStart = index
+                    let plainKey = plainStringEnd()
+                    var keyText: String?
+                    if plainKey == nil { keyText = try string() } else { index = plainKey! + 1 }
                     skipSpace()
                     guard peek() == UInt8(ascii: ":") else { throw .syntax(offset: index) }
                     index += 1
                     skipSpace()
                     let value = try value()
-                    guard members.updateValue(value, forKey: key) == nil else { throw .duplicateKey(key) }
+                    let keyBytes = plainKey.map { (keyStart + 1)..<$0 }
+                    try add(value, keyBytes: keyBytes, escapedKey: keyText)
                     skipSpace()
                     guard let next = peek() else { throw .syntax(offset: index) }
                     index += 1
@@ -97,13 +207,30 @@ struct SKANJSONObject {
             }
             skipSpace()
             guard index == bytes.count else { throw .syntax(offset: index) }
-            return members
+        }
+
+        /// For a string at `index` (its opening quote) of plain ASCII without escapes or control
+        /// characters: the index of its closing quote.
+        func plainStringEnd() -> Int? {
+            var at = index + 1
+            while at < bytes.count {
+                let byte = bytes[at]
+                if byte == UInt8(ascii: "\"") { return at }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return nil }
+                at += 1
+            }
+            return nil
         }
 
         func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
 
         mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x0A, 0x0D, 0x09].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x0A, 0x0D, 0x09: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func value() throws(Failure) -> Value {
@@ -121,7 +248,7 @@ struct SKANJSONObject {
         }
 
         mutating func literal(_ word: StaticString) throws(Failure) {
-            let count = word.utf8CodeUnitsCount
+            let count = word.utf8CodeUnitCount
             guard index + count <= bytes.count else { throw .syntax(offset: index) }
             for offset in 0..<count where bytes[index + offset] != word.utf8Start[offset] { throw .syntax(offset: index) }
             index += count
@@ -155,16 +282,19 @@ struct SKANJSONObject {
         mutating func string() throws(Failure) -> String {
             index += 1
             let start = index
-            // Fast path: no escapes.
+            // Fast path: no escapes; plain ASCII needs no UTF-8 validation.
+            var ascii = true
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
                     let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
+                    if ascii { return String(decoding: slice, as: UTF8.self) }
                     guard let text = String(validating: slice, as: UTF8.self) else { throw .syntax(offset: start) }
                     return text
                 }
                 if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                if byte >= 0x80 { ascii = false }
                 index += 1
             }
             var scalars = Array(bytes[start..<index])

@@ -67,4 +67,12 @@ public struct SKANPostbackError: Error, Sendable, Hashable, CustomStringConverti
     static func invalid(_ field: String, _ rule: String, _ message: String) -> Self {
         Self(.invalidValue, field: field, rule: rule, message: message)
     }
+
+    static func missing(_ key: SKANJSONObject.Key, _ why: String = "The field is required in this version.") -> Self {
+        missing(key.name, why)
+    }
+
+    static func wrongType(_ key: SKANJSONObject.Key, expected: String) -> Self { wrongType(key.name, expected: expected) }
+
+    static func invalid(_ key: SKANJSONObject.Key, _ rule: String, _ message: String) -> Self { invalid(key.name, rule, message) }
 }

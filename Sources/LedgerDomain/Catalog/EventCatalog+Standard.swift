@@ -12,5 +12,6 @@ extension EventCatalog {
         SendSucceeded.self, SendFailed.self, SendOutcomeUnknown.self, SendCancelled.self,
         // Decisions, privacy, SKAN postbacks
         AttributionDecided.self, ErasureCompleted.self, SKANPostbackReceived.self,
+        SKANConversionModelConfigured.self,
     ])
 }
