@@ -41,6 +41,10 @@ do {
             rounds: environment["LEDGER_BENCH_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 2,
             profile: environment["LEDGER_BENCH_PROFILE"] == "1"))
     }
+    // append_encrypted (issue 9): appends with personal fields sealed per device vs sealing off.
+    if wanted("append_encrypted") {
+        emit(try benchEncryptedAppends(conninfo: database.conninfo))
+    }
 } catch {
     FileHandle.standardError.write(Data("ledger-bench: \(error)\n".utf8))
     exit(1)

@@ -18,6 +18,7 @@ struct Ledger: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self,
+            EraseCommand.self, KeysCommand.self,
         ]
     )
 }

@@ -94,8 +94,8 @@ extension EventStore {
             }
             // Nothing inserted: which rule stopped it?
             if try Self.anyStored(events.map(\.id), on: connection) {
-                if let stored = try Self.readBack(events, stream: stream, on: connection) { return stored }
-                let clash = try Self.fetchByIDs(events.map(\.id), on: connection).first?.id ?? events[0].id
+                if let stored = try Self.readBack(events, stream: stream, privacy: privacy, on: connection) { return stored }
+                let clash = try Self.fetchByIDs(events.map(\.id), privacy: privacy, on: connection).first?.id ?? events[0].id
                 throw EventStoreError.eventIDConflict(eventID: clash)
             }
             let actual = try Self.currentVersion(stream, on: connection)

@@ -17,13 +17,15 @@ extension EventStore {
     public func readDeviceHistory(_ deviceStream: String, types: [String] = [], asOf: AsOf? = nil) async throws
         -> [RecordedEvent]
     {
-        try await pool.withConnection { connection in
-            try Self.readDeviceHistory(deviceStream, types: types, asOf: asOf, on: connection)
+        try await pool.withConnection { [privacy] connection in
+            try Self.readDeviceHistory(deviceStream, types: types, asOf: asOf, privacy: privacy, on: connection)
         }
     }
 
-    /// ``readDeviceHistory(_:types:asOf:)`` on a connection the caller holds.
+    /// ``readDeviceHistory(_:types:asOf:)`` on a connection the caller holds; personal fields are
+    /// opened with `privacy` (by default ``PersonalDataProtection/processDefault``).
     public static func readDeviceHistory(_ deviceStream: String, types: [String] = [], asOf: AsOf? = nil,
+                                         privacy: PersonalDataProtection = .processDefault,
                                          on connection: PostgresConnection) throws -> [RecordedEvent] {
         let decisionStream = deviceStream.hasPrefix("device-")
             ? "decision-" + deviceStream.dropFirst("device-".count) : deviceStream
@@ -45,6 +47,8 @@ extension EventStore {
         }
         appendAsOf(asOf, to: &query)
         query.append(sql: " ORDER BY events.transaction_id, events.position")
-        return try connection.query(query).map(record)
+        var events = try connection.query(query).map(record)
+        try privacy.reveal(&events, on: connection)
+        return events
     }
 }

@@ -59,8 +59,11 @@ extension EventStore {
         Self.appendAsOf(asOf, to: &query)
         query.append(sql: backward ? " ORDER BY events.stream_version DESC LIMIT " : " ORDER BY events.stream_version LIMIT ")
         query.append(bind: limit)
-        let rows = try await pool.query(query)
-        return try rows.map(Self.record)
+        return try await pool.withConnection { [privacy] connection in
+            var events = try connection.query(query).map(Self.record)
+            try privacy.reveal(&events, on: connection)
+            return events
+        }
     }
 
     /// A batch of the global log and where to continue from.
@@ -82,8 +85,11 @@ extension EventStore {
                         asOf: AsOf? = nil) async throws -> GlobalBatch
     {
         let query = Self.globalReadQuery(after: checkpoint, limit: limit, filter: filter, asOf: asOf)
-        let rows = try await pool.query(query)
-        let events = try rows.map(Self.record)
+        let events = try await pool.withConnection { [privacy] connection in
+            var events = try connection.query(query).map(Self.record)
+            try privacy.reveal(&events, on: connection)
+            return events
+        }
         return GlobalBatch(events: events, checkpoint: events.last?.checkpoint ?? checkpoint)
     }
 
@@ -94,7 +100,8 @@ extension EventStore {
                         asOf: AsOf? = nil, on connection: PostgresConnection) throws -> GlobalBatch
     {
         let rows = try connection.query(Self.globalReadQuery(after: checkpoint, limit: limit, filter: filter, asOf: asOf))
-        let events = try rows.map(Self.record)
+        var events = try rows.map(Self.record)
+        try privacy.reveal(&events, on: connection)
         return GlobalBatch(events: events, checkpoint: events.last?.checkpoint ?? checkpoint)
     }
 
@@ -140,17 +147,21 @@ extension EventStore {
     }
 
     /// Events by id, in the order of `ids` (missing ones left out).
-    static func fetchByIDs(_ ids: [UUID], on connection: PostgresConnection) throws -> [RecordedEvent] {
+    static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws
+        -> [RecordedEvent]
+    {
         let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
         let rows = try connection.query(
             "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY events.stream_id, events.stream_version")
-        let byID = Dictionary(uniqueKeysWithValues: try rows.map { try record(from: $0) }.map { ($0.id, $0) })
+        var events = try rows.map { try record(from: $0) }
+        try privacy.reveal(&events, on: connection)
+        let byID = Dictionary(uniqueKeysWithValues: events.map { ($0.id, $0) })
         return ids.compactMap { byID[$0] }
     }
 
     /// One event by id.
     public func event(id: UUID) async throws -> RecordedEvent? {
-        try await pool.withConnection { try Self.fetchByIDs([id], on: $0).first }
+        try await pool.withConnection { [privacy] in try Self.fetchByIDs([id], privacy: privacy, on: $0).first }
     }
 
     /// The stream's current version (0 when it does not exist).

@@ -20,12 +20,18 @@ public struct EventStore: Sendable {
     public let pool: PostgresPool
     /// Checks payloads against the event catalog before appending (nil: envelopes only).
     public let validator: EventValidator?
+    /// Seals personal fields on append and opens them on read (see ``PersonalDataProtection``).
+    public let privacy: PersonalDataProtection
     let logger: Logger
     let notifier: AppendNotifier
 
-    public init(pool: PostgresPool, validator: EventValidator? = nil, logger: Logger = Logger(label: "ledger.store")) {
+    /// - Parameter privacy: the personal-data protection; by default configured from the
+    ///   environment for this pool's database (``PersonalDataProtection/configured(conninfo:environment:catalog:)``).
+    public init(pool: PostgresPool, validator: EventValidator? = nil, privacy: PersonalDataProtection? = nil,
+                logger: Logger = Logger(label: "ledger.store")) {
         self.pool = pool
         self.validator = validator
+        self.privacy = privacy ?? .configured(conninfo: pool.configuration.conninfo)
         self.logger = logger
         self.notifier = AppendNotifier(conninfo: pool.configuration.conninfo, logger: logger)
     }
@@ -43,9 +49,10 @@ public struct EventStore: Sendable {
     public func append(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any) async throws
         -> AppendResult
     {
-        let payload = try Self.preparePayload(events, stream: stream, validator: validator)
-        return try await pool.withConnection { [self] connection in
-            try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+        try await pool.withConnection { [self] connection in
+            let payload = try Self.preparePayload(events, stream: stream, validator: validator,
+                                                  sealer: privacy.sealer(stream: stream, events: events, on: connection))
+            return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
         }
     }
 
@@ -55,7 +62,8 @@ public struct EventStore: Sendable {
     public func append(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any,
                        on connection: PostgresConnection) throws -> AppendResult
     {
-        let payload = try Self.preparePayload(events, stream: stream, validator: validator)
+        let payload = try Self.preparePayload(events, stream: stream, validator: validator,
+                                              sealer: privacy.sealer(stream: stream, events: events, on: connection))
         return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
     }
 
@@ -79,8 +87,10 @@ public struct EventStore: Sendable {
     private static func isLetter(_ byte: UInt8) -> Bool { (65...90).contains(byte) || (97...122).contains(byte) }
     private static func isAlphanumeric(_ byte: UInt8) -> Bool { isLetter(byte) || (48...57).contains(byte) }
 
-    /// Checks every rule that can be checked here and builds the JSON batch `ledger_append` takes.
-    static func preparePayload(_ events: [NewEvent], stream: String, validator: EventValidator?) throws -> String {
+    /// Checks every rule that can be checked here and builds the JSON batch `ledger_append` takes;
+    /// `sealer` replaces each validated payload's personal fields by their sealed form.
+    static func preparePayload(_ events: [NewEvent], stream: String, validator: EventValidator?,
+                               sealer: PersonalDataProtection.BatchSealer? = nil) throws -> String {
         guard !stream.isEmpty else { throw EventStoreError.invalidStreamID(stream, rule: "non_empty") }
         guard isValidStreamID(stream) else {
             throw EventStoreError.invalidStreamID(stream, rule: "letters_digits_._:-_max_256")
@@ -98,9 +108,10 @@ public struct EventStore: Sendable {
                 throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
             }
             guard event.schemaVersion > 0 else { throw refuse("schema_version", "positive", "must be 1 or more") }
-            let data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
+            var data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
             let metadata = try payloadText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
             try validator?(index, event)
+            if let sealed = try sealer?.seal(event) { data = String(decoding: sealed, as: UTF8.self) }
             if index > 0 { json += "," }
             json += "{\"event_id\":\"\(event.id.uuidString.lowercased())\",\"event_type\":\"\(event.type)\","
             json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(PostgresTimestamp.format(event.occurredAt))\","
@@ -190,8 +201,9 @@ public struct EventStore: Sendable {
     }
 
     /// The stored form of a batch, if every event of it is stored in `stream` with the same content.
-    static func readBack(_ events: [NewEvent], stream: String, on connection: PostgresConnection) throws -> AppendResult? {
-        let stored = try EventStore.fetchByIDs(events.map(\.id), on: connection)
+    static func readBack(_ events: [NewEvent], stream: String, privacy: PersonalDataProtection,
+                         on connection: PostgresConnection) throws -> AppendResult? {
+        let stored = try EventStore.fetchByIDs(events.map(\.id), privacy: privacy, on: connection)
         guard stored.count == events.count else { return nil }
         var appended: [AppendedEvent] = []
         for (event, record) in zip(events, stored) {

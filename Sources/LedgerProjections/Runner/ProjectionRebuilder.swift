@@ -95,7 +95,8 @@ public struct ProjectionRebuilder: Sendable {
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
         while true {
-            let chunk = try LogScan.chunk(after: checkpoint, types: projection.eventTypes, limit: chunkSize, on: connection)
+            var chunk = try LogScan.chunk(after: checkpoint, types: projection.eventTypes, limit: chunkSize, on: connection)
+            try store.privacy.reveal(&chunk, on: connection)  // personal fields opened as every read does (docs/privacy.md)
             guard let last = chunk.last else { break }
             try builder.fold(chunk)
             checkpoint = last.checkpoint

@@ -1,0 +1,48 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+
+/// Append throughput with personal fields sealed per device (issue 9) against the same appends
+/// with sealing off, in the same run: single-event durable appends of `SessionStarted` events
+/// with a full device context (IDFA, IDFV, IP, user agent, custom user id), validated against the
+/// catalog on both sides, spread over `devices` devices. Rounds alternate so the disk's drift
+/// weighs on both alike. Goal: ratio ≥ 0.9.
+func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 5, devices: Int = 50) throws -> Measurement {
+    let masterKeys = try MasterKeys(base64: MasterKeys.generateText())
+    func store(_ privacy: PersonalDataProtection) -> EventStore {
+        EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                   validator: EventStore.catalogValidator(), privacy: privacy, logger: TestDatabase.quietLogger)
+    }
+    let sealed = store(PersonalDataProtection(masterKeys: masterKeys))
+    let clear = store(.disabled)
+    let device = DeviceContext(
+        platform: .ios, idfa: "EA7583CD-A667-48BC-B806-42ECB2B48606", idfv: "9B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D",
+        limitAdTracking: false, attStatus: .authorized, ip: "203.0.113.7",
+        userAgent: UserAgentParts(appName: "ExampleGame", appVersion: "3.2.0", osName: "iOS", osVersion: "17.4.1",
+                                  locale: "en_US", deviceModel: "iPhone15,2", build: "21E236"),
+        osVersion: "17.4.1", appVersion: "3.2.0", bundleID: "com.example.game", customUserID: "user-1")
+    let data = try EventCatalog.standard.encode(SessionStarted(device: device))
+    func event(_ n: Int) -> NewEvent {
+        NewEvent(type: SessionStarted.eventType, data: data, metadata: metadata,
+                 occurredAt: Date(timeIntervalSince1970: 1_763_000_000 + Double(n)))
+    }
+    var sealedSeconds = 0.0
+    var clearSeconds = 0.0
+    for round in 0..<rounds {
+        for (side, target) in [("clear", clear), ("sealed", sealed)] {
+            let seconds = try timeOnThreads(1) { _ in
+                let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+                for n in 0..<perRound {
+                    try target.append([event(n)], to: "device-bench-\(side)-r\(round)-d\(n % devices)", on: connection)
+                }
+            }
+            if side == "sealed" { sealedSeconds += seconds } else { clearSeconds += seconds }
+        }
+    }
+    let total = Double(perRound * rounds)
+    return Measurement(bench: "append_encrypted", rate: total / sealedSeconds, unit: "events/s",
+                       baselineRate: total / clearSeconds,
+                       baseline: "the same single-event appends (catalog-validated SessionStarted, \(devices) devices) with sealing off")
+}

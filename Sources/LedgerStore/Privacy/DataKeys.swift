@@ -1,0 +1,123 @@
+import Crypto
+import Foundation
+import LedgerPostgres
+
+/// One data subject's data key, unwrapped.
+struct DataKey: Sendable {
+    var id: UUID
+    var subject: String
+    var key: SymmetricKey
+}
+
+/// The `privacy_keys` table: data keys wrapped (AES-256-GCM) by a master key. The wrapping
+/// authenticates the key id and the subject, so a wrapped key copied to another row does not open.
+enum DataKeys {
+    /// What the wrapping authenticates besides the key.
+    static func wrappingContext(id: UUID, subject: String) -> Data {
+        Data("ledger-data-key:v1:\(id.uuidString.lowercased()):\(subject)".utf8)
+    }
+
+    static func wrap(_ key: SymmetricKey, id: UUID, subject: String, with master: SymmetricKey) throws -> Data {
+        let sealed = try key.withUnsafeBytes { bytes in
+            try AES.GCM.seal(Data(bytes), using: master, authenticating: wrappingContext(id: id, subject: subject))
+        }
+        guard let combined = sealed.combined else { throw PrivacyError.integrity(what: "a new data key") }
+        return combined
+    }
+
+    static func unwrap(_ wrapped: Data, id: UUID, subject: String, with master: SymmetricKey) throws(PrivacyError)
+        -> SymmetricKey
+    {
+        do {
+            let box = try AES.GCM.SealedBox(combined: wrapped)
+            return SymmetricKey(data: try AES.GCM.open(box, using: master,
+                                                       authenticating: wrappingContext(id: id, subject: subject)))
+        } catch {
+            throw .integrity(what: "the data key \(id.uuidString.lowercased())")
+        }
+    }
+
+    /// The subject's key for appending: a live key wrapped by the current master key, or a new one
+    /// (one statement either way). Nil when the subject was erased (no key can be made for it).
+    static func acquire(subject: String, protection: PersonalDataProtection, on connection: PostgresConnection) throws
+        -> DataKey?
+    {
+        let now = Date()
+        if let cached = protection.cachedKey(for: subject, now: now) { return cached }
+        let masters = try protection.masterKeys()
+        let candidate = SymmetricKey(size: .bits256)
+        let candidateID = UUID()
+        let wrapped = try wrap(candidate, id: candidateID, subject: subject, with: masters.current)
+        let rows = try connection.query("""
+            WITH existing AS (
+                SELECT key_id, wrapped_key FROM privacy_keys
+                WHERE subject = \(subject) AND wrapped_key IS NOT NULL AND master_key_id = \(masters.currentID)
+                ORDER BY created_at DESC LIMIT 1
+            ), created AS (
+                INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
+                SELECT \(candidateID), \(subject), \(wrapped), \(masters.currentID)
+                WHERE NOT EXISTS (SELECT 1 FROM existing)
+                RETURNING key_id, wrapped_key
+            )
+            SELECT key_id, wrapped_key FROM existing UNION ALL SELECT key_id, wrapped_key FROM created
+            """, prepare: true)
+        guard let row = rows.first else { return nil }
+        let id = try row.decode(UUID.self, at: 0)
+        let key = id == candidateID
+            ? candidate
+            : try unwrap(try row.decode(Data.self, at: 1), id: id, subject: subject, with: masters.current)
+        let dataKey = DataKey(id: id, subject: subject, key: key)
+        // Only a committed key may be remembered: inside a transaction it could still roll back.
+        if !connection.isInTransaction { protection.cache(dataKey, for: subject, now: now) }
+        return dataKey
+    }
+
+    /// The keys with these ids, unwrapped; a destroyed or missing key is absent from the result.
+    static func fetch(_ ids: Set<UUID>, protection: PersonalDataProtection, on connection: PostgresConnection) throws
+        -> [UUID: SymmetricKey]
+    {
+        guard !ids.isEmpty else { return [:] }
+        let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
+        let rows = try connection.query("""
+            SELECT key_id, subject, wrapped_key, master_key_id FROM privacy_keys
+            WHERE key_id = ANY(\(literal)::uuid[]) AND wrapped_key IS NOT NULL
+            """, prepare: true)
+        guard !rows.isEmpty else { return [:] }
+        let masters = try protection.masterKeys()
+        var keys: [UUID: SymmetricKey] = [:]
+        for row in rows {
+            let id = try row.decode(UUID.self, at: 0)
+            let masterID = try row.decode(String.self, at: 3)
+            guard let master = masters.key(id: masterID) else { throw PrivacyError.masterKeyUnavailable(masterKeyID: masterID) }
+            keys[id] = try unwrap(try row.decode(Data.self, at: 2), id: id, subject: try row.decode(String.self, at: 1),
+                                  with: master)
+        }
+        return keys
+    }
+
+    /// Re-wraps every live data key not wrapped by the current master key with it, in one
+    /// transaction. Returns how many keys were re-wrapped.
+    static func rewrap(protection: PersonalDataProtection, on connection: PostgresConnection) throws -> Int {
+        let masters = try protection.masterKeys()
+        return try connection.transaction { connection in
+            let rows = try connection.query("""
+                SELECT key_id, subject, wrapped_key, master_key_id FROM privacy_keys
+                WHERE wrapped_key IS NOT NULL AND master_key_id <> \(masters.currentID)
+                FOR UPDATE
+                """)
+            for row in rows {
+                let id = try row.decode(UUID.self, at: 0)
+                let subject = try row.decode(String.self, at: 1)
+                let masterID = try row.decode(String.self, at: 3)
+                guard let old = masters.key(id: masterID) else { throw PrivacyError.masterKeyUnavailable(masterKeyID: masterID) }
+                let key = try unwrap(try row.decode(Data.self, at: 2), id: id, subject: subject, with: old)
+                let wrapped = try wrap(key, id: id, subject: subject, with: masters.current)
+                try connection.execute("""
+                    UPDATE privacy_keys SET wrapped_key = \(wrapped), master_key_id = \(masters.currentID)
+                    WHERE key_id = \(id)
+                    """)
+            }
+            return rows.count
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Crypto
+import Foundation
+import LedgerPostgres
+
+extension PersonalDataProtection {
+    /// Seals the personal fields of one append's events, fetching the subject's key at most once.
+    final class BatchSealer {
+        let protection: PersonalDataProtection
+        let stream: String
+        let events: [NewEvent]
+        let connection: PostgresConnection
+        private var resolved = false
+        private var key: DataKey?
+
+        init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection) {
+            self.protection = protection
+            self.stream = stream
+            self.events = events
+            self.connection = connection
+        }
+
+        /// The data to store for `event` (after it was validated), or nil to store it unchanged
+        /// (no personal field holds a value).
+        func seal(_ event: NewEvent) throws -> Data? {
+            let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
+            guard !paths.isEmpty, var object = try? JSONSerialization.jsonObject(with: event.data) as? [String: Any]
+            else { return nil }
+            var personal: [String: Any] = [:]
+            for path in paths {
+                if let value = PersonalPaths.remove(path, from: &object) { personal[path] = value }
+            }
+            guard !personal.isEmpty else { return nil }
+            let fields = personal.keys.sorted()
+            if !resolved {
+                resolved = true
+                guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
+                    throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
+                }
+                key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
+            }
+            if let key {
+                let plaintext = try JSONSerialization.data(withJSONObject: personal, options: [.sortedKeys, .withoutEscapingSlashes])
+                let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: sealingContext(event.id, event.type))
+                guard let combined = box.combined else { throw PrivacyError.integrity(what: "a sealed box") }
+                object[sealedKey] = ["v": 1, "key": key.id.uuidString.lowercased(), "fields": fields,
+                                     "box": combined.base64EncodedString()] as [String: Any]
+            } else {
+                // The subject was erased: its personal data is not recorded at all.
+                object[erasedMarkerKey] = fields
+            }
+            return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        }
+    }
+
+    /// A sealer for one append.
+    func sealer(stream: String, events: [NewEvent], on connection: PostgresConnection) -> BatchSealer? {
+        isEnabled ? BatchSealer(protection: self, stream: stream, events: events, connection: connection) : nil
+    }
+
+    /// What a sealed box authenticates besides its content: the event's id and type, so a box
+    /// copied into another event does not open.
+    static func sealingContext(_ id: UUID, _ type: String) -> Data {
+        Data("ledger-personal:v1:\(id.uuidString.lowercased()):\(type)".utf8)
+    }
+
+    /// Opens the sealed personal fields of `events` in place: one key query for the batch. Events
+    /// whose key was destroyed get their personal paths absent and ``erasedMarkerKey`` listing them.
+    /// - Throws: ``PrivacyError`` when a key or box does not open with the configured master keys.
+    public func reveal(_ events: inout [RecordedEvent], on connection: PostgresConnection) throws {
+        guard isEnabled else { return }
+        let marker = Data("\"\(Self.sealedKey)\"".utf8)
+        var sealed: [(index: Int, object: [String: Any], envelope: [String: Any])] = []
+        var ids = Set<UUID>()
+        for index in events.indices where events[index].data.range(of: marker) != nil {
+            guard var object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
+                let envelope = object.removeValue(forKey: Self.sealedKey) as? [String: Any]
+            else { continue }
+            if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)) { ids.insert(id) }
+            sealed.append((index, object, envelope))
+        }
+        guard !sealed.isEmpty else { return }
+        let keys = try DataKeys.fetch(ids, protection: self, on: connection)
+        for (index, base, envelope) in sealed {
+            var object = base
+            let fields = envelope["fields"] as? [String] ?? []
+            if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)), let key = keys[id] {
+                let event = events[index]
+                let opened: Data
+                do {
+                    let box = try AES.GCM.SealedBox(combined: Data(base64Encoded: envelope["box"] as? String ?? "") ?? Data())
+                    opened = try AES.GCM.open(box, using: key, authenticating: Self.sealingContext(event.id, event.type))
+                } catch {
+                    throw PrivacyError.integrity(what: "the personal fields of event \(event.id.uuidString.lowercased())")
+                }
+                let personal = try JSONSerialization.jsonObject(with: opened) as? [String: Any] ?? [:]
+                for (path, value) in personal { PersonalPaths.set(value, at: path, in: &object) }
+            } else {
+                object[Self.erasedMarkerKey] = fields
+            }
+            events[index].data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        }
+    }
+}
+
+/// Dotted key paths (no array indices) in a JSON object tree.
+enum PersonalPaths {
+    /// Removes the value at `path`; returns it, or nil when absent or `null`.
+    static func remove(_ path: String, from object: inout [String: Any]) -> Any? {
+        guard let dot = path.firstIndex(of: ".") else {
+            guard let value = object[path], !(value is NSNull) else { return nil }
+            object[path] = nil
+            return value
+        }
+        let head = String(path[..<dot])
+        guard var child = object[head] as? [String: Any] else { return nil }
+        let value = remove(String(path[path.index(after: dot)...]), from: &child)
+        if value != nil { object[head] = child }
+        return value
+    }
+
+    /// Sets `value` at `path`, making the objects on the way if missing.
+    static func set(_ value: Any, at path: String, in object: inout [String: Any]) {
+        guard let dot = path.firstIndex(of: ".") else {
+            object[path] = value
+            return
+        }
+        let head = String(path[..<dot])
+        var child = object[head] as? [String: Any] ?? [:]
+        set(value, at: String(path[path.index(after: dot)...]), in: &child)
+        object[head] = child
+    }
+}

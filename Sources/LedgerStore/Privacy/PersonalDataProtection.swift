@@ -1,0 +1,152 @@
+import Crypto
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import Synchronization
+
+/// Crypto-shredding for the event store: the personal fields of each event (as its catalog entry
+/// declares them, ``LedgerEvent/personalFields``) are sealed with AES-256-GCM under a data key of
+/// the event's data subject (its device) before the event is appended, and opened again when it is
+/// read. Erasing a device destroys its keys: its events stay in the log, hashes and all, but their
+/// personal fields can never be opened again and read as erased.
+///
+/// The stored form of an event with personal data (see docs/privacy.md): the personal paths are
+/// removed from `data`, and `data.ledger_personal` holds `{"v":1,"key":<key id>,"fields":[paths],
+/// "box":<base64 nonce‖ciphertext‖tag>}`. Read back, an event whose key exists is exactly the
+/// event appended; one whose key was destroyed has its personal paths absent and
+/// `data.ledger_erased` listing them (``erasedMarkerKey``).
+///
+/// Keys: see ``MasterKeys`` for the configuration. Unwrapped data keys are cached per process for
+/// appends only (``writeCacheLifetime``); reads fetch and unwrap the keys once per batch, so an
+/// erasure is seen by every reader at once.
+public final class PersonalDataProtection: Sendable {
+    /// The `data` key under which an event keeps its sealed personal fields.
+    public static let sealedKey = "ledger_personal"
+    /// The `data` key that marks an event whose personal fields were erased: the list of their paths.
+    public static let erasedMarkerKey = "ledger_erased"
+    /// How long an append may reuse a data key without asking the database again (seconds).
+    public static let writeCacheLifetime: TimeInterval = 60
+
+    let keys: Result<MasterKeys, PrivacyError>
+    let catalog: EventCatalog
+    /// False only for ``disabled`` (benchmark baselines).
+    public let isEnabled: Bool
+    let writeCache = Mutex<[String: CachedKey]>([:])
+    let subjects = Mutex<[String: String]>([:])
+
+    struct CachedKey {
+        var key: DataKey
+        var expires: Date
+    }
+
+    /// Protection with explicit master keys.
+    public init(masterKeys: MasterKeys, catalog: EventCatalog = .standard) {
+        self.keys = .success(masterKeys)
+        self.catalog = catalog
+        self.isEnabled = true
+    }
+
+    init(keys: Result<MasterKeys, PrivacyError>, catalog: EventCatalog, isEnabled: Bool) {
+        self.keys = keys
+        self.catalog = catalog
+        self.isEnabled = isEnabled
+    }
+
+    /// Protection configured from the environment for the database at `conninfo` (see
+    /// ``MasterKeys/resolve(environment:conninfo:)``). A missing or malformed key is reported by
+    /// the first append or read that needs it, as a ``PrivacyError``.
+    public static func configured(conninfo: String,
+                                  environment: [String: String] = ProcessInfo.processInfo.environment,
+                                  catalog: EventCatalog = .standard) -> PersonalDataProtection {
+        PersonalDataProtection(keys: Result { () throws(PrivacyError) -> MasterKeys in
+            try MasterKeys.resolve(environment: environment, conninfo: conninfo)
+        }, catalog: catalog, isEnabled: true)
+    }
+
+    /// The protection static reads use when given none: from the environment, the development key
+    /// file allowed when `LEDGER_DATABASE_URL` is unset (the private cluster is the database).
+    public static let processDefault: PersonalDataProtection = {
+        let environment = ProcessInfo.processInfo.environment
+        let url = environment["LEDGER_DATABASE_URL"] ?? ""
+        let directory = MasterKeys.developmentClusterDirectory(environment: environment)
+        return configured(conninfo: url.isEmpty ? "host=\(directory)/run " : url, environment: environment)
+    }()
+
+    /// No encryption at all: personal fields are stored in clear. For the benchmark's baseline
+    /// only; never use it for a ledger that holds real data.
+    public static let disabled = PersonalDataProtection(keys: .failure(.masterKeyMissing), catalog: .standard,
+                                                        isEnabled: false)
+
+    /// The master keys, or why there are none.
+    public func masterKeys() throws(PrivacyError) -> MasterKeys { try keys.get() }
+
+    /// Forgets any cached key of `subject` (called by erasure in this process).
+    public func forgetCachedKeys(of subject: String) {
+        _ = writeCache.withLock { $0.removeValue(forKey: subject) }
+    }
+
+    func cachedKey(for subject: String, now: Date) -> DataKey? {
+        writeCache.withLock { cache in
+            guard let entry = cache[subject] else { return nil }
+            if entry.expires < now {
+                cache[subject] = nil
+                return nil
+            }
+            return entry.key
+        }
+    }
+
+    func cache(_ key: DataKey, for subject: String, now: Date) {
+        writeCache.withLock { cache in
+            if cache.count > 50_000 { cache.removeAll(keepingCapacity: true) }
+            cache[subject] = CachedKey(key: key, expires: now.addingTimeInterval(Self.writeCacheLifetime))
+        }
+    }
+
+    /// The personal paths the catalog declares for a type and version (none for unknown types).
+    func personalFields(type: String, schemaVersion: Int) -> [String] {
+        catalog.entry(named: type, schemaVersion: schemaVersion)?.personalFields ?? []
+    }
+
+    /// The data subject (device stream) of `stream`, or nil when it has none: a device stream is its
+    /// own subject; a send stream's is the `device_stream_id` of its `SendRequested` (in `batch`, or
+    /// already stored).
+    func subject(of stream: String, batch: [NewEvent], on connection: PostgresConnection) throws -> String? {
+        if stream.hasPrefix("device-") { return stream }
+        guard stream.hasPrefix("send-") else { return nil }
+        if let known = subjects.withLock({ $0[stream] }) { return known }
+        var found: String?
+        for event in batch where event.type == SendRequested.eventType {
+            let object = try? JSONSerialization.jsonObject(with: event.data) as? [String: Any]
+            found = object?["device_stream_id"] as? String
+        }
+        if found == nil {
+            found = try connection.query("""
+                SELECT data ->> 'device_stream_id' FROM events
+                WHERE stream_id = \(stream) AND stream_version = 1 AND event_type = 'SendRequested'
+                """, prepare: true).first?.decode(String?.self, at: 0)
+        }
+        if let found {
+            subjects.withLock { map in
+                if map.count > 100_000 { map.removeAll(keepingCapacity: true) }
+                map[stream] = found
+            }
+        }
+        return found
+    }
+}
+
+extension PersonalDataProtection {
+    /// Re-wraps every live data key that a previous master key wrapped with the current one, in
+    /// one transaction (the rotation procedure in docs/privacy.md). Returns how many were re-wrapped.
+    /// - Throws: ``PrivacyError/masterKeyUnavailable(masterKeyID:)`` when a key's master is not
+    ///   configured (nothing is changed then).
+    public func rewrapDataKeys(pool: PostgresPool) async throws -> Int {
+        try await pool.withConnection { [self] connection in try DataKeys.rewrap(protection: self, on: connection) }
+    }
+
+    /// ``rewrapDataKeys(pool:)`` on a connection the caller holds.
+    public func rewrapDataKeys(on connection: PostgresConnection) throws -> Int {
+        try DataKeys.rewrap(protection: self, on: connection)
+    }
+}
