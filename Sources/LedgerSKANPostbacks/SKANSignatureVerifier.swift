@@ -23,10 +23,19 @@ public struct SKANSignatureVerifier: Sendable {
     }()
 
     /// The key signatures must verify with.
-    public let publicKey: P256.Signing.PublicKey
+    public var publicKey: P256.Signing.PublicKey { box.key }
+    private let box: KeyBox
+
+    /// swift-crypto's keys are not `Sendable` on Linux (BoringSSL holds them by reference). The
+    /// key is never changed after it is made, and verifying only reads it (BoringSSL's verify
+    /// takes the key as `const`), so sharing it between tasks is safe.
+    private final class KeyBox: @unchecked Sendable {
+        let key: P256.Signing.PublicKey
+        init(_ key: P256.Signing.PublicKey) { self.key = key }
+    }
 
     /// A verifier with `publicKey`.
-    public init(publicKey: P256.Signing.PublicKey) { self.publicKey = publicKey }
+    public init(publicKey: P256.Signing.PublicKey) { box = KeyBox(publicKey) }
 
     /// A verifier with the key whose DER SubjectPublicKeyInfo is Base64 `publicKeyBase64`.
     /// - Throws: `CryptoKitError` when it is not a P-256 public key.

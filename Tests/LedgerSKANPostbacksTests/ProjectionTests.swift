@@ -75,8 +75,9 @@ struct ProjectionTests {
             #expect(main.revenue["USD"] == .init(min: "1.98", max: "9.98"))
             let other = try #require(rows.first { $0.network == "net-2" })
             #expect(other.installs == 1 && other.conversions == ["tutorial": 1] && other.source == "77")
+            let stored = ids
             let statuses = try await store.pool.withConnection { connection in
-                try ids.mapValues { try SKANPostbackProjection().status(of: $0, on: connection) }
+                try stored.mapValues { try SKANPostbackProjection().status(of: $0, on: connection) }
             }
             #expect(statuses["a0-again"] == "duplicate" && statuses["forged"] == "invalid_signature"
                     && statuses["lost"] == "not_won" && statuses["a1"] == "counted")
