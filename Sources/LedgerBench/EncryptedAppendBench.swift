@@ -24,7 +24,7 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
                                   locale: "en_US", deviceModel: "iPhone15,2", build: "21E236"),
         osVersion: "17.4.1", appVersion: "3.2.0", bundleID: "com.example.game", customUserID: "user-1")
     let data = try EventCatalog.standard.encode(SessionStarted(device: device))
-    func event(_ n: Int) -> NewEvent {
+    @Sendable func event(_ n: Int) -> NewEvent {
         NewEvent(type: SessionStarted.eventType, data: data, metadata: metadata,
                  occurredAt: Date(timeIntervalSince1970: 1_763_000_000 + Double(n)))
     }

@@ -59,7 +59,7 @@ extension EventStore {
         Self.appendAsOf(asOf, to: &query)
         query.append(sql: backward ? " ORDER BY events.stream_version DESC LIMIT " : " ORDER BY events.stream_version LIMIT ")
         query.append(bind: limit)
-        return try await pool.withConnection { [privacy] connection in
+        return try await pool.withConnection { [privacy, query] connection in
             var events = try connection.query(query).map(Self.record)
             try privacy.reveal(&events, on: connection)
             return events

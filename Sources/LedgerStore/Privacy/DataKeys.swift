@@ -6,7 +6,15 @@ import LedgerPostgres
 struct DataKey: Sendable {
     var id: UUID
     var subject: String
-    var key: SymmetricKey
+    /// The key's bytes (`SymmetricKey` is not `Sendable`).
+    var bytes: Data
+    var key: SymmetricKey { SymmetricKey(data: bytes) }
+
+    init(id: UUID, subject: String, key: SymmetricKey) {
+        self.id = id
+        self.subject = subject
+        self.bytes = key.withUnsafeBytes { Data($0) }
+    }
 }
 
 /// The `privacy_keys` table: data keys wrapped (AES-256-GCM) by a master key. The wrapping

@@ -14,18 +14,23 @@ import Foundation
 /// `LEDGER_MASTER_KEY_PREVIOUS` (comma-separated base64 keys) lists keys being rotated away from.
 /// Keys are never logged or printed; a key is named only by its ``fingerprint(of:)``.
 public struct MasterKeys: Sendable {
-    /// The key new data keys are wrapped by.
-    public let current: SymmetricKey
-    /// Older keys, by fingerprint, that may still unwrap data keys during a rotation.
-    public let previous: [String: SymmetricKey]
-
+    // Raw bytes: `SymmetricKey` is not `Sendable`; a key is rebuilt from them when used.
+    private let currentBytes: Data
+    private let previousBytes: [String: Data]
     /// The current key's fingerprint.
-    public var currentID: String { Self.fingerprint(of: current) }
+    public let currentID: String
+
+    /// The key new data keys are wrapped by.
+    public var current: SymmetricKey { SymmetricKey(data: currentBytes) }
+    /// Older keys, by fingerprint, that may still unwrap data keys during a rotation.
+    public var previous: [String: SymmetricKey] { previousBytes.mapValues { SymmetricKey(data: $0) } }
 
     /// Master keys from explicit keys (tests, tools).
     public init(current: SymmetricKey, previous: [SymmetricKey] = []) {
-        self.current = current
-        self.previous = Dictionary(previous.map { (Self.fingerprint(of: $0), $0) }, uniquingKeysWith: { first, _ in first })
+        self.currentBytes = current.withUnsafeBytes { Data($0) }
+        self.currentID = Self.fingerprint(of: current)
+        self.previousBytes = Dictionary(previous.map { key in (Self.fingerprint(of: key), key.withUnsafeBytes { Data($0) }) },
+                                        uniquingKeysWith: { first, _ in first })
     }
 
     /// Master keys from their base64 texts (as `LEDGER_MASTER_KEY` holds them).
@@ -38,7 +43,7 @@ public struct MasterKeys: Sendable {
 
     /// The key with this fingerprint, if configured.
     public func key(id: String) -> SymmetricKey? {
-        id == currentID ? current : previous[id]
+        id == currentID ? current : previousBytes[id].map { SymmetricKey(data: $0) }
     }
 
     /// A key's public name: `mk-` and the first 8 bytes of SHA-256("ledger-master-key" || key), in
