@@ -1,2 +1,5 @@
-/// Attribution: what device facts cause, the decision rule, the decider and cross-network reports.
+/// Attribution: what each device fact causes (``DeviceFactRecorder``, ``SendPlanner``), the
+/// versioned decision rule (``LastClickRule``), the process that waits for every provider or a
+/// deadline (``AttributionProcessReducer``), the ``AttributionDecider`` that decides once and
+/// reports to Google, and ``AttributionExplanation`` for people and auditors.
 public enum LedgerAttribution {}

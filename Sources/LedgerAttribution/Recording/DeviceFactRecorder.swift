@@ -61,17 +61,25 @@ public struct DeviceFactRecorder: Sendable {
         let meta = try EventCatalog.standard.encode(metadata: metadata)
         let event = NewEvent(id: id, type: Fact.eventType, schemaVersion: Fact.schemaVersion, data: data, metadata: meta,
                              occurredAt: occurredAt)
+        let planned = SendPlanner(settings: settings.forApp(app.rawValue)).plan(fact, eventID: id)
+        let requests = planned.map { send in
+            SendRequested(
+                sendID: Outbox.sendID(forKey: send.key), provider: send.provider, kind: send.kind, causeEventID: id,
+                causeStreamID: stream, deviceStreamID: stream, idempotencyKey: send.key, parameters: send.parameters)
+        }
+        for request in requests { try request.validate() }
         return try await store.pool.withTransaction { [store] connection in
             let result = try store.append([event], to: stream.rawValue, expected: .any, on: connection)
             let position = result.events.first?.position ?? 0
-            return RecordedFact(eventID: id, position: position, streamID: stream, wasDuplicate: result.wasDuplicate, sends: [])
+            guard !result.wasDuplicate else {
+                return RecordedFact(eventID: id, position: position, streamID: stream, wasDuplicate: true, sends: [])
+            }
+            var sends: [UUID] = []
+            for request in requests {
+                let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
+                if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
+            }
+            return RecordedFact(eventID: id, position: position, streamID: stream, wasDuplicate: false, sends: sends)
         }
     }
-}
-
-/// Per-app attribution settings: which providers are enabled, lookback windows and the decision
-/// deadline.
-public struct AttributionSettings: Sendable, Hashable {
-    /// Creates settings with the documented defaults.
-    public init() {}
 }

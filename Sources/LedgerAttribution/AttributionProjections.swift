@@ -1,0 +1,7 @@
+import LedgerProjections
+
+extension LedgerAttribution {
+    /// The projections this module adds to ``LedgerProjections/ProjectionCatalog/standard``: the
+    /// attribution process (triggers, awaited sends, decisions, late answers).
+    public static let projections: [any Projection] = [AttributionProcessProjection(AttributionProcessReducer())]
+}

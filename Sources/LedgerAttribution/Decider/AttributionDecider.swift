@@ -1,0 +1,159 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerPostgres
+import LedgerProjections
+import LedgerStore
+import Logging
+
+/// One decision the decider appended.
+public struct DecisionMade: Sendable, Hashable {
+    /// The decision's id (also its event id).
+    public var decisionID: UUID
+    /// The device.
+    public var deviceStreamID: String
+    /// The trigger decided about.
+    public var triggerEventID: UUID
+    /// The decision's position in the log.
+    public var position: Int64
+    /// The winner, `nil` for organic.
+    public var winner: AttributionTouch?
+    /// The Google cross-network sends it requested (`ad_event_id` → `attributed`).
+    public var crossNetwork: [String: Bool]
+    /// True when the deadline, not the last answer, made the decision due.
+    public var byDeadline: Bool
+    /// The decision it superseded (a redo).
+    public var supersedes: UUID?
+}
+
+/// Decides attribution once per trigger: when every enabled provider has a terminal answer, or
+/// the app's deadline passed. Appends `AttributionDecided` to `decision-<app>-<device>` and, in the
+/// same transaction, a Google cross-network send per Google ad event (`attributed` 1 for the
+/// winner, else 0).
+///
+/// Any number of deciders may run (one per worker process): a decision is made under a
+/// transaction-scoped advisory lock on the decision stream, after checking none exists yet for
+/// the trigger, so a trigger is decided once.
+public struct AttributionDecider: Sendable {
+    /// The store.
+    public let store: EventStore
+    /// Per-app settings.
+    public let settings: AttributionSettings
+    /// The process projection the decider reads.
+    public let projection = AttributionProcessProjection(AttributionProcessReducer())
+    let logger: Logger
+
+    /// Creates a decider.
+    public init(store: EventStore, settings: AttributionSettings = AttributionSettings(),
+                logger: Logger = Logger(label: "ledger.attribution")) {
+        self.store = store
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Brings the process projection up to date, then decides every trigger that is ready (all
+    /// awaited sends finished) or overdue at `now`.
+    @discardableResult
+    public func decidePending(now: Date) async throws -> [DecisionMade] {
+        let runner = ProjectionRunner(store: store, projections: [projection], logger: logger)
+        try await runner.prepare()
+        try await runner.catchUp()
+        let cutoff = now.addingTimeInterval(-settings.shortestDeadline)
+        let devices = try await store.pool.withConnection { connection in
+            try connection.query("""
+                SELECT DISTINCT device_stream_id FROM attribution_process_rows
+                WHERE state = 'waiting' AND (finished_sends = awaited_sends OR waiting_since <= \(cutoff))
+                ORDER BY device_stream_id
+                """).map { try $0.decode(String.self, at: 0) }
+        }
+        var made: [DecisionMade] = []
+        for device in devices {
+            made += try await decideDevice(device, now: now)
+        }
+        return made
+    }
+
+    /// Decides the due triggers of one device from a fresh replay of its history.
+    public func decideDevice(_ device: String, now: Date) async throws -> [DecisionMade] {
+        let state = try await projection.state(of: device, store: store)
+        let app = settings.forApp(state.appID ?? "")
+        var made: [DecisionMade] = []
+        for trigger in state.triggers where trigger.state == "waiting" {
+            let ready = trigger.allSendsFinished && (!app.awaitsIAdDetails || trigger.kind != .install || trigger.iAdReceived)
+            let overdue = trigger.recordedAt.addingTimeInterval(app.decisionDeadline) <= now
+            guard ready || overdue else { continue }
+            if let decision = try await decide(trigger, device: device, windows: app.windows, supersedes: nil, byDeadline: !ready,
+                                               previousAttributed: [:], now: now) {
+                made.append(decision)
+            }
+        }
+        return made
+    }
+
+    /// Applies the rule to `trigger` and appends the decision with its cross-network sends, unless
+    /// the trigger already has a decision (when `supersedes` is nil) or a newer one than
+    /// `supersedes`. `previousAttributed` holds what Google was already told per ad event: a
+    /// cross-network send is requested only where the value changes.
+    func decide(
+        _ trigger: AttributionProcessReducer.Trigger, device: String, windows: AttributionWindows, supersedes: UUID?,
+        byDeadline: Bool, previousAttributed: [String: Bool], now: Date
+    ) async throws -> DecisionMade? {
+        let deviceStream = try StreamID(device)
+        let decisionStream = try StreamID("decision-" + device.dropFirst("device-".count))
+        let outcome = LastClickRule.decide(triggerTime: trigger.occurredAt, candidates: trigger.candidates, windows: windows)
+        let decisionID = Self.decisionID(trigger: trigger.eventID, ruleVersion: LastClickRule.version, supersedes: supersedes)
+        let decision = AttributionDecided(
+            decisionID: decisionID, deviceStreamID: deviceStream, triggerEventID: trigger.eventID, triggerKind: trigger.kind,
+            ruleVersion: LastClickRule.version, winner: outcome.winner, candidates: outcome.candidates,
+            organic: outcome.winner == nil, inputPositions: Array(Set(trigger.inputPositions)).sorted(), supersedes: supersedes)
+        try decision.validate()
+        var crossNetwork: [String: Bool] = [:]
+        for candidate in trigger.candidates {
+            guard let adEventID = candidate.touch.adEventID else { continue }
+            let attributed = outcome.winner?.source == .google && outcome.winner?.adEventID == adEventID
+            if previousAttributed[adEventID] != attributed { crossNetwork[adEventID] = attributed }
+        }
+        let data = try EventCatalog.standard.encode(decision)
+        let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider"))
+        let event = NewEvent(id: decisionID, type: AttributionDecided.eventType, schemaVersion: AttributionDecided.schemaVersion,
+                             data: data, metadata: metadata, occurredAt: now)
+        let sends = try crossNetwork.sorted { $0.key < $1.key }.map { adEventID, attributed in
+            let key = "google:cross_network:\(decisionID.uuidString.lowercased()):\(adEventID)"
+            let request = SendRequested(
+                sendID: Outbox.sendID(forKey: key), provider: .google, kind: .crossNetwork, causeEventID: decisionID,
+                causeStreamID: decisionStream, deviceStreamID: deviceStream, idempotencyKey: key,
+                parameters: ["ad_event_id": adEventID, "attributed": attributed ? "1" : "0"])
+            try request.validate()
+            return request
+        }
+        let triggerText = trigger.eventID.uuidString.lowercased()
+        let position: Int64? = try await store.pool.withTransaction { [store] connection in
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtext(\(decisionStream.rawValue)))")
+            let latest = try connection.query("""
+                SELECT event_id FROM events
+                WHERE stream_id = \(decisionStream.rawValue) AND event_type = \(AttributionDecided.eventType)
+                  AND data->>'trigger_event_id' = \(triggerText)
+                ORDER BY position DESC LIMIT 1
+                """).map { try $0.decode(UUID.self, at: 0) }.first
+            guard latest == supersedes else { return nil }
+            let result = try store.append([event], to: decisionStream.rawValue, expected: .any, on: connection)
+            for request in sends { _ = try Outbox.enqueue(request, store: store, now: now, on: connection) }
+            return result.events.first?.position
+        }
+        guard let position else { return nil }
+        logger.info("attribution decided", metadata: [
+            "decision": "\(decisionID)", "organic": "\(outcome.winner == nil)", "source": "\(outcome.winner?.source.rawValue ?? "-")",
+            "by_deadline": "\(byDeadline)", "cross_network": "\(crossNetwork.count)",
+        ])
+        return DecisionMade(
+            decisionID: decisionID, deviceStreamID: device, triggerEventID: trigger.eventID, position: position,
+            winner: outcome.winner, crossNetwork: crossNetwork, byDeadline: byDeadline, supersedes: supersedes)
+    }
+
+    /// A decision's id, from its trigger, rule version and the decision it supersedes: deciders
+    /// racing on the same trigger would write the same id.
+    static func decisionID(trigger: UUID, ruleVersion: String, supersedes: UUID?) -> UUID {
+        Outbox.sendID(forKey: "decision:\(trigger.uuidString.lowercased()):\(ruleVersion):"
+            + (supersedes?.uuidString.lowercased() ?? "first"))
+    }
+}

@@ -1,0 +1,282 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerFakeProviders
+import LedgerHTTPTransport
+import LedgerPostgres
+import LedgerProjections
+import LedgerProviders
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+@testable import LedgerAttribution
+
+/// First open → sends → answers → decision → cross-network reports, against the loopback fakes
+/// over real HTTP, on the private PostgreSQL.
+@Suite struct DecisionEndToEndTests {
+    /// The test's start: the decider stamps its sends with the real time, so the worker's manual
+    /// clock starts at the real time too (and moves only forward from there).
+    static var epoch: Date { Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }
+    static let app = "app1"
+    static let device = "device-app1-dev1"
+    static let token = "dG9rZW4tZm9yLWF0dHJpYnV0aW9uLXRlc3Rz"
+
+    struct Rig {
+        let store: EventStore
+        let fakes: FakeProviders
+        let worker: SendWorker
+        let recorder: DeviceFactRecorder
+        let decider: AttributionDecider
+        let clock: ManualClock
+        /// When the install happens (the rig's creation time).
+        let start: Date
+
+        /// Drains until no send is due at the worker's clock (first brought up to the real time: the
+        /// decider enqueues cross-network sends at the real time).
+        func drainAll() async throws {
+            if clock.now() < Date() { clock.set(Date()) }
+            while try await worker.drain() > 0 {}
+        }
+
+        func install(deepLink: DeepLink? = nil, id: UUID = UUID()) async throws -> RecordedFact {
+            let open = FirstOpen(appID: try AppID(app), device: iosDevice(), deepLink: deepLink,
+                                 adServicesToken: LedgerDomain.AdServicesToken(token: token, issuedAt: start))
+            return try await recorder.record(open, app: try AppID(app), device: try DeviceID("dev1"), id: id, occurredAt: start,
+                                             metadata: EventMetadata(actor: "test", appID: try AppID(app)), now: start)
+        }
+
+        /// Decides what is due at `now`, again until `expected` decisions were made in all: the
+        /// process projection reads the log gap-safely, and other tests' transactions on the same
+        /// server can hold its horizon back for a moment (bounded at 30 s).
+        @discardableResult
+        func decide(now: Date, expected: Int = 1) async throws -> [DecisionMade] {
+            var made: [DecisionMade] = []
+            let deadline = ContinuousClock.now + .seconds(30)
+            repeat {
+                made += try await decider.decidePending(now: now)
+                if made.count >= expected { break }
+                try await Task.sleep(for: .milliseconds(20))
+            } while ContinuousClock.now < deadline
+            return made
+        }
+
+        func decisions() async throws -> [AttributionDecided] {
+            try await store.readStream("decision-app1-dev1").filter { $0.type == AttributionDecided.eventType }
+                .map { try LedgerJSON.makeDecoder().decode(AttributionDecided.self, from: $0.data) }
+        }
+
+        func crossNetworkCalls() -> [(adEventID: String?, attributed: String?)] {
+            fakes.google.requests.filter { $0.path.hasSuffix("/cross_network") }
+                .map { ($0.queryValue("ad_event_id"), $0.queryValue("attributed")) }
+        }
+    }
+
+    static func withRig(settings: AttributionSettings = AttributionSettings(), _ body: (Rig) async throws -> Void) async throws {
+        try await TestDatabase.with { database throws in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 8, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+            let fakes = FakeProviders()
+            try await fakes.start()
+            let transport = HTTPProviderTransport()
+            do {
+                fakes.branch.setRapidRepeatInterval(.zero)
+                let rules = ProviderSendRules(
+                    google: GoogleConversionRequestBuilder(
+                        link: GoogleAppLink(devToken: "test-dev-token-not-a-secret", linkID: "LINK1"), endpoint: fakes.googleEndpoint),
+                    adServices: fakes.appleEndpoint,
+                    branch: BranchConfiguration(branchKey: "key_test_fake", branchSecret: "secret_test_fake",
+                                                endpoint: fakes.branchEndpoint),
+                    singular: SingularConfiguration(sdkKey: "sdk-test-fake", endpoint: fakes.singularEndpoint))
+                let start = epoch
+                let clock = ManualClock(start)
+                let worker = SendWorker(
+                    store: store, rules: rules, transport: transport,
+                    configuration: .init(workerID: "test-worker", slots: 4, lease: 30, requestTimeout: .seconds(5)),
+                    clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
+                try await body(Rig(
+                    store: store, fakes: fakes, worker: worker,
+                    recorder: DeviceFactRecorder(store: store, settings: settings, logger: TestDatabase.quietLogger),
+                    decider: AttributionDecider(store: store, settings: settings, logger: TestDatabase.quietLogger), clock: clock,
+                    start: start))
+            } catch {
+                await transport.shutdown()
+                await fakes.stop()
+                throw error
+            }
+            await transport.shutdown()
+            await fakes.stop()
+        }
+    }
+
+    static func iosDevice() -> DeviceContext {
+        DeviceContext(platform: .ios, idfa: "DFC5A647-9043-4699-B2A5-76F03A97064B", idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334",
+                      limitAdTracking: false, attStatus: .authorized, ip: "203.0.113.7",
+                      userAgent: UserAgentParts(appName: "App", appVersion: "1.2.3", osName: "iOS", osVersion: "17.1",
+                                                locale: "en_US", deviceModel: "iPhone15,2", build: "21B74"),
+                      osVersion: "17.1", appVersion: "1.2.3", bundleID: "com.example.app")
+    }
+
+    /// Apple's detailed payload with a `clickDate` `minutes` before the install (Apple's dates
+    /// have minute precision: `2024-10-08T17:17Z`).
+    static func appleClick(minutesBeforeInstall minutes: Int, install: Date) -> FakeAppleAdServices.Outcome {
+        let formatter = ISO8601DateFormatter()
+        let date = formatter.string(from: install.addingTimeInterval(-Double(minutes) * 60))
+        return .custom("""
+            {"attribution":true,"orgId":40669820,"campaignId":542370539,"conversionType":"Download","clickDate":"\(date)",
+             "claimType":"Click","adGroupId":542317095,"countryOrRegion":"US","keywordId":87675432,"adId":542317136}
+            """)
+    }
+
+    /// Google's click (the fake stamps its ad event an hour before the conversion) is later than
+    /// Apple's (a day before): Google wins, and the cross-network report says `attributed=1`
+    /// (seed 000: "the consumer MUST send a cross-network attribution request after deciding").
+    @Test func googleWinsAndIsToldAttributedOne() async throws {
+        try await Self.withRig { rig in
+            rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 24 * 60, install: rig.start))
+            let fact = try await rig.install()
+            #expect(fact.sends.count == 4)  // Google first_open, Apple lookup, Branch open, Singular __SESSION__
+            try await rig.drainAll()
+            let made = try await rig.decide(now: Date())
+            #expect(made.count == 1)
+            let decision = try #require(try await rig.decisions().first)
+            #expect(decision.winner?.source == .google)
+            #expect(decision.candidates.map(\.outcome).sorted { $0.rawValue < $1.rawValue } == [.earlierClick, .won])
+            #expect(decision.triggerEventID == fact.eventID)
+            #expect(decision.inputPositions.first == fact.position)
+            try await rig.drainAll()
+            let calls = rig.crossNetworkCalls()
+            #expect(calls.count == 1)
+            #expect(calls.first?.attributed == "1")
+            #expect(calls.first?.adEventID == decision.winner?.adEventID)
+            #expect(rig.fakes.google.anomalies.isEmpty)
+            // The ledger tells the story in order: fact, sends and answers, decision, cross-network.
+            let history = try await rig.store.readDeviceHistory(Self.device)
+            let types = history.map(\.type)
+            let decided = try #require(types.firstIndex(of: AttributionDecided.eventType))
+            #expect(types.first == FirstOpen.eventType)
+            #expect(types[..<decided].filter { $0 == ResponseReceived.eventType }.count >= 3)  // Google, Apple, Branch (+ Singular)
+            let crossNetworkRequest = try #require(history.lastIndex { record in
+                record.type == SendRequested.eventType
+                    && (try? LedgerJSON.makeDecoder().decode(SendRequested.self, from: record.data).kind) == .crossNetwork
+            })
+            #expect(crossNetworkRequest > decided)
+            #expect(types.last == SendSucceeded.eventType)
+        }
+    }
+
+    /// Apple's click ten minutes before the install is later than Google's (an hour before):
+    /// Apple wins and Google is told `attributed=0` for its ad event.
+    @Test func appleWinsAndGoogleIsToldAttributedZero() async throws {
+        try await Self.withRig { rig in
+            rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 10, install: rig.start))
+            _ = try await rig.install()
+            try await rig.drainAll()
+            try await rig.decide(now: Date())
+            let decision = try #require(try await rig.decisions().first)
+            #expect(decision.winner?.source == .appleAdServices)
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().map(\.attributed) == ["0"])
+        }
+    }
+
+    /// A provider that never answers: the decision waits until the app's deadline, then decides
+    /// with what it has; the answer that comes later is recorded and flagged as late, and no second
+    /// decision is made.
+    @Test func deadlineThenLateAnswer() async throws {
+        var settings = AttributionSettings()
+        settings.defaults.decisionDeadline = 3600
+        try await Self.withRig(settings: settings) { rig in
+            rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 10, install: rig.start))
+            rig.fakes.apple.enqueue(.status(500))  // seed 002: 500 → retry later while the token lives
+            _ = try await rig.install()
+            try await rig.drainAll()
+            #expect(try await rig.decider.decidePending(now: Date()).isEmpty)  // Apple still pending, deadline ahead
+            let made = try await rig.decide(now: Date().addingTimeInterval(3601))
+            #expect(made.count == 1 && made.first?.byDeadline == true)
+            #expect(try await rig.decisions().first?.winner?.source == .google)
+            // Apple answers after the decision.
+            rig.clock.advance(by: 600)
+            try await rig.drainAll()
+            #expect(rig.fakes.apple.lookups(of: Self.token) >= 1)
+            #expect(try await rig.decider.decidePending(now: Date().addingTimeInterval(7200)).isEmpty)
+            #expect(try await rig.decisions().count == 1)
+            let state = try await rig.decider.projection.state(of: Self.device, store: rig.store)
+            let late = try #require(state.triggers.first?.lateAnswers)
+            #expect(late.count == 1)
+            #expect(late.first?.provider == .appleAdServices && late.first?.offeredTouch == true)
+        }
+    }
+
+    /// Deciding twice (two deciders, or a restart) appends one decision; recording the same fact
+    /// twice enqueues its sends once.
+    @Test func decidingAndRecordingAreIdempotent() async throws {
+        try await Self.withRig { rig in
+            let id = UUID()
+            let first = try await rig.install(id: id)
+            let again = try await rig.install(id: id)
+            #expect(again.wasDuplicate && again.sends.isEmpty && again.position == first.position)
+            try await rig.drainAll()
+            var total = 0
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try await rig.decisions().isEmpty, ContinuousClock.now < deadline {
+                async let one = rig.decider.decidePending(now: Date())
+                async let two = rig.decider.decidePending(now: Date())
+                total += try await one.count + two.count
+            }
+            #expect(total == 1)
+            #expect(try await rig.decisions().count == 1)
+        }
+    }
+
+    /// A fix to the app's windows, then `decisions redo`: the changed outcome is a new decision
+    /// superseding the old one (both in history), and Google is told again only about the ad
+    /// event whose `attributed` value changed; a second redo changes nothing.
+    @Test func redoAfterAFixSupersedesAndTellsGoogleOnlyWhatChanged() async throws {
+        try await Self.withRig { rig in
+            rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 24 * 60, install: rig.start))
+            _ = try await rig.install()
+            try await rig.drainAll()
+            try await rig.decide(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().map(\.attributed) == ["1"])
+            var fixed = AttributionSettings()
+            fixed.defaults.windows.googleClick = 30 * 60  // Google's ad event (an hour before) is now outside
+            let redoer = AttributionDecider(store: rig.store, settings: fixed, logger: TestDatabase.quietLogger)
+            var report = RedoReport()
+            let deadline = ContinuousClock.now + .seconds(30)  // the decision must be readable (gap-safe horizon)
+            repeat {
+                report = try await redoer.redo(ruleVersion: "1", since: nil, now: Date())
+            } while report.examined == 0 && ContinuousClock.now < deadline
+            #expect(report.examined == 1 && report.superseded.count == 1)
+            let decisions = try await rig.decisions()
+            #expect(decisions.count == 2)
+            #expect(decisions[1].supersedes == decisions[0].decisionID)
+            #expect(decisions[0].winner?.source == .google && decisions[1].winner?.source == .appleAdServices)
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().map(\.attributed) == ["1", "0"])
+            var again = RedoReport()
+            repeat {
+                again = try await redoer.redo(ruleVersion: "last-click-v1", since: nil, now: Date())
+                // Until the superseding decision is readable, the redo sees the old one as current and
+                // its append is refused (the latest decision is no longer the one it would supersede).
+            } while again.unchanged == 0 && again.superseded.isEmpty && ContinuousClock.now < deadline + .seconds(30)
+            #expect(again.examined == 1 && again.unchanged == 1 && again.superseded.isEmpty)
+            #expect(try await rig.decisions().count == 2)
+            await #expect(throws: UnknownRuleVersion.self) { try await redoer.redo(ruleVersion: "2", since: nil, now: Date()) }
+        }
+    }
+
+    /// No provider enabled: nothing to wait for, the install is organic at once.
+    @Test func noProvidersMeansOrganicAtOnce() async throws {
+        let settings = AttributionSettings(defaults: AppAttributionSettings(providers: []))
+        try await Self.withRig(settings: settings) { rig in
+            let fact = try await rig.install()
+            #expect(fact.sends.isEmpty)
+            let made = try await rig.decide(now: Date())
+            #expect(made.count == 1 && made.first?.winner == nil)
+            #expect(try await rig.decisions().first?.organic == true)
+        }
+    }
+}

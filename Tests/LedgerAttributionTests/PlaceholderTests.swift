@@ -1,6 +1,0 @@
-import Testing
-@testable import LedgerAttribution
-
-@Suite struct LedgerAttributionPlaceholderTests {
-    @Test func moduleLinks() { #expect(Bool(true)) }
-}
