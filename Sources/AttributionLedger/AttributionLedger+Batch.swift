@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
+import LedgerStore
 
 extension AttributionLedger {
     /// Records a batch of prepared facts, in order, all or nothing as far as the caller's input
@@ -45,24 +46,15 @@ extension AttributionLedger {
     }
 
     /// The first fact whose id is already stored with other content (another stream, type, data,
-    /// metadata or time): the append would refuse it, so the batch is refused up front.
+    /// metadata or time): the append would refuse it, so the batch is refused up front. Stored
+    /// events are read through the store, so sealed personal fields are compared opened.
     func firstConflict(in facts: [PreparedFact]) async throws -> (Int, UUID)? {
         guard !facts.isEmpty else { return nil }
         let literal = "{" + facts.map { $0.id.uuidString.lowercased() }.joined(separator: ",") + "}"
-        let rows = try await store.pool.query("""
-            SELECT event_id::text, stream_id, event_type, schema_version, data::text, metadata::text, occurred_at
-            FROM events WHERE event_id = ANY(\(literal)::uuid[])
-            """)
-        var stored: [UUID: StoredFact] = [:]
-        for row in rows {
-            guard let id = UUID(uuidString: try row.decode(String.self, at: 0)) else { continue }
-            stored[id] = StoredFact(
-                streamID: try row.decode(String.self, at: 1), type: try row.decode(String.self, at: 2),
-                schemaVersion: try row.decode(Int.self, at: 3), data: Data(try row.decode(String.self, at: 4).utf8),
-                metadata: Data(try row.decode(String.self, at: 5).utf8), occurredAt: try row.decode(Date.self, at: 6))
-        }
-        for (index, fact) in facts.enumerated() {
-            guard let existing = stored[fact.id] else { continue }
+        let rows = try await store.pool.query("SELECT event_id::text FROM events WHERE event_id = ANY(\(literal)::uuid[])")
+        let storedIDs = Set(try rows.map { try $0.decode(String.self, at: 0) }.compactMap(UUID.init(uuidString:)))
+        for (index, fact) in facts.enumerated() where storedIDs.contains(fact.id) {
+            guard let existing = try await store.event(id: fact.id) else { continue }
             let same = existing.streamID == fact.device.streamID.rawValue && existing.type == fact.eventType
                 && existing.schemaVersion == type(of: fact.fact).schemaVersion && Self.jsonEqual(existing.data, fact.data)
                 && Self.jsonEqual(existing.metadata, fact.metadataData)
@@ -77,14 +69,4 @@ extension AttributionLedger {
         else { return false }
         return (left as? NSDictionary)?.isEqual(right) ?? false
     }
-}
-
-/// The stored envelope of an id a batch reuses.
-private struct StoredFact {
-    var streamID: String
-    var type: String
-    var schemaVersion: Int
-    var data: Data
-    var metadata: Data
-    var occurredAt: Date
 }

@@ -81,7 +81,7 @@ extension AttributionLedger {
         ]
         let next = state.lastSingularAnswer.map { answer in
             NextConversionValue(
-                fineValue: answer.conversionValue, coarseValue: coarse(answer.coarseValue.flatMap(LedgerProviders.SKANCoarseValue.init)),
+                fineValue: answer.conversionValue, coarseValue: coarse(answer.coarseValue.flatMap { LedgerProviders.SKANCoarseValue(rawValue: $0) }),
                 lockWindow: answer.lockWindow, postbackSequenceIndex: answer.postbackSequenceIndex, answeredAt: answer.answeredAt,
                 confirmedByDevice: answer.confirmedByDevice)
         }

@@ -13,6 +13,10 @@ public struct AttributionLedgerError: Error, Sendable, Hashable, CustomStringCon
         case invalid
         /// The id was already recorded with other content, or for another device (HTTP 409).
         case idConflict = "id_conflict"
+        /// The thing asked about does not exist (HTTP 404): erasing a device never seen.
+        case notFound = "not_found"
+        /// The input belongs to another app than the caller's (HTTP 403).
+        case forbidden
     }
 
     /// What went wrong.
@@ -66,13 +70,18 @@ public struct AttributionLedgerError: Error, Sendable, Hashable, CustomStringCon
             return AttributionLedgerError(error)
         case let error as RuleViolation:
             return AttributionLedgerError.invalid(eventType: eventType, field: error.field, rule: error.rule, message: error.message)
-        case EventStoreError.eventIDConflict(let id):
-            return AttributionLedgerError(
-                .idConflict, eventType: eventType, field: "id", rule: "same_id_same_content",
-                message: "This id was already recorded with other content or for another device; use a new id for a new fact.",
-                eventID: id)
-        case EventStoreError.invalidEvent(_, let type, let field, let rule, let message):
-            return AttributionLedgerError.invalid(eventType: type, field: field, rule: rule, message: message)
+        case let error as EventStoreError:
+            switch error {
+            case .eventIDConflict(let id):
+                return AttributionLedgerError(
+                    .idConflict, eventType: eventType, field: "id", rule: "same_id_same_content",
+                    message: "This id was already recorded with other content or for another device; use a new id for a new fact.",
+                    eventID: id)
+            case .invalidEvent(_, let type, let field, let rule, let message):
+                return AttributionLedgerError.invalid(eventType: type, field: field, rule: rule, message: message)
+            default:
+                return error
+            }
         default:
             return error
         }

@@ -1,5 +1,4 @@
 import Metrics
-import Foundation
 
 /// The facade's swift-metrics instruments. Labels hold catalog type names and rule ids only
 /// (bounded sets), never ids or values.

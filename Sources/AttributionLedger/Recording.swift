@@ -1,5 +1,7 @@
 import Foundation
+import LedgerAttribution
 import LedgerDomain
+import Logging
 
 /// Envelope facts a caller may add to a recording: who records it and which flow it belongs to.
 public struct RecordingOptions: Sendable, Hashable {
@@ -43,6 +45,15 @@ public struct Recorded: Sendable, Hashable, Codable {
         case position
         case wasDuplicate = "duplicate"
         case sendIDs = "send_ids"
+    }
+
+    /// Encodes ids in lowercase, as the ledger writes UUIDs everywhere.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(eventID.uuidString.lowercased(), forKey: .eventID)
+        try container.encode(position, forKey: .position)
+        try container.encode(wasDuplicate, forKey: .wasDuplicate)
+        try container.encode(sendIDs.map { $0.uuidString.lowercased() }, forKey: .sendIDs)
     }
 }
 

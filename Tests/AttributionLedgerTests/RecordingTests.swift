@@ -1,0 +1,175 @@
+import AttributionLedger
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// The facade's write path on a real PostgreSQL: validated, idempotent by the caller's id, and
+/// nothing written when refused.
+@Suite struct RecordingTests {
+    @Test func recordsAFirstOpenAndReturnsItsPosition() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-1")
+            let id = UUID()
+            let recorded = try await ledger.recordFirstOpen(try firstOpen(), for: device, id: id, occurredAt: testEpoch)
+            #expect(recorded.eventID == id)
+            #expect(recorded.position > 0)
+            #expect(!recorded.wasDuplicate)
+            let stored = try #require(try await ledger.store.event(id: id))
+            #expect(stored.streamID == "device-com.example.game-install-1")
+            #expect(stored.position == recorded.position)
+            #expect(stored.type == "FirstOpen")
+            // The metadata names the app and the default actor.
+            let metadata = try EventCatalog.standard.validateMetadata(stored.metadata)
+            #expect(metadata.appID?.rawValue == testApp)
+            #expect(metadata.actor == "swift-api")
+            _ = pool
+        }
+    }
+
+    @Test func sameIDSameContentIsADuplicateThatWritesNothing() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-2")
+            let id = UUID()
+            let first = try await ledger.registerSKAN(for: device, id: id, occurredAt: testEpoch)
+            let again = try await ledger.registerSKAN(for: device, id: id, occurredAt: testEpoch)
+            #expect(again.wasDuplicate)
+            #expect(again.position == first.position)
+            #expect(try await rows(withID: id, pool) == 1)
+        }
+    }
+
+    @Test func sameIDOtherContentIsAConflictThatWritesNothing() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-3")
+            let id = UUID()
+            try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 5), for: device, id: id,
+                                                       occurredAt: testEpoch)
+            let before = try await eventCount(pool)
+            let error = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 6), for: device, id: id,
+                                                           occurredAt: testEpoch)
+            }
+            #expect(error.code == .idConflict)
+            #expect(error.eventID == id)
+            #expect(try await eventCount(pool) == before)
+        }
+    }
+
+    @Test func invalidFactNamesTheFieldAndRuleAndWritesNothing() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-4")
+            let error = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.recordFirstOpen(try firstOpen(idfa: "not-a-uuid"), for: device, id: UUID(), occurredAt: testEpoch)
+            }
+            #expect(error.code == .invalid)
+            #expect(error.eventType == "FirstOpen")
+            #expect(error.field == "device.idfa")
+            #expect(error.rule == "uuid")
+            // The message never quotes the value (an IDFA is personal).
+            #expect(!error.message.contains("not-a-uuid"))
+            // SKAN 4: a fine value lies in 0–63 (Apple's updatePostbackConversionValue).
+            let skan = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 64), for: device, id: UUID(),
+                                                           occurredAt: testEpoch)
+            }
+            #expect(skan.field == "fine_value")
+            #expect(skan.rule == "range_0_63")
+            #expect(try await eventCount(pool) == 0)
+        }
+    }
+
+    @Test func firstOpenMustBeForTheDevicesApp() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: "com.example.other", device: "install-5")
+            let error = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.recordFirstOpen(try firstOpen(), for: device, id: UUID(), occurredAt: testEpoch)
+            }
+            #expect(error.field == "app_id")
+            #expect(error.rule == "matches_device_app")
+            #expect(try await eventCount(pool) == 0)
+        }
+    }
+
+    @Test func onlyDeviceFactsAreRecorded() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-6")
+            let decision = AttributionDecided(
+                decisionID: UUID(), deviceStreamID: device.streamID, triggerEventID: UUID(), triggerKind: .install,
+                ruleVersion: "last-click-v1", winner: nil, candidates: [], organic: true, inputPositions: [1])
+            let error = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.record(decision, for: device, id: UUID(), occurredAt: testEpoch)
+            }
+            #expect(error.field == "type")
+            #expect(error.rule == "device_fact")
+            #expect(try await eventCount(pool) == 0)
+        }
+    }
+
+    @Test func deviceIDsThatCannotNameAStreamAreRefused() throws {
+        let error = try #require(throws: AttributionLedgerError.self) { try DeviceRef(app: testApp, device: "has space") }
+        #expect(error.field == "device_id")
+        #expect(error.rule == "stream_safe_characters")
+        let app = try #require(throws: AttributionLedgerError.self) { try DeviceRef(app: "", device: "d") }
+        #expect(app.field == "app_id")
+        #expect(app.rule == "non_empty")
+    }
+
+    @Test func jsonFactsAreCheckedByTheCatalog() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-7")
+            let unknownField = try #require(throws: AttributionLedgerError.self) {
+                try ledger.prepare(type: "SKANRegistered", data: Data(#"{"skan_version":"4.0","surprise":1}"#.utf8), for: device,
+                                   id: UUID(), occurredAt: testEpoch)
+            }
+            #expect(unknownField.field == "surprise")
+            #expect(unknownField.rule == "unknown_field")
+            let unknownType = try #require(throws: AttributionLedgerError.self) {
+                try ledger.prepare(type: "NoSuchEvent", data: Data("{}".utf8), for: device, id: UUID(), occurredAt: testEpoch)
+            }
+            #expect(unknownType.field == "type")
+            #expect(unknownType.rule == "unknown_type")
+            let version = try #require(throws: AttributionLedgerError.self) {
+                try ledger.prepare(type: "SKANRegistered", schemaVersion: 9, data: Data("{}".utf8), for: device, id: UUID(),
+                                   occurredAt: testEpoch)
+            }
+            #expect(version.field == "schema_version")
+            let prepared = try ledger.prepare(type: "SKANRegistered", data: Data(#"{"skan_version":"4.0"}"#.utf8), for: device,
+                                              id: UUID(), occurredAt: testEpoch, options: RecordingOptions(actor: "checkout-backend"))
+            let recorded = try await ledger.record(prepared)
+            let stored = try #require(try await ledger.store.event(id: recorded.eventID))
+            #expect(try EventCatalog.standard.validateMetadata(stored.metadata).actor == "checkout-backend")
+            #expect(try await eventCount(pool) >= 1)
+        }
+    }
+
+    @Test func aBatchWithARepeatedOrConflictingIDWritesNothing() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-8")
+            let stored = UUID()
+            try await ledger.registerSKAN(for: device, id: stored, occurredAt: testEpoch)
+            let before = try await eventCount(pool)
+            let fresh = try ledger.prepare(SKANConversionValueUpdated(fineValue: 1), for: device, id: UUID(), occurredAt: testEpoch)
+            let repeated = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.recordBatch([fresh, fresh])
+            }
+            #expect(repeated.index == 1)
+            #expect(repeated.rule == "unique_in_batch")
+            // The stored id reused with other content (another time): refused before the first fact is written.
+            let clash = try ledger.prepare(SKANRegistered(), for: device, id: stored, occurredAt: testEpoch.addingTimeInterval(1))
+            let conflict = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.recordBatch([fresh, clash])
+            }
+            #expect(conflict.code == .idConflict)
+            #expect(conflict.index == 1)
+            #expect(try await eventCount(pool) == before)
+            // The same batch with the stored fact as it was: the stored one is a duplicate, the new one is written.
+            let same = try ledger.prepare(SKANRegistered(), for: device, id: stored, occurredAt: testEpoch)
+            let results = try await ledger.recordBatch([same, fresh])
+            #expect(results.map(\.wasDuplicate) == [true, false])
+            #expect(results[1].position > results[0].position)
+        }
+    }
+}
