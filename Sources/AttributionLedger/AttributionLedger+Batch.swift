@@ -56,17 +56,25 @@ extension AttributionLedger {
         for (index, fact) in facts.enumerated() where storedIDs.contains(fact.id) {
             guard let existing = try await store.event(id: fact.id) else { continue }
             let same = existing.streamID == fact.device.streamID.rawValue && existing.type == fact.eventType
-                && existing.schemaVersion == type(of: fact.fact).schemaVersion && Self.jsonEqual(existing.data, fact.data)
-                && Self.jsonEqual(existing.metadata, fact.metadataData)
+                && existing.schemaVersion == type(of: fact.fact).schemaVersion
+                && Self.sameFact(existing.data, as: fact) && Self.sameMetadata(existing.metadata, as: fact.metadata)
                 && abs(existing.occurredAt.timeIntervalSince(fact.occurredAt)) < 0.000_001
             if !same { return (index, fact.id) }
         }
         return nil
     }
 
-    static func jsonEqual(_ lhs: Data, _ rhs: Data) -> Bool {
-        guard let left = try? JSONSerialization.jsonObject(with: lhs), let right = try? JSONSerialization.jsonObject(with: rhs)
+    /// Whether stored data decodes to the same typed fact (typed values compare exactly, where
+    /// Foundation's JSON objects compare numbers by their boxes).
+    static func sameFact(_ stored: Data, as prepared: PreparedFact) -> Bool {
+        let type = Swift.type(of: prepared.fact)
+        guard let decoded = try? EventCatalog.standard.decode(type: type.eventType, schemaVersion: type.schemaVersion, data: stored)
         else { return false }
-        return (left as? NSDictionary)?.isEqual(right) ?? false
+        return AnyHashable(decoded) == AnyHashable(prepared.fact)
+    }
+
+    /// Whether stored metadata decodes to `metadata`.
+    static func sameMetadata(_ stored: Data, as metadata: EventMetadata) -> Bool {
+        (try? LedgerJSON.makeDecoder().decode(EventMetadata.self, from: stored)) == metadata
     }
 }

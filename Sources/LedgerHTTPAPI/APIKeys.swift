@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+import LedgerDomain
+
+/// The API keys the server accepts: per app, the SHA-256 digests of its keys (never the keys).
+///
+/// Configuration is a JSON object from app id to one lowercase hex SHA-256 digest or a list of
+/// them (two during a key rotation):
+///
+/// ```json
+/// {"com.example.game": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+///  "com.example.other": ["…", "…"]}
+/// ```
+///
+/// given in `LEDGER_API_KEYS`, or in the file `LEDGER_API_KEYS_FILE` names. A digest is
+/// `printf %s "$KEY" | sha256sum`. A presented key is hashed and compared with every digest in
+/// constant time, so neither the comparison nor the configuration reveals a key.
+public struct APIKeys: Sendable {
+    /// The digests, with the app each belongs to.
+    let entries: [(app: AppID, digest: [UInt8])]
+
+    /// Keys from digests by app.
+    /// - Throws: ``APIKeysError`` for an invalid app id or a digest that is not 64 hex digits.
+    public init(digests: [String: [String]]) throws(APIKeysError) {
+        var entries: [(app: AppID, digest: [UInt8])] = []
+        for (app, hexes) in digests.sorted(by: { $0.key < $1.key }) {
+            let appID: AppID
+            do { appID = try AppID(app) } catch { throw .invalidApp(app, rule: error.rule) }
+            for hex in hexes {
+                guard let digest = Self.bytes(hex: hex) else { throw .invalidDigest(app: app) }
+                entries.append((appID, digest))
+            }
+        }
+        self.entries = entries
+    }
+
+    /// Keys from the JSON form described above.
+    /// - Throws: ``APIKeysError``.
+    public init(json: Data) throws(APIKeysError) {
+        guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { throw .notAnObject }
+        var digests: [String: [String]] = [:]
+        for (app, value) in object {
+            switch value {
+            case let one as String: digests[app] = [one]
+            case let many as [String]: digests[app] = many
+            default: throw .invalidDigest(app: app)
+            }
+        }
+        try self.init(digests: digests)
+    }
+
+    /// Keys from `LEDGER_API_KEYS` (JSON) or `LEDGER_API_KEYS_FILE` (a path to the JSON).
+    /// - Throws: ``APIKeysError`` when neither is set, the file cannot be read, or the JSON is invalid.
+    public static func fromEnvironment(_ environment: [String: String]) throws(APIKeysError) -> APIKeys {
+        if let inline = environment["LEDGER_API_KEYS"], !inline.isEmpty {
+            return try APIKeys(json: Data(inline.utf8))
+        }
+        if let path = environment["LEDGER_API_KEYS_FILE"], !path.isEmpty {
+            guard let data = FileManager.default.contents(atPath: path) else { throw .unreadableFile(path) }
+            return try APIKeys(json: data)
+        }
+        throw .notConfigured
+    }
+
+    /// The app a presented key belongs to, or nil when it is no configured key.
+    public func app(forKey key: String) -> AppID? {
+        let presented = Array(SHA256.hash(data: Data(key.utf8)))
+        var found: AppID?
+        // Every digest is compared, whatever matched, in time independent of where bytes differ.
+        for entry in entries {
+            var difference: UInt8 = 0
+            for (left, right) in zip(presented, entry.digest) { difference |= left ^ right }
+            if difference == 0, found == nil { found = entry.app }
+        }
+        return found
+    }
+
+    /// The lowercase hex SHA-256 digest of `key`: what the configuration holds for it.
+    public static func digest(of key: String) -> String {
+        SHA256.hash(data: Data(key.utf8)).map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+    }
+
+    /// The apps that have at least one key.
+    public var apps: [AppID] {
+        var seen = Set<AppID>()
+        return entries.compactMap { seen.insert($0.app).inserted ? $0.app : nil }
+    }
+
+    private static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.utf8)
+        guard digits.count == 64 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(32)
+        var index = 0
+        while index < 64 {
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// Why the API key configuration was refused. Never quotes a digest or a key.
+public enum APIKeysError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Neither `LEDGER_API_KEYS` nor `LEDGER_API_KEYS_FILE` is set.
+    case notConfigured
+    /// The file could not be read.
+    case unreadableFile(String)
+    /// The configuration is not a JSON object.
+    case notAnObject
+    /// An app id is not valid.
+    case invalidApp(String, rule: String)
+    /// A digest of this app is not 64 hex digits (or not a string).
+    case invalidDigest(app: String)
+
+    /// One line for an operator.
+    public var description: String {
+        switch self {
+        case .notConfigured:
+            "no API keys: set LEDGER_API_KEYS (JSON: app id → SHA-256 hex of the key) or LEDGER_API_KEYS_FILE"
+        case .unreadableFile(let path):
+            "LEDGER_API_KEYS_FILE \(path) cannot be read"
+        case .notAnObject:
+            "the API key configuration must be a JSON object: app id → SHA-256 hex digest (or a list of them)"
+        case .invalidApp(let app, let rule):
+            "the API key configuration names an invalid app id '\(app)' [\(rule)]"
+        case .invalidDigest(let app):
+            "the API key digest of app '\(app)' must be 64 hex digits (the SHA-256 of the key)"
+        }
+    }
+}

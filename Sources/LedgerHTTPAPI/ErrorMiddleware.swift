@@ -1,0 +1,80 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+
+/// Turns every failure into a JSON error body: ``APIError``s as they are, Hummingbird's 404 into
+/// `not_found` (or `method_not_allowed` with `Allow` when the path exists under another method),
+/// an oversize body into 413, anything else into a 500 whose details go to the log only.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = BasicRequestContext
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            Counter(label: "ledger_http_refusals_total", dimensions: [("code", error.code), ("rule", error.rule)]).increment()
+            throw error
+        } catch let error as HTTPError where error.status == .notFound {
+            let allowed = RouteTable.methods(forPath: request.uri.path)
+            if !allowed.isEmpty {
+                var refusal = APIError(.methodNotAllowed, code: "method_not_allowed", rule: "allowed_methods",
+                                       message: "This path answers \(allowed.joined(separator: ", ")) only.")
+                refusal.headers[.allow] = allowed.joined(separator: ", ")
+                throw refusal
+            }
+            throw APIError(.notFound, code: "not_found", rule: "known_route", message: "No such route; see docs/openapi.yaml.")
+        } catch let error as HTTPError {
+            throw APIError(error.status, code: "http_error", rule: "http_\(error.status.code)",
+                           message: error.body ?? error.status.reasonPhrase)
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge(limit: nil)
+        } catch {
+            logger.error("request failed", metadata: [
+                "http.method": "\(request.method)", "http.route": "\(context.endpointPath ?? "unknown")",
+                "error": "\(String(reflecting: error))",
+            ])
+            Counter(label: "ledger_http_internal_errors_total").increment()
+            throw APIError(.internalServerError, code: "internal", rule: "internal_error",
+                           message: "The ledger failed to answer; the error is logged. Retrying with the same ids is safe.")
+        }
+    }
+}
+
+extension APIError {
+    /// 413 for a body over the limit.
+    static func payloadTooLarge(limit: Int?) -> APIError {
+        APIError(.contentTooLarge, code: "payload_too_large", field: "body", rule: limit.map { "max_\($0)_bytes" } ?? "max_body_bytes",
+                 message: "The request body is larger than the server accepts\(limit.map { " (\($0) bytes)" } ?? "").")
+    }
+}
+
+/// The API's routes by path shape, for `405 Method Not Allowed` answers.
+enum RouteTable {
+    /// Path templates (`{…}` matches one segment) and their methods.
+    static let routes: [(template: [String], methods: [String])] = [
+        (["v1", "apps", "{app}", "events"], ["POST"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "state"], ["GET"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "skan"], ["GET"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "attribution"], ["GET"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "history"], ["GET"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "erase"], ["POST"]),
+        (["v1", "apps", "{app}", "skan", "postbacks"], ["POST"]),
+        (["health"], ["GET"]), (["ready"], ["GET"]), (["metrics"], ["GET"]),
+    ]
+
+    /// The methods a path answers (empty when no route has its shape).
+    static func methods(forPath path: String) -> [String] {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        for route in routes where route.template.count == segments.count {
+            let matches = zip(route.template, segments).allSatisfy { template, segment in
+                template.hasPrefix("{") || template == segment
+            }
+            if matches { return route.methods }
+        }
+        return []
+    }
+}

@@ -1,0 +1,91 @@
+import AttributionLedger
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerDomain
+import NIOCore
+
+/// Erasure and SKAdNetwork postbacks.
+extension Handlers {
+    func registerPrivacyAndPostbacks(on router: Router<BasicRequestContext>) {
+        router.post("/v1/apps/{app}/devices/{device}/erase") { request, context in try await erase(request, context) }
+        router.post("/v1/apps/{app}/skan/postbacks") { request, context in try await postback(request, context) }
+    }
+
+    /// The body, refused with 413 past the limit (by `Content-Length` or while reading).
+    func body(of request: Request) async throws -> Data {
+        let limit = configuration.maxBodyBytes
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            throw APIError.payloadTooLarge(limit: limit)
+        }
+        do {
+            return Data(try await request.body.collect(upTo: limit).readableBytesView)
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge(limit: limit)
+        }
+    }
+
+    /// `POST /v1/apps/{app}/devices/{device}/erase` with `{"requested_by": "dsar-portal",
+    /// "requested_at": "<ISO 8601>"}` (`requested_at` defaults to now).
+    func erase(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let (device, _) = try readTarget(request, context)
+        let data = try await body(of: request)
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw APIError(.badRequest, code: "malformed_json", field: "body", rule: "json_object",
+                           message: "The body must be a JSON object with 'requested_by'.")
+        }
+        if let unknown = object.keys.sorted().first(where: { !["requested_by", "requested_at"].contains($0) }) {
+            throw APIError.invalidRequest(field: unknown, rule: "unknown_field", message: "The body has 'requested_by' and 'requested_at' only.")
+        }
+        guard let requestedBy = object["requested_by"] as? String else {
+            throw APIError.invalidRequest(field: "requested_by", rule: "required",
+                                          message: "'requested_by' names who asked: a role or system, never a person.")
+        }
+        var requestedAt = Date()
+        if let value = object["requested_at"] {
+            guard let text = value as? String, let date = LedgerTimestamp.parse(text) else {
+                throw APIError.invalidRequest(field: "requested_at", rule: "iso8601_timestamp",
+                                              message: "'requested_at' is an ISO 8601 timestamp.")
+            }
+            requestedAt = date
+        }
+        do {
+            return try JSONResponse.make(try await ledger.erase(device, requestedBy: requestedBy, requestedAt: requestedAt))
+        } catch let error as AttributionLedgerError {
+            var refusal = APIError.fromLedger(error, index: nil, fieldPrefix: nil)
+            if error.code == .invalid, error.field == nil || error.field == "metadata" || error.field == "actor" {
+                refusal.field = "requested_by"
+            }
+            throw refusal
+        }
+    }
+
+    /// `POST /v1/apps/{app}/skan/postbacks?network=<name>`: the body is the postback exactly as the
+    /// network received it from Apple; `Idempotency-Key: <uuid>` retries safely.
+    func postback(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+        let app = try authorize(request, context)
+        guard let network = request.uri.queryParameters.get("network"), !network.isEmpty else {
+            throw APIError.invalidRequest(field: "network", rule: "required", message: "'network' names the network that forwarded the postback.")
+        }
+        var eventID = UUID()
+        if let key = request.headers[HTTPField.Name("Idempotency-Key")!] {
+            guard key.utf8.count == 36, let id = UUID(uuidString: key) else {
+                throw APIError.invalidRequest(field: "Idempotency-Key", rule: "uuid", message: "The idempotency key is a UUID.")
+            }
+            eventID = id
+        }
+        let data = try await body(of: request)
+        do {
+            let receipt = try await ledger.ingestSKANPostback(raw: data, app: app, network: network, receivedAt: Date(),
+                                                              eventID: eventID)
+            return try JSONResponse.make(receipt)
+        } catch let error as AttributionLedgerError {
+            var refusal = APIError.fromLedger(error, index: nil, fieldPrefix: nil)
+            if error.code == .invalid {
+                refusal.code = error.rule == "network" || error.field == "network" ? "invalid_request" : "invalid_postback"
+                if let kept = error.eventID { refusal.message += " The postback is kept as refused (event \(kept.uuidString.lowercased()))." }
+            }
+            throw refusal
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// The HTTP API of the attribution ledger.
-public enum LedgerHTTPAPIModule {}

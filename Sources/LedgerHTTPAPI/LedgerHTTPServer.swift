@@ -1,0 +1,110 @@
+import AttributionLedger
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import NIOCore
+import Prometheus
+
+/// Limits and address of the HTTP API.
+public struct LedgerHTTPConfiguration: Sendable, Hashable {
+    /// The address to bind (`127.0.0.1` by default; `0.0.0.0` to listen on every interface).
+    public var host: String
+    /// The port (0: any free port, reported through `onServerRunning`).
+    public var port: Int
+    /// The largest request body accepted, in bytes; larger bodies are refused with 413.
+    public var maxBodyBytes: Int
+    /// The most events one append request may carry.
+    public var maxEventsPerBatch: Int
+
+    /// Creates a configuration: 127.0.0.1:8080, 4 MiB bodies, 1,000 events per batch.
+    public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 4 * 1_048_576, maxEventsPerBatch: Int = 1000) {
+        self.host = host
+        self.port = port
+        self.maxBodyBytes = maxBodyBytes
+        self.maxEventsPerBatch = maxEventsPerBatch
+    }
+}
+
+/// The ledger's HTTP API (Hummingbird 2) over the Swift facade, for services not written in
+/// Swift. Routes, bodies and errors are described in `docs/openapi.yaml` and `docs/http-api.md`.
+///
+/// - `POST /v1/apps/{app}/events`: append a batch of device facts (all or nothing);
+/// - `GET /v1/apps/{app}/devices/{device}/state|skan|attribution|history` (`as_of`,
+///   `as_of_position`);
+/// - `GET /health`, `GET /ready`, `GET /metrics` (Prometheus text).
+///
+/// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app.
+public struct LedgerHTTPServer: Sendable {
+    /// The facade requests go to.
+    public let ledger: AttributionLedger
+    /// The accepted API keys.
+    public let keys: APIKeys
+    /// Limits and address.
+    public let configuration: LedgerHTTPConfiguration
+    /// The registry `GET /metrics` renders (nil: the route answers 404).
+    public let metrics: PrometheusCollectorRegistry?
+    let logger: Logger
+
+    /// A server for `ledger`.
+    /// - Parameters:
+    ///   - ledger: the facade.
+    ///   - keys: the API keys, by app.
+    ///   - configuration: limits and address.
+    ///   - metrics: the Prometheus registry the process's swift-metrics factory writes to.
+    ///   - logger: request logs (no keys, no device ids above debug level).
+    public init(ledger: AttributionLedger, keys: APIKeys, configuration: LedgerHTTPConfiguration = LedgerHTTPConfiguration(),
+                metrics: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "ledger.http")) {
+        self.ledger = ledger
+        self.keys = keys
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// The router with every route and the error and metrics middleware.
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: ErrorMiddleware(logger: logger))
+        router.add(middleware: MetricsMiddleware())
+        let handlers = Handlers(ledger: ledger, keys: keys, configuration: configuration, metrics: metrics, logger: logger)
+        handlers.register(on: router)
+        return router
+    }
+
+    /// The Hummingbird application, not yet running.
+    /// - Parameter onServerRunning: called with the bound port once the server listens.
+    public func makeApplication(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(
+            router: makeRouter(),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
+                                                    serverName: "ledger"),
+            onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
+            logger: logger)
+    }
+
+    /// Runs until the task is cancelled (tests, or a caller that handles signals itself).
+    /// - Parameter onServerRunning: called with the bound port once the server listens.
+    public func runUntilCancelled(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await makeApplication(onServerRunning: onServerRunning).run()
+    }
+
+    /// Runs until SIGTERM or SIGINT, then stops accepting connections and lets requests in flight
+    /// finish (graceful shutdown).
+    /// - Parameter onServerRunning: called with the bound port once the server listens.
+    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try await makeApplication(onServerRunning: onServerRunning).runService()
+    }
+}
+
+/// The process's Prometheus registry, installed as swift-metrics' backend the first time it is
+/// used (swift-metrics allows one backend per process, so use this rather than bootstrapping
+/// elsewhere). Pass it to ``LedgerHTTPServer`` so `GET /metrics` renders it.
+public enum LedgerMetricsBackend {
+    /// The registry, bootstrapped once.
+    public static let prometheus: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }()
+}

