@@ -19,6 +19,7 @@ struct Ledger: AsyncParsableCommand {
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self,
             EraseCommand.self, KeysCommand.self,
+            ServeCommand.self,
         ]
     )
 }
