@@ -101,7 +101,7 @@ struct EraseTests {
         let install = try #require(try await store.event(id: appended.events[0].id))
         let sends = try await pool.withConnection { connection in
             try connection.transaction { connection in
-                try [("google", SendProvider.google, SendKind.conversion), ("apple", .appleAdServices, .attribution)].map {
+                try [("google", SendProvider.google, SendKind.conversion), ("apple", .appleAdServices, .tokenLookup)].map {
                     key, provider, kind in
                     let request = try Outbox.request(provider: provider, kind: kind, cause: install,
                                                      deviceStreamID: StreamID(Self.device), idempotencyKey: "erase-\(key)")
@@ -120,12 +120,12 @@ struct EraseTests {
         let tokens = AdServicesTokenProjection(AdServicesTokenReducer())
         let skan = SKANDeviceProjection(SKANDeviceReducer())
         let deadline = ContinuousClock.now + .seconds(60)
-        while try await skan.storedState(of: Self.device, pool: pool)?.skan.conversionValue == nil, ContinuousClock.now < deadline {
+        while try await skan.storedState(of: Self.device, pool: pool)?.updatesApplied ?? 0 == 0, ContinuousClock.now < deadline {
             try await runner.catchUp()
         }
         let tokensBefore = try #require(try await tokens.storedState(of: Self.device, pool: pool))
         let skanBefore = try #require(try await skan.storedState(of: Self.device, pool: pool))
-        #expect(skanBefore.skan.conversionValue == 12)
+        #expect(skanBefore.updatesApplied == 1)
 
         // Before: sealed at rest already, readable through the store.
         let before = try await Self.everyTable(pool).values.joined(separator: "\n")
@@ -177,7 +177,7 @@ struct EraseTests {
         #expect(queued == 0)
         for sendID in sends {
             let events = try await store.readStream("send-" + sendID.uuidString.lowercased())
-            let last = try #require(events.last)
+            let last = try #require(events.last as RecordedEvent?)
             #expect(last.type == SendCancelled.eventType)
             #expect(try LedgerJSON.makeDecoder().decode(SendCancelled.self, from: last.data).reason == "erasure")
         }

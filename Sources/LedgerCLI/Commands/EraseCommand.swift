@@ -3,6 +3,7 @@ import Foundation
 import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres
+import LedgerPrivateCluster
 import LedgerStore
 
 /// `ledger erase --device D`: crypto-shreds one device's personal data.
@@ -153,7 +154,8 @@ struct KeysCommand: AsyncParsableCommand {
                 let store = EventStore(pool: pool, logger: logger)
                 do {
                     let count = try await store.privacy.rewrapDataKeys(pool: pool)
-                    print("re-wrapped \(count) data key(s) with master key \(try store.privacy.masterKeys().currentID)")
+                    let current = try store.privacy.masterKeys().currentID
+                    print("re-wrapped \(count) data key(s) with master key \(current)")
                 } catch let error as PrivacyError {
                     throw CLIFailure(exitCode: .failure, message: error.description)
                 }
