@@ -113,7 +113,8 @@ public struct SKANPostbackIngestor: Sendable {
             if let stored = history.first(where: { $0.id == eventID }) {
                 return try Self.result(of: stored, postback: postback, wasAlreadyStored: true)
             }
-            let duplicateOf = valid ? try Self.firstVerified(in: history, sequenceIndex: postback.postbackSequenceIndex) : nil
+            let duplicateOf = valid
+                ? try Self.firstVerified(in: history, sequenceIndex: postback.postbackSequenceIndex, verifier: verifier) : nil
             let event = SKANPostbackReceived(
                 raw: text, forwardingNetwork: network, receivedAt: receivedAt, verification: valid ? .valid : .invalid,
                 duplicateOf: duplicateOf, reportedValues: reportedValues, unsignedCheck: check,
@@ -185,14 +186,17 @@ public struct SKANPostbackIngestor: Sendable {
         return postback.didWin == false ? .notWon : .counted
     }
 
-    /// The first verified, non-repeat postback of `history` with `sequenceIndex`.
-    static func firstVerified(in history: [RecordedEvent], sequenceIndex: Int) throws -> UUID? {
+    /// The first verified, non-repeat postback of `history` with `sequenceIndex` (an event
+    /// appended without the ingestor, with no recorded verification, is verified now).
+    static func firstVerified(in history: [RecordedEvent], sequenceIndex: Int, verifier: SKANSignatureVerifier) throws
+        -> UUID?
+    {
         let decoder = LedgerJSON.makeDecoder()
         for record in history where record.type == SKANPostbackReceived.eventType {
             let event = try decoder.decode(SKANPostbackReceived.self, from: record.data)
-            guard event.verification == .valid, event.duplicateOf == nil,
-                let earlier = try? SKANPostback.parse(Data(event.raw.utf8)),
-                earlier.postbackSequenceIndex == sequenceIndex
+            guard event.duplicateOf == nil, !event.isRefused, let earlier = try? SKANPostback.parse(Data(event.raw.utf8)),
+                earlier.postbackSequenceIndex == sequenceIndex,
+                event.verification.map({ $0 == .valid }) ?? verifier.isValid(earlier)
             else { continue }
             return record.id
         }

@@ -174,4 +174,27 @@ struct ProjectionTests {
             #expect(try await dump() == incremental)
         }
     }
+
+    @Test("a postback appended without the ingestor is verified by the projection with Apple's key")
+    func appendedDirectly() async throws {
+        try await withStore { store in
+            let runner = runner(store)
+            try await runner.prepare()
+            var ids: [UUID] = []
+            for text in [AppleExamples.v4, AppleExamples.replacing(AppleExamples.v4, "source-identifier", "\"5239\"", "\"5240\"")] {
+                let event = SKANPostbackReceived(raw: text, forwardingNetwork: "cli", receivedAt: receivedAt)
+                let new = NewEvent(type: SKANPostbackReceived.eventType, data: try EventCatalog.standard.encode(event),
+                                   occurredAt: receivedAt)
+                ids.append(new.id)
+                try await store.append([new], to: "skan-525463029-direct-\(ids.count)")
+            }
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+            let stored = ids
+            let statuses = try await store.pool.withConnection { connection in
+                try stored.map { try SKANPostbackProjection().status(of: $0, on: connection) }
+            }
+            #expect(statuses == ["counted", "invalid_signature"])
+        }
+    }
 }
