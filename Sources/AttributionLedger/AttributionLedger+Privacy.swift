@@ -26,6 +26,16 @@ public struct Erasure: Sendable, Hashable, Codable {
         case keysDestroyed = "keys_destroyed"
         case sendsCancelled = "sends_cancelled"
     }
+
+    /// Encodes the id in lowercase, as the ledger writes UUIDs everywhere.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(erasureEventID.uuidString.lowercased(), forKey: .erasureEventID)
+        try container.encode(erasedAt, forKey: .erasedAt)
+        try container.encode(alreadyErased, forKey: .alreadyErased)
+        try container.encode(keysDestroyed, forKey: .keysDestroyed)
+        try container.encode(sendsCancelled, forKey: .sendsCancelled)
+    }
 }
 
 /// What became of a SKAdNetwork postback the ledger took in.
@@ -50,6 +60,17 @@ public struct SKANPostbackReceipt: Sendable, Hashable, Codable {
         case signatureVerified = "signature_verified"
         case wasAlreadyStored = "already_stored"
     }
+
+    /// Encodes ids in lowercase, as the ledger writes UUIDs everywhere.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(eventID.uuidString.lowercased(), forKey: .eventID)
+        try container.encode(position, forKey: .position)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(duplicateOf?.uuidString.lowercased(), forKey: .duplicateOf)
+        try container.encode(signatureVerified, forKey: .signatureVerified)
+        try container.encode(wasAlreadyStored, forKey: .wasAlreadyStored)
+    }
 }
 
 /// Erasure (through the privacy layer's `DeviceEraser`) and SKAdNetwork postbacks (through
@@ -66,6 +87,13 @@ extension AttributionLedger {
     /// - Throws: ``AttributionLedgerError`` (`not_found` for a device the ledger has never seen,
     ///   `invalid` for an invalid `requestedBy`), `PostgresError`.
     public func erase(_ device: DeviceRef, requestedBy: String, requestedAt: Date) async throws -> Erasure {
+        let length = requestedBy.unicodeScalars.count
+        guard (1...100).contains(length), !requestedBy.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+        else {
+            throw AttributionLedgerError.invalid(
+                eventType: ErasureCompleted.eventType, field: "requested_by", rule: "text_1_100_no_control_characters",
+                message: "'requested_by' is 1–100 characters without control characters: a role or system, never a person.")
+        }
         do {
             let outcome = try await DeviceEraser(store: store).erase(
                 device: device.streamID, requestedBy: requestedBy, requestedAt: requestedAt, now: clock.now())
@@ -91,7 +119,8 @@ extension AttributionLedger {
     ///   - eventID: the event's id; the same id retries idempotently.
     /// - Throws: ``AttributionLedgerError``: `invalid` naming the postback's field and rule (the
     ///   input is kept as a refused postback, its id in `eventID`), `forbidden` when the postback
-    ///   is another app's (nothing stored); `PostgresError`.
+    ///   is another app's (nothing stored), `id_conflict` when `eventID` holds another postback;
+    ///   `PostgresError`.
     @discardableResult
     public func ingestSKANPostback(raw: Data, app: AppID, network: String, receivedAt: Date, eventID: UUID = UUID())
         async throws -> SKANPostbackReceipt
@@ -111,6 +140,9 @@ extension AttributionLedger {
             Counter(label: "ledger_skan_postbacks_total", dimensions: [("status", "refused")]).increment()
             throw AttributionLedgerError(.invalid, eventType: SKANPostbackReceived.eventType, field: error.field, rule: error.rule,
                                          message: error.message, eventID: error.rejectedEventID)
+        } catch {
+            // An event id reused for another postback (`id_conflict`), a store refusal; else the database.
+            throw AttributionLedgerError.mapping(error, eventType: SKANPostbackReceived.eventType, eventID: eventID)
         }
     }
 }

@@ -54,12 +54,16 @@ struct Handlers: Sendable {
             unauthenticated.message = "The API key is not one the ledger knows."
             throw unauthenticated
         }
-        guard app.rawValue == context.parameters.get("app") else {
+        guard app.rawValue == context.parameters.get("app").map(Self.decoded) else {
             throw APIError(.forbidden, code: "forbidden", field: "app", rule: "key_of_this_app",
                            message: "This API key belongs to another app; it can neither read nor write this one.")
         }
         return app
     }
+
+    /// A path segment with its percent-escapes decoded (`a%3Ab` is `a:b`); as given when they
+    /// are not valid UTF-8.
+    static func decoded(_ segment: String) -> String { segment.removingPercentEncoding ?? segment }
 
     // MARK: Append
 
@@ -88,7 +92,7 @@ struct Handlers: Sendable {
         let app = try authorize(request, context)
         let device: DeviceRef
         do {
-            device = try DeviceRef(app: app.rawValue, device: context.parameters.get("device") ?? "")
+            device = try DeviceRef(app: app.rawValue, device: context.parameters.get("device").map(Self.decoded) ?? "")
         } catch {
             throw APIError.invalidRequest(field: "device", rule: error.rule, message: error.message)
         }
