@@ -13,13 +13,13 @@ struct Ledger: AsyncParsableCommand {
             Exit codes: 0 success, 1 the work failed, 3 the database is unreachable,
             4 the schema was refused (a changed or failing migration),
             5 `verify` found a broken link, 6 no projection has the name given,
-            7 the projection is already being rebuilt by another process, 64 bad usage.
+            7 the projection is already being rebuilt by another process, 8 no such device,
+            9 unknown decision rule version, 10 `append` refused some lines, 64 bad usage.
             """,
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
-            ClusterCommand.self,
-            EraseCommand.self, KeysCommand.self,
-            ServeCommand.self,
+            ClusterCommand.self, DemoCommand.self, ServeCommand.self, AppendCommand.self, ReplayCommand.self,
+            ExplainCommand.self, ExportCommand.self, DecisionsCommand.self, EraseCommand.self, KeysCommand.self,
         ]
     )
 }

@@ -17,13 +17,15 @@ struct LedgerProcess {
     }()
 
     /// Runs `ledger` on a thread of its own, so that waiting for it holds no cooperative thread.
-    static func runDetached(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> Result {
+    static func runDetached(_ arguments: [String], environment extra: [String: String] = [:], stdin: URL? = nil) async throws
+        -> Result
+    {
         try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Swift.Result { try run(arguments, environment: extra) }) }.start()
+            Thread { continuation.resume(with: Swift.Result { try run(arguments, environment: extra, stdin: stdin) }) }.start()
         }
     }
 
-    static func run(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Result {
+    static func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: URL? = nil) throws -> Result {
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build the ledger product first: swift build")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
@@ -34,6 +36,7 @@ struct LedgerProcess {
         process.environment = environment
         let out = Pipe()
         let err = Pipe()
+        if let stdin { process.standardInput = try FileHandle(forReadingFrom: stdin) }
         process.standardOutput = out
         process.standardError = err
         try process.run()

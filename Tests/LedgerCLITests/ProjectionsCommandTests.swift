@@ -6,7 +6,9 @@ import Testing
 
 @Suite("ledger projections")
 struct ProjectionsCommandTests {
-    static let names = ["adservices_tokens", "branch_identity", "google_obligations", "skan_devices"]
+    static let names = [
+        "adservices_tokens", "attribution_process", "branch_identity", "google_obligations", "skan_devices", "skan_postbacks",
+    ]
 
     /// The `--json` lines of `ledger projections status`, by name.
     func statusJSON(_ conninfo: String) async throws -> [String: [String: Any]] {
@@ -34,14 +36,14 @@ struct ProjectionsCommandTests {
         Issue.record("the horizon did not pass \(count) events within 60 s")
     }
 
-    @Test("status lists the four projections, as a table and as JSON lines")
+    @Test("status lists every projection, as a table and as JSON lines")
     func statusListsProjections() async throws {
         let database = try TestDatabase.make()
         defer { database.drop() }
         let result = try await LedgerProcess.runDetached(["projections", "status", "--database-url", database.conninfo])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n")
-        #expect(lines.count == 5, "\(result.stdout)")
+        #expect(lines.count == Self.names.count + 1, "\(result.stdout)")
         #expect(lines.first?.hasPrefix("NAME") == true)
         for name in Self.names {
             #expect(lines.contains { $0.hasPrefix(name + " ") && $0.hasSuffix("ok") }, "\(result.stdout)")

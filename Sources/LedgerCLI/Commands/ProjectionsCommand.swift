@@ -58,8 +58,8 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 defer { pool.close() }
                 let store = EventStore(pool: pool, logger: logger)
                 let statuses = try await projectionFailures {
-                    try await ProjectionRunner(store: store, projections: ProjectionCatalog.standard, logger: logger).prepare()
-                    return try await pool.withConnection { try ProjectionStatus.read(ProjectionCatalog.standard, on: $0) }
+                    try await ProjectionRunner(store: store, projections: AllProjections.list, logger: logger).prepare()
+                    return try await pool.withConnection { try ProjectionStatus.read(AllProjections.list, on: $0) }
                 }
                 if json {
                     for status in statuses { print(try statusJSON(status)) }
@@ -108,13 +108,13 @@ struct ProjectionsCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let projections: [any Projection]
                 if let name {
-                    guard let projection = ProjectionCatalog.standard.first(where: { $0.name == name }) else {
+                    guard let projection = AllProjections.list.first(where: { $0.name == name }) else {
                         throw CLIFailure(exitCode: .unknownProjection, message: "no projection is called \(name); known: "
-                            + ProjectionCatalog.standard.map(\.name).joined(separator: ", "))
+                            + AllProjections.list.map(\.name).joined(separator: ", "))
                     }
                     projections = [projection]
                 } else {
-                    projections = ProjectionCatalog.standard
+                    projections = AllProjections.list
                 }
                 let logger = makeLogger("ledger.projections.rebuild")
                 let target = try database.resolve(logger: logger)

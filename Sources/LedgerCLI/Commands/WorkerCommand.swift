@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import LedgerAttribution
 import LedgerDispatch
 import LedgerDomain
 import LedgerHTTPTransport
@@ -18,6 +19,11 @@ struct WorkerCommand: AsyncParsableCommand {
             outcome after it, retries by each provider's documented rules, and rescues the sends
             of workers that died. Any number of workers may share one database. SIGTERM or SIGINT
             stops claiming and lets the tries in flight record their outcomes.
+
+            The worker also decides attribution: every few seconds it decides the installs and
+            sessions whose providers all answered (or whose deadline passed) and requests Google's
+            cross-network reports. Settings: LEDGER_ATTRIBUTION_SETTINGS (a JSON file; see
+            docs/attribution.md); --no-decide leaves deciding to other processes.
 
             Providers come from the environment (checked at start-up; see docs/dispatch.md):
             LEDGER_GOOGLE_DEV_TOKEN + LEDGER_GOOGLE_LINK_ID, LEDGER_BRANCH_KEY + LEDGER_BRANCH_SECRET,
@@ -50,6 +56,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Send what is due now, then exit.")
     var drain = false
 
+    @Flag(inversion: .prefixedNo, help: "Also decide attribution as answers complete (see docs/attribution.md).")
+    var decide = true
+
     @Flag(help: "Recompute the send queue from the log (sends with no terminal event), then exit. Sends nothing.")
     var rebuildQueue = false
 
@@ -68,8 +77,9 @@ struct WorkerCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
             }
+            let settings = try loadAttributionSettings()
             let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 2, logger: logger)
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 3, logger: logger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             if rebuildQueue {
@@ -86,11 +96,19 @@ struct WorkerCommand: AsyncParsableCommand {
                     slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout)),
                 logger: logger)
             do {
+                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
                 if drain {
                     let tries = try await worker.drain()
-                    print("drained: \(tries) tries")
+                    let decided = decide ? try await decider.decidePending(now: Date()).count : 0
+                    print("drained: \(tries) tries" + (decide ? ", decided: \(decided)" : ""))
                 } else {
-                    let running = Task { try await worker.run() }
+                    let running = Task { [decide] in
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            group.addTask { try await worker.run() }
+                            if decide { group.addTask { try await decider.run() } }
+                            try await group.waitForAll()
+                        }
+                    }
                     let signals = Self.stopOnSignals { running.cancel() }
                     defer { signals.forEach { $0.cancel() } }
                     try await running.value

@@ -1,0 +1,125 @@
+import ArgumentParser
+import AttributionLedger
+import Foundation
+import LedgerAttribution
+import LedgerDomain
+import LedgerPostgres
+import LedgerPrivateCluster
+
+/// `ledger append`: JSON lines on stdin → device facts, each validated and idempotent.
+struct AppendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "append",
+        abstract: "Record device facts from JSON lines on stdin; prints how many were accepted and why others were refused.",
+        discussion: """
+            One fact per line, the HTTP API's event shape plus the app:
+              {"app": "com.example.game", "device_id": "install-7f3a", "id": "<uuid>", "type": "FirstOpen",
+               "occurred_at": "2026-11-23T10:00:00Z", "data": {…}, "schema_version": 1, "actor": "import"}
+            (schema_version and actor are optional; the catalog is in docs/events.md). Each accepted
+            line is recorded with the sends it causes, in its own transaction; a line whose id was
+            recorded before with the same content is accepted as a duplicate and writes nothing; a
+            refused line writes nothing and is reported with its line number, field and rule.
+
+            Exit codes: 0 every line accepted, 10 some lines refused, 3 the database is unreachable.
+
+            Examples:
+              ledger append < facts.jsonl
+              ledger append --json < facts.jsonl     # the summary and refusals as JSON
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    struct Refusal: Encodable {
+        var line: Int
+        var field: String
+        var rule: String
+        var message: String
+    }
+
+    func run() async throws {
+        var refusals: [Refusal] = []
+        try await reportingFailures {
+            let logger = makeLogger("ledger.append")
+            let target = try database.resolve(logger: logger)
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            defer { pool.close() }
+            let ledger = AttributionLedger(pool: pool, settings: try loadAttributionSettings(), defaultActor: "ledger-append",
+                                           logger: logger)
+            var accepted = 0
+            var duplicates = 0
+            var number = 0
+            while let line = readLine(strippingNewline: true) {
+                number += 1
+                if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
+                do {
+                    let recorded = try await ledger.record(try Self.prepare(line, ledger: ledger))
+                    accepted += 1
+                    if recorded.wasDuplicate { duplicates += 1 }
+                } catch let error as AttributionLedgerError {
+                    refusals.append(Refusal(line: number, field: error.field ?? "-", rule: error.rule, message: error.message))
+                } catch let refusal as LineRefusal {
+                    refusals.append(Refusal(line: number, field: refusal.field, rule: refusal.rule, message: refusal.message))
+                }
+            }
+            if json {
+                struct Summary: Encodable { var accepted: Int; var duplicates: Int; var refused: [Refusal] }
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(Summary(accepted: accepted, duplicates: duplicates, refused: refusals)),
+                             as: UTF8.self))
+            } else {
+                print("accepted \(accepted) (\(duplicates) already recorded), refused \(refusals.count)")
+                for refusal in refusals {
+                    print("  line \(refusal.line): \(refusal.field): \(refusal.rule): \(refusal.message)")
+                }
+            }
+        }
+        if !refusals.isEmpty { throw ExitCode(10) }
+    }
+
+    /// A line refused before it reached the facade.
+    struct LineRefusal: Error {
+        var field: String
+        var rule: String
+        var message: String
+    }
+
+    /// Parses one line into a prepared fact.
+    static func prepare(_ line: String, ledger: AttributionLedger) throws -> PreparedFact {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any] else {
+            throw LineRefusal(field: "line", rule: "json_object", message: "The line is not a JSON object.")
+        }
+        func text(_ key: String) throws -> String {
+            guard let value = object[key] as? String, !value.isEmpty else {
+                throw LineRefusal(field: key, rule: "required", message: "'\(key)' is required and must be a string.")
+            }
+            return value
+        }
+        let device: DeviceRef
+        do {
+            device = try DeviceRef(app: try AppID(try text("app")), device: try DeviceID(try text("device_id")))
+        } catch let refusal as LineRefusal {
+            throw refusal
+        } catch {
+            throw LineRefusal(field: "app/device_id", rule: "identifier", message: "\(error)")
+        }
+        guard let id = UUID(uuidString: try text("id")) else {
+            throw LineRefusal(field: "id", rule: "uuid", message: "'id' must be a UUID.")
+        }
+        guard let occurredAt = try? Date(try text("occurred_at"), strategy: .iso8601) else {
+            throw LineRefusal(field: "occurred_at", rule: "iso8601", message: "'occurred_at' must be an ISO 8601 time.")
+        }
+        guard let data = object["data"], data is [String: Any] else {
+            throw LineRefusal(field: "data", rule: "json_object", message: "'data' must be the fact's JSON object.")
+        }
+        let schemaVersion = object["schema_version"] as? Int
+        let actor = object["actor"] as? String
+        return try ledger.prepare(
+            type: try text("type"), schemaVersion: schemaVersion, data: try JSONSerialization.data(withJSONObject: data),
+            for: device, id: id, occurredAt: occurredAt, options: RecordingOptions(actor: actor))
+    }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+import Foundation
+import LedgerAttribution
+import LedgerDomain
+import LedgerPostgres
+import LedgerPrivateCluster
+import LedgerStore
+
+/// `ledger decisions redo`: re-decide after a fix, appending superseding decisions.
+struct DecisionsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "decisions",
+        abstract: "Work with attribution decisions.",
+        subcommands: [Redo.self, Decide.self]
+    )
+
+    /// `ledger decisions redo --rule-version N [--since T]`.
+    struct Redo: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-decide recorded decisions with a rule version; changed outcomes supersede, never edit.",
+            discussion: """
+                Recomputes every decision recorded since --since (all without it) from the inputs
+                it read. An unchanged outcome appends nothing; a changed one appends a new
+                AttributionDecided that supersedes the old (both stay in history). Google is told
+                again (a new cross-network send) only about ad events whose attributed value changed.
+
+                Exit codes: 0 done, 9 unknown rule version, 3 the database is unreachable, 64 bad usage.
+
+                Examples:
+                  ledger decisions redo --rule-version 1
+                  ledger decisions redo --rule-version last-click-v1 --since 2026-11-01T00:00:00Z --json
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        @Option(help: "The rule version to apply (\(AttributionRuleVersion.known.joined(separator: ", ")), or its number).")
+        var ruleVersion: String
+
+        @Option(help: "Only decisions recorded at or after this ISO 8601 time.")
+        var since: String?
+
+        @Flag(help: "Print JSON instead of text.")
+        var json = false
+
+        func run() async throws {
+            try await reportingFailures {
+                var sinceDate: Date?
+                if let since {
+                    guard let parsed = try? Date(since, strategy: .iso8601) else {
+                        throw ValidationError("--since must be an ISO 8601 time such as 2026-11-01T00:00:00Z")
+                    }
+                    sinceDate = parsed
+                }
+                let logger = makeLogger("ledger.decisions")
+                let settings = try loadAttributionSettings()
+                let target = try database.resolve(logger: logger)
+                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+                defer { pool.close() }
+                let decider = AttributionDecider(store: EventStore(pool: pool, catalog: .standard, logger: logger),
+                                                 settings: settings, logger: logger)
+                let report: RedoReport
+                do {
+                    report = try await decider.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date())
+                } catch let error as UnknownRuleVersion {
+                    throw CLIFailure(exitCode: .unknownRuleVersion, message: error.description)
+                }
+                if json {
+                    let superseded = report.superseded.map { made in
+                        ["decision_id": made.decisionID.uuidString.lowercased(), "device": made.deviceStreamID,
+                         "supersedes": made.supersedes?.uuidString.lowercased() ?? "",
+                         "winner": made.winner?.source.rawValue ?? "organic"]
+                    }
+                    let object: [String: Any] = ["examined": report.examined, "unchanged": report.unchanged, "superseded": superseded]
+                    let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+                    print(String(decoding: data, as: UTF8.self))
+                } else {
+                    print("examined \(report.examined) decisions: \(report.unchanged) unchanged, \(report.superseded.count) superseded")
+                    for made in report.superseded {
+                        print("  \(made.deviceStreamID): \(made.supersedes.map { $0.uuidString.lowercased() } ?? "-") → "
+                            + "\(made.decisionID.uuidString.lowercased()) (winner: \(made.winner?.source.rawValue ?? "organic"))")
+                    }
+                }
+            }
+        }
+    }
+
+    /// `ledger decisions decide`: decide what is due now, once.
+    struct Decide: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Decide every trigger that is ready or overdue now, then exit (the worker does this continuously).",
+            discussion: """
+                Examples:
+                  ledger decisions decide
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                let logger = makeLogger("ledger.decisions")
+                let settings = try loadAttributionSettings()
+                let target = try database.resolve(logger: logger)
+                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+                defer { pool.close() }
+                let decider = AttributionDecider(store: EventStore(pool: pool, catalog: .standard, logger: logger),
+                                                 settings: settings, logger: logger)
+                let made = try await decider.decidePending(now: Date())
+                print("decided: \(made.count)")
+            }
+        }
+    }
+}
+
+/// The attribution settings from `LEDGER_ATTRIBUTION_SETTINGS`, or exit 64 naming the problem.
+func loadAttributionSettings() throws -> AttributionSettings {
+    do {
+        return try AttributionSettings.fromEnvironment(ProcessInfo.processInfo.environment)
+    } catch {
+        throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
+    }
+}
+
+extension ExitCode {
+    /// `decisions redo` was given a rule version the ledger does not know.
+    static let unknownRuleVersion = ExitCode(9)
+}

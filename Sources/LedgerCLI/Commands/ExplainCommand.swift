@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+import LedgerAttribution
+import LedgerDomain
+import LedgerPostgres
+import LedgerPrivateCluster
+import LedgerStore
+
+/// `ledger explain DEVICE`: the device's attribution decisions with every candidate and why it
+/// won or lost.
+struct ExplainCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "explain",
+        abstract: "Explain a device's attribution: candidates, reasons, late answers, what Google was told.",
+        discussion: """
+            DEVICE is a device stream (device-<app>-<device>) or, with --app, the app's own device id.
+            Reads the log (a replay), so it also works while projections are behind or rebuilding.
+
+            Exit codes: 0 explained, 8 no such device in the log, 3 the database is unreachable, 64 bad usage.
+
+            Examples:
+              ledger explain device-com.example.game-8C1F2A
+              ledger explain --app com.example.game 8C1F2A --as-of 2026-11-20T12:00:00Z
+              ledger explain device-com.example.game-8C1F2A --json
+            """
+    )
+
+    @OptionGroup var database: DatabaseOptions
+
+    @Argument(help: "The device stream, or the device id with --app.")
+    var device: String
+
+    @Option(help: "The app id, when DEVICE is the app's device id.")
+    var app: String?
+
+    @Option(help: "Explain as the ledger knew it at this time (ISO 8601) or position (a number).")
+    var asOf: String?
+
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+
+    func run() async throws {
+        try await reportingFailures {
+            let stream = try deviceStream(app: app, device: device)
+            let at = try parseAsOf(asOf)
+            let logger = makeLogger("ledger.explain")
+            let target = try database.resolve(logger: logger)
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            defer { pool.close() }
+            let store = EventStore(pool: pool, catalog: .standard, logger: logger)
+            guard try await store.streamVersion(stream) > 0 else {
+                throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)")
+            }
+            let explanation = try await AttributionExplanation.load(device: stream, asOf: at, store: store)
+            if json {
+                let encoder = LedgerJSON.makeEncoder()
+                encoder.outputFormatting.insert(.prettyPrinted)
+                print(String(decoding: try encoder.encode(explanation), as: UTF8.self))
+            } else {
+                print(explanation.render())
+            }
+        }
+    }
+}
+
+/// `device-<app>-<device>` from a stream or an app and device id.
+func deviceStream(app: String?, device: String) throws -> String {
+    if let app {
+        do {
+            return try StreamID.device(app: try AppID(app), device: try DeviceID(device)).rawValue
+        } catch {
+            throw ValidationError("--app/DEVICE: \(error)")
+        }
+    }
+    guard device.hasPrefix("device-"), (try? StreamID(device)) != nil else {
+        throw ValidationError("DEVICE must be a device stream (device-<app>-<device>), or give --app with the device id")
+    }
+    return device
+}
+
+/// `--as-of`: a position (digits) or an ISO 8601 time.
+func parseAsOf(_ text: String?) throws -> AsOf? {
+    guard let text else { return nil }
+    if let position = Int64(text), position > 0 { return .position(position) }
+    if let date = try? Date(text, strategy: .iso8601) { return .recordedAt(date) }
+    throw ValidationError("--as-of must be a log position or an ISO 8601 time such as 2026-11-20T12:00:00Z")
+}
+
+extension ExitCode {
+    /// The device has no events in the log.
+    static let unknownDevice = ExitCode(8)
+}

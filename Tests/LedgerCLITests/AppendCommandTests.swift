@@ -1,0 +1,61 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerTestSupport
+import Testing
+
+@Suite("ledger append")
+struct AppendCommandTests {
+    static func line(type: String, data: Data, id: UUID = UUID(), device: String = "dev1", extra: [String: Any] = [:]) throws -> String {
+        var object: [String: Any] = [
+            "app": "app1", "device_id": device, "id": id.uuidString, "type": type, "occurred_at": "2026-11-23T10:00:00Z",
+            "data": try JSONSerialization.jsonObject(with: data),
+        ]
+        for (key, value) in extra { object[key] = value }
+        return String(decoding: try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    @Test("append records good lines with their sends, refuses bad ones by line, field and rule, and is idempotent")
+    func appendsAndRefuses() async throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let device = DeviceContext(platform: .android, gaid: "38400000-8CF0-11BD-B23E-10B96E40000D", limitAdTracking: false,
+                                   ip: "198.51.100.4",
+                                   userAgent: UserAgentParts(appName: "App", appVersion: "2.0", osName: "Android", osVersion: "14",
+                                                             locale: "en_US", deviceModel: "Pixel 8", build: "UQ1A"),
+                                   osVersion: "14", appVersion: "2.0", bundleID: "com.example.app")
+        let open = try EventCatalog.standard.encode(FirstOpen(appID: try AppID("app1"), device: device))
+        let session = try EventCatalog.standard.encode(SessionStarted(device: device))
+        let openID = UUID()
+        let lines = [
+            try Self.line(type: "FirstOpen", data: open, id: openID),
+            try Self.line(type: "SessionStarted", data: session),
+            "this is not json",
+            try Self.line(type: "NoSuchEvent", data: session),
+            try Self.line(type: "SessionStarted", data: Data(#"{"device": {"platform": "windows"}}"#.utf8)),
+            try Self.line(type: "FirstOpen", data: open, id: openID),  // the same fact again: a duplicate, nothing new
+        ]
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("append-\(UUID()).jsonl")
+        try Data(lines.joined(separator: "\n").utf8).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+
+        let result = try await LedgerProcess.runDetached(
+            ["append", "--json", "--database-url", database.conninfo], stdin: input)
+        #expect(result.status == 10, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        #expect(summary["accepted"] as? Int == 3)
+        #expect(summary["duplicates"] as? Int == 1)
+        let refused = try #require(summary["refused"] as? [[String: Any]])
+        #expect(refused.map { $0["line"] as? Int } == [3, 4, 5])
+        #expect(refused[0]["rule"] as? String == "json_object")
+        #expect(refused[1]["field"] as? String == "type")
+        #expect((refused[2]["field"] as? String)?.hasPrefix("device") == true)
+
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        let facts = try await pool.query("SELECT count(*) FROM events WHERE stream_id = 'device-app1-dev1'").single().decode(Int.self, at: 0)
+        #expect(facts == 2)
+        let sends = try await pool.query("SELECT count(*) FROM events WHERE event_type = 'SendRequested'").single().decode(Int.self, at: 0)
+        #expect(sends == 4)  // Google and Branch for the first open and for the session (Android: no Apple, no Singular)
+    }
+}
