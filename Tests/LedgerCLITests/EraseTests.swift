@@ -182,7 +182,15 @@ struct EraseTests {
             #expect(try LedgerJSON.makeDecoder().decode(SendCancelled.self, from: last.data).reason == "erasure")
         }
 
-        // Projections rebuilt from the log keep the device's non-personal state.
+        // Projections rebuilt from the log keep the device's non-personal state. (A rebuild reads
+        // gap-safely: wait until other tests' transactions no longer hold the horizon back.)
+        let total = try await pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0)
+        let horizon = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < horizon, try await pool.query(
+            "SELECT count(*) FROM events WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())"
+        ).single().decode(Int.self, at: 0) < total {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         let rebuilder = ProjectionRebuilder(store: store, logger: TestDatabase.quietLogger)
         for projection in ProjectionCatalog.standard { _ = try await rebuilder.rebuild(projection) }
         let tokensAfter = try #require(try await tokens.storedState(of: Self.device, pool: pool))

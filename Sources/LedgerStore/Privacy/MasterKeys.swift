@@ -7,9 +7,9 @@ import Foundation
 /// Configuration, in order:
 /// 1. `LEDGER_MASTER_KEY`: base64 of 32 random bytes (`openssl rand -base64 32`).
 /// 2. `LEDGER_MASTER_KEY_FILE`: a file holding that base64 text.
-/// 3. Development only, when neither is set and the database is the private cluster: the file
-///    `master.key` in the cluster's folder (`$LEDGER_CLUSTER_DIR`, else `.ledger/postgres`),
-///    generated on first use with mode 0600.
+/// 3. Development only, when neither is set and the database is a private cluster (reached over
+///    the Unix socket of a cluster folder, by default `.ledger/postgres`): the file `master.key` in
+///    that cluster's folder, generated on first use with mode 0600.
 ///
 /// `LEDGER_MASTER_KEY_PREVIOUS` (comma-separated base64 keys) lists keys being rotated away from.
 /// Keys are never logged or printed; a key is named only by its ``fingerprint(of:)``.
@@ -88,9 +88,24 @@ public struct MasterKeys: Sendable {
             }
             return MasterKeys(current: try parse(text, source: "LEDGER_MASTER_KEY_FILE"), previous: previous)
         }
-        let clusterDirectory = developmentClusterDirectory(environment: environment)
-        guard isPrivateCluster(conninfo: conninfo, clusterDirectory: clusterDirectory) else { throw .masterKeyMissing }
+        guard let clusterDirectory = privateClusterDirectory(conninfo: conninfo, environment: environment) else {
+            throw .masterKeyMissing
+        }
         return MasterKeys(current: try developmentKey(in: clusterDirectory), previous: previous)
+    }
+
+    /// The folder of the private cluster `conninfo` reaches, or nil when it reaches another server:
+    /// a socket folder `<dir>/run` whose `<dir>` holds a cluster (`data/`), or the short socket
+    /// folder `/tmp/ledger-pg-…` of the default cluster in a deep checkout.
+    static func privateClusterDirectory(conninfo: String, environment: [String: String]) -> String? {
+        guard conninfo.hasPrefix("host=/") else { return nil }
+        let host = String(conninfo.dropFirst("host=".count).prefix { $0 != " " })
+        if host.hasSuffix("/run") {
+            let directory = String(host.dropLast("/run".count))
+            if FileManager.default.fileExists(atPath: directory + "/data") { return directory }
+        }
+        if host.hasPrefix("/tmp/ledger-pg-") { return developmentClusterDirectory(environment: environment) }
+        return nil
     }
 
     /// `$LEDGER_CLUSTER_DIR`, else `.ledger/postgres` under the working folder (as the private cluster).
@@ -98,12 +113,6 @@ public struct MasterKeys: Sendable {
         let configured = environment["LEDGER_CLUSTER_DIR"].flatMap { $0.isEmpty ? nil : $0 }
             ?? FileManager.default.currentDirectoryPath + "/.ledger/postgres"
         return URL(fileURLWithPath: configured).standardizedFileURL.path
-    }
-
-    /// Whether a conninfo reaches the private cluster: its Unix socket folder (`<dir>/run`, or
-    /// `/tmp/ledger-pg-…` for deep folders).
-    static func isPrivateCluster(conninfo: String, clusterDirectory: String) -> Bool {
-        conninfo.hasPrefix("host=\(clusterDirectory)/run ") || conninfo.hasPrefix("host=/tmp/ledger-pg-")
     }
 
     /// The development key file's key, generated (mode 0600) if missing. Created under a
