@@ -58,4 +58,40 @@ struct AppendCommandTests {
         let sends = try await pool.query("SELECT count(*) FROM events WHERE event_type = 'SendRequested'").single().decode(Int.self, at: 0)
         #expect(sends == 4)  // Google and Branch for the first open and for the session (Android: no Apple, no Singular)
     }
+
+    /// Issue 10: postbacks also arrive through `ledger append`, kept byte for byte (Apple's v4.0
+    /// documentation example, which verifies); a repeat is a duplicate; a malformed one is
+    /// refused and still kept as a rejected postback.
+    @Test("append ingests SKAN postbacks: kept as received, verified, deduplicated")
+    func appendsPostbacks() async throws {
+        let database = try TestDatabase.make()
+        defer { database.drop() }
+        let raw = #"{"version": "4.0", "ad-network-id": "com.example", "source-identifier": "5239", "app-id": 525463029, "#
+            + #""transaction-id": "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30", "redownload": false, "source-domain": "example.com", "#
+            + #""fidelity-type": 1, "did-win": true, "conversion-value": 63, "postback-sequence-index": 0, "#
+            + #""attribution-signature": "MEUCIGRmSMrqedNu6uaHyhVcifs118R5z/AB6cvRaKrRRHWRAiEAv96ne3dKQ5kJpbsfk4eYiePmrZUU6sQmo+7zfP/1Bxo="}"#
+        func line(_ postback: String) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: [
+                "app": "525463029", "network": "example-network", "skan_postback": postback,
+            ]), as: UTF8.self)
+        }
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("postbacks-\(UUID()).jsonl")
+        try Data([try line(raw), try line(raw), try line(#"{"version": "4.0""#)].joined(separator: "\n").utf8).write(to: input)
+        defer { try? FileManager.default.removeItem(at: input) }
+        let result = try await LedgerProcess.runDetached(["append", "--json", "--database-url", database.conninfo], stdin: input)
+        #expect(result.status == 10, "\(result.stderr)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        #expect(summary["accepted"] as? Int == 2)
+        let refused = try #require(summary["refused"] as? [[String: Any]])
+        #expect(refused.map { $0["line"] as? Int } == [3])
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        let stored = try await pool.query(
+            "SELECT count(*) FROM events WHERE event_type = 'SKANPostbackReceived'").single().decode(Int.self, at: 0)
+        #expect(stored == 3)  // the postback, its duplicate record, and the refused input kept as received
+        let exact = try await pool.query(
+            "SELECT count(*) FROM events WHERE event_type = 'SKANPostbackReceived' AND data->>'raw' = \(raw)").single()
+            .decode(Int.self, at: 0)
+        #expect(exact == 2)
+    }
 }

@@ -15,7 +15,12 @@ struct AppendCommand: AsyncParsableCommand {
             One fact per line, the HTTP API's event shape plus the app:
               {"app": "com.example.game", "device_id": "install-7f3a", "id": "<uuid>", "type": "FirstOpen",
                "occurred_at": "2026-11-23T10:00:00Z", "data": {…}, "schema_version": 1, "actor": "import"}
-            (schema_version and actor are optional; the catalog is in docs/events.md). Each accepted
+            (schema_version and actor are optional; the catalog is in docs/events.md). A SKAdNetwork
+            postback a network forwarded is a line with the postback's JSON as a string, kept byte
+            for byte, and the network:
+              {"app": "com.example.game", "network": "example-network", "skan_postback": "{\"version\":\"4.0\",…}"}
+            (verified, deduplicated and decoded as docs/skan-postbacks.md says; an invalid one is
+            refused here and still kept as a rejected postback). Each accepted
             line is recorded with the sends it causes, in its own transaction; a line whose id was
             recorded before with the same content is accepted as a duplicate and writes nothing; a
             refused line writes nothing and is reported with its line number, field and rule.
@@ -56,6 +61,14 @@ struct AppendCommand: AsyncParsableCommand {
                 number += 1
                 if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
                 do {
+                    if let postback = try Self.postback(line) {
+                        let receipt = try await ledger.ingestSKANPostback(
+                            raw: postback.raw, app: postback.app, network: postback.network, receivedAt: Date(),
+                            eventID: postback.id ?? UUID())
+                        accepted += 1
+                        if receipt.wasAlreadyStored { duplicates += 1 }
+                        continue
+                    }
                     let recorded = try await ledger.record(try Self.prepare(line, ledger: ledger))
                     accepted += 1
                     if recorded.wasDuplicate { duplicates += 1 }
@@ -86,6 +99,31 @@ struct AppendCommand: AsyncParsableCommand {
         var field: String
         var rule: String
         var message: String
+    }
+
+    /// A SKAN postback line: the raw postback (exactly the string given), the app, the network.
+    static func postback(_ line: String) throws -> (raw: Data, app: AppID, network: String, id: UUID?)? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+            let value = object["skan_postback"]
+        else { return nil }
+        guard let raw = value as? String else {
+            throw LineRefusal(field: "skan_postback", rule: "json_string",
+                              message: "'skan_postback' is the postback's JSON as a string, kept exactly as received.")
+        }
+        guard let network = object["network"] as? String, !network.isEmpty else {
+            throw LineRefusal(field: "network", rule: "required", message: "'network' names the network that forwarded it.")
+        }
+        guard let appText = object["app"] as? String, let app = try? AppID(appText) else {
+            throw LineRefusal(field: "app", rule: "required", message: "'app' is the app id the postback is for.")
+        }
+        var id: UUID?
+        if let text = object["id"] as? String {
+            guard let parsed = UUID(uuidString: text) else {
+                throw LineRefusal(field: "id", rule: "uuid", message: "'id' must be a UUID.")
+            }
+            id = parsed
+        }
+        return (Data(raw.utf8), app, network, id)
     }
 
     /// Parses one line into a prepared fact.
