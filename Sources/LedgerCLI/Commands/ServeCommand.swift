@@ -93,7 +93,7 @@ struct ServeCommand: AsyncParsableCommand {
                                                        maxEventsPerBatch: maxEventsPerBatch),
                 metrics: registry, logger: logger)
             let runner = projections
-                ? ProjectionRunner(store: ledger.store, projections: ProjectionCatalog.standard, logger: logger) : nil
+                ? ProjectionRunner(store: ledger.store, projections: AllProjections.list, logger: logger) : nil
             let host = host
             let apps = keys.apps.count
             try await withThrowingTaskGroup(of: Void.self) { group in
