@@ -90,6 +90,7 @@ let package = Package(
                 "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),
@@ -138,6 +139,7 @@ let package = Package(
                 "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ],
             swiftSettings: strict
         ),

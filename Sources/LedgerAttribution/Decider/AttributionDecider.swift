@@ -5,6 +5,7 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import Logging
+import Metrics
 
 /// One decision the decider appended.
 public struct DecisionMade: Sendable, Hashable {
@@ -141,6 +142,10 @@ public struct AttributionDecider: Sendable {
             return result.events.first?.position
         }
         guard let position else { return nil }
+        Counter(label: "ledger_attribution_decisions_total", dimensions: [
+            ("trigger", trigger.kind.rawValue), ("winner", outcome.winner?.source.rawValue ?? "organic"),
+            ("due_to", byDeadline ? "deadline" : supersedes != nil ? "redo" : "answers"),
+        ]).increment()
         logger.info("attribution decided", metadata: [
             "decision": "\(decisionID)", "organic": "\(outcome.winner == nil)", "source": "\(outcome.winner?.source.rawValue ?? "-")",
             "by_deadline": "\(byDeadline)", "cross_network": "\(crossNetwork.count)",

@@ -2,6 +2,7 @@ import Foundation
 import LedgerPostgres
 import LedgerStore
 import Logging
+import Metrics
 import Synchronization
 
 /// Keeps projections up to date with the log.
@@ -96,8 +97,13 @@ public struct ProjectionRunner: Sendable {
             listener.stop()
         }
         var eager: Duration?
+        var lastReported = ContinuousClock.now - .seconds(3600)
         while !Task.isCancelled {
             let applied = try await catchUp()
+            if ContinuousClock.now - lastReported >= pollInterval {
+                lastReported = ContinuousClock.now
+                await reportLag()
+            }
             if applied > 0 { eager = nil }
             let wait = eager.map { min($0, pollInterval) } ?? pollInterval
             if await bell.wait(upTo: wait) {
@@ -105,6 +111,24 @@ public struct ProjectionRunner: Sendable {
             } else if let delay = eager {
                 eager = delay < pollInterval ? delay * 2 : nil
             }
+        }
+    }
+}
+
+extension ProjectionRunner {
+    /// Records each projection's lag as gauges: `ledger_projection_lag_events` (readable events
+    /// not yet applied) and `ledger_projection_lag_seconds` (age of the oldest of them), by
+    /// `projection`. A failure to read the status is logged, never fatal to the runner.
+    func reportLag() async {
+        do {
+            let statuses = try await store.pool.withConnection { [projections] in try ProjectionStatus.read(projections, on: $0) }
+            for status in statuses {
+                Gauge(label: "ledger_projection_lag_events", dimensions: [("projection", status.name)])
+                    .record(Double(status.eventsBehind))
+                Gauge(label: "ledger_projection_lag_seconds", dimensions: [("projection", status.name)]).record(status.secondsBehind)
+            }
+        } catch {
+            logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
         }
     }
 }
