@@ -114,6 +114,10 @@ enum Samples {
             SKANPostbackReceived(
                 raw: #"{"version": "4.0", "ad-network-id": "com.example", "transaction-id": "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30"}"#,
                 forwardingNetwork: "example-network", receivedAt: later),
+            SKANConversionModelConfigured(
+                appID: "525463029", modelVersion: 1,
+                fine: [.init(from: 0, to: 9, meaning: .init(events: ["tutorial_complete"]))],
+                coarse: ["high": .init(events: ["purchase"])], configuredBy: "growth-team"),
         ]
     }
 }
