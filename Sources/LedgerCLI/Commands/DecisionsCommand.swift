@@ -54,11 +54,9 @@ struct DecisionsCommand: AsyncParsableCommand {
                 }
                 let logger = makeLogger("ledger.decisions")
                 let settings = try loadAttributionSettings()
-                let target = try database.resolve(logger: logger)
-                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+                let (pool, store) = try database.openStore(logger: logger)
                 defer { pool.close() }
-                let decider = AttributionDecider(store: EventStore(pool: pool, catalog: .standard, logger: logger),
-                                                 settings: settings, logger: logger)
+                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
                 let report: RedoReport
                 do {
                     report = try await decider.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date())
@@ -101,11 +99,9 @@ struct DecisionsCommand: AsyncParsableCommand {
             try await reportingFailures {
                 let logger = makeLogger("ledger.decisions")
                 let settings = try loadAttributionSettings()
-                let target = try database.resolve(logger: logger)
-                let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+                let (pool, store) = try database.openStore(logger: logger)
                 defer { pool.close() }
-                let decider = AttributionDecider(store: EventStore(pool: pool, catalog: .standard, logger: logger),
-                                                 settings: settings, logger: logger)
+                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
                 let made = try await decider.decidePending(now: Date())
                 print("decided: \(made.count)")
             }

@@ -44,10 +44,8 @@ struct ExplainCommand: AsyncParsableCommand {
             let stream = try deviceStream(app: app, device: device)
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.explain")
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger)
             defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             guard try await store.streamVersion(stream) > 0 else {
                 throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)")
             }

@@ -42,10 +42,8 @@ struct ExportCommand: AsyncParsableCommand {
         try await reportingFailures {
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.export")
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger)
             defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             let filter = EventFilter(types: types, categories: categories)
             var checkpoint = GlobalCheckpoint.start
             var written = 0

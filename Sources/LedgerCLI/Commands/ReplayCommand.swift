@@ -43,10 +43,8 @@ struct ReplayCommand: AsyncParsableCommand {
             let stream = try deviceStream(app: app, device: device)
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.replay")
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger)
             defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             let history = try await store.readDeviceHistory(stream, asOf: at)
             guard !history.isEmpty else { throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)") }
             for event in history {

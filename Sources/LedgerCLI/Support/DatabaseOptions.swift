@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import LedgerPrivateCluster
+import LedgerStore
 import Logging
 
 /// Options every database command shares.
@@ -22,6 +24,16 @@ struct DatabaseOptions: ParsableArguments {
         } catch {
             throw CLIFailure(exitCode: .databaseUnreachable, message: error.description)
         }
+    }
+}
+
+extension DatabaseOptions {
+    /// Resolves the database and opens a pool and a catalog-checked store over it (the caller
+    /// closes the pool). Exits with code 3 when the database cannot be reached.
+    func openStore(logger: Logger, connections: Int = 2) throws -> (pool: PostgresPool, store: EventStore) {
+        let target = try resolve(logger: logger)
+        let pool = PostgresPool(conninfo: target.conninfo, maxConnections: connections, logger: logger)
+        return (pool, EventStore(pool: pool, catalog: .standard, logger: logger))
     }
 }
 
