@@ -48,6 +48,10 @@ do {
     if wanted("append_encrypted") {
         emit(try benchEncryptedAppends(conninfo: database.conninfo))
     }
+    // drain (issue 6): 10,000 sends by 1 and 4 workers against the loopback fakes, vs a bare loop.
+    if wanted("drain") {
+        try runDrainBenchmarksBlocking()
+    }
 } catch {
     FileHandle.standardError.write(Data("ledger-bench: \(error)\n".utf8))
     exit(1)

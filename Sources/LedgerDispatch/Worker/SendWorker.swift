@@ -91,10 +91,16 @@ public final class SendWorker: Sendable {
             listener.stop()
         }
         await withTaskGroup(of: Void.self) { group in
+            var lastHousekeeping: ContinuousClock.Instant?
             while !Task.isCancelled {
                 do {
                     try liveness.ensureHeld()
-                    let wait = try await step { claim in group.addTask { await self.process(claim) } }
+                    // Rescues and the queue-depth metrics run at most once per poll interval, not
+                    // on every turn (a turn follows every finished try).
+                    let started = ContinuousClock.now
+                    let housekeeping = lastHousekeeping.map { started - $0 >= configuration.pollInterval } ?? true
+                    if housekeeping { lastHousekeeping = started }
+                    let wait = try await step(housekeeping: housekeeping) { claim in group.addTask { await self.process(claim) } }
                     _ = await bell.wait(upTo: wait)
                 } catch {
                     logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
@@ -116,7 +122,7 @@ public final class SendWorker: Sendable {
             var claimed = 0
             await withTaskGroup(of: Void.self) { group in
                 do {
-                    _ = try await step { claim in
+                    _ = try await step(housekeeping: true) { claim in
                         claimed += 1
                         group.addTask { await self.process(claim) }
                     }
@@ -130,18 +136,31 @@ public final class SendWorker: Sendable {
         }
     }
 
-    /// One turn of the loop: rescue, claim into free slots, report queue metrics; returns how long
-    /// to wait before the next turn.
-    func step(_ start: (SendQueue.Claim) -> Void) async throws -> Duration {
+    /// One turn of the loop: rescue and report queue metrics (when `housekeeping`), claim into
+    /// free slots; returns how long to wait before the next turn (a finished try or a
+    /// notification rings the bell sooner).
+    func step(housekeeping: Bool, _ start: (SendQueue.Claim) -> Void) async throws -> Duration {
         let now = clock.now()
         let free = configuration.slots - inFlight.load(ordering: .relaxed)
-        let (rescued, claims, nextDue, depth) = try await store.pool.withConnection { [configuration] connection in
-            let rescued = try SendQueue.rescue(now: now, store: self.store, on: connection)
-            let claims = try connection.transaction { connection in
-                try SendQueue.claim(limit: free, owner: configuration.workerID, now: now, lease: configuration.lease,
-                                    on: connection)
+        // Every slot busy: nothing to claim; the next finished try rings the bell.
+        guard free > 0 || housekeeping else { return configuration.pollInterval }
+        let (rescued, claims, nextDue, depth) = try await store.pool.withConnection {
+            [configuration] connection -> (Int, [SendQueue.Claim], Date?, [SendQueue.Depth]) in
+            let rescued = housekeeping ? try SendQueue.rescue(now: now, store: self.store, on: connection) : 0
+            var claims: [SendQueue.Claim] = []
+            if free > 0 {
+                claims = try connection.transaction { connection -> [SendQueue.Claim] in
+                    // The claim need not wait for its commit flush: a claim lost in a crash leaves
+                    // the send pending, as if never claimed, and no call follows a claim before
+                    // the try's `SendAttempted` commits durably (which flushes the claim's WAL too).
+                    try connection.execute("SET LOCAL synchronous_commit = off")
+                    return try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
+                                               lease: configuration.lease, on: connection)
+                }
             }
-            return (rescued, claims, try SendQueue.nextDue(on: connection), try SendQueue.depth(on: connection))
+            // When to look again matters only when the slots were not filled.
+            let nextDue = claims.count < free ? try SendQueue.nextDue(on: connection) : nil
+            return (rescued, claims, nextDue, housekeeping ? try SendQueue.depth(on: connection) : [])
         }
         if rescued > 0 {
             Counter(label: "ledger_send_rescues_total").increment(by: rescued)
@@ -156,11 +175,15 @@ public final class SendWorker: Sendable {
             inFlight.add(1, ordering: .relaxed)
             start(claim)
         }
+        // Slots filled: more may be due at once.
+        if free > 0 && claims.count == free { return .zero }
+        // Otherwise wait for a notification, a finished try, the next due retry or the poll
+        // interval. A send already due but not claimable (its lane is busy, or another worker
+        // holds it) is not a reason to look again at once: its release rings the bell.
         var wait = configuration.pollInterval
-        if let nextDue {
-            let seconds = max(0, nextDue.timeIntervalSince(now))
-            wait = min(wait, .milliseconds(Int64(seconds * 1000)))
+        if let nextDue, nextDue > now {
+            wait = min(wait, .milliseconds(Int64((nextDue.timeIntervalSince(now) * 1000).rounded(.up))))
         }
-        return claims.count == free && free > 0 ? .zero : wait
+        return wait
     }
 }
