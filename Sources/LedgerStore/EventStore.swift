@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import Logging
 
@@ -218,9 +219,14 @@ public struct EventStore: Sendable {
         return AppendResult(events: appended, wasDuplicate: true)
     }
 
+    /// Whether two JSON texts hold the same value: key order, whitespace and number spelling
+    /// (`1.0` and `1`) aside, as jsonb compares. Compared as typed ``JSONValue``s: Foundation's
+    /// `NSDictionary` equality on Linux never finds a top-level `false` equal to itself, which
+    /// made an idempotent retry of such an event look like a conflict.
     static func jsonEqual(_ lhs: Data, _ rhs: Data) -> Bool {
-        guard let left = try? JSONSerialization.jsonObject(with: lhs), let right = try? JSONSerialization.jsonObject(with: rhs)
+        let decoder = JSONDecoder()
+        guard let left = try? decoder.decode(JSONValue.self, from: lhs), let right = try? decoder.decode(JSONValue.self, from: rhs)
         else { return false }
-        return (left as? NSDictionary)?.isEqual(right) ?? false
+        return left == right
     }
 }

@@ -41,6 +41,26 @@ struct AppendTests {
         }
     }
 
+    @Test("a retry of an event holding booleans, numbers spelt differently and reordered keys is the same event")
+    func idempotentRetryComparesValues() async throws {
+        try await withStore { store, database throws in
+            let id = UUID()
+            let at = Date(timeIntervalSince1970: 1_763_000_000)
+            let first = NewEvent(id: id, type: "Sample", data: Data(#"{"lock_window": false, "fine": 1.0, "on": true}"#.utf8),
+                                 occurredAt: at)
+            let retry = NewEvent(id: id, type: "Sample", data: Data(#"{"on": true, "fine": 1, "lock_window": false}"#.utf8),
+                                 occurredAt: at)
+            let stored = try await store.append([first], to: "device-app1-bools")
+            let again = try await store.append([retry], to: "device-app1-bools")
+            #expect(again.wasDuplicate)
+            #expect(again.events.map(\.position) == stored.events.map(\.position))
+            let changed = NewEvent(id: id, type: "Sample", data: Data(#"{"on": true, "fine": 1, "lock_window": true}"#.utf8),
+                                   occurredAt: at)
+            await #expect(throws: EventStoreError.self) { try await store.append([changed], to: "device-app1-bools") }
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
     @Test("two concurrent appends of the same batch store it once and both answer the same positions")
     func concurrentRetries() async throws {
         try await withStore { store, database throws in
