@@ -3,6 +3,7 @@ import Foundation
 import LedgerHTTPAPI
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import Testing
 
 /// The HTTP API over a real socket on 127.0.0.1 and a real PostgreSQL: append, read back, keys
@@ -160,10 +161,13 @@ import Testing
             let ready = try await api.send(.GET, "/ready", key: nil)
             #expect(ready.status == 200)
             #expect(try json(ready.body)["status"] as? String == "ready")
-            _ = try await api.send(.POST, "/v1/apps/\(appA)/events", json: batch(skanRegisteredJSON(device: "install-m")))
+            api.metrics.makeCounter(
+                descriptor: MetricNameDescriptor(metricName: "ledger_facts_recorded_total", unitName: "", helpText: "probe"),
+                labels: [("type", "SKANRegistered")])
+                .increment(by: Int64(3))
             let metrics = try await api.send(.GET, "/metrics", key: nil)
             #expect(metrics.status == 200)
-            #expect(String(decoding: metrics.body, as: UTF8.self).contains("ledger_facts_recorded_total"))
+            #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"ledger_facts_recorded_total{type="SKANRegistered"} 3"#))
         }
     }
 }

@@ -7,6 +7,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import Testing
 
 let appA = "com.example.game"
@@ -19,6 +20,9 @@ let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 struct RunningAPI: Sendable {
     let baseURL: String
     let pool: PostgresPool
+    /// The registry `GET /metrics` renders: the test's own (swift-metrics allows one bootstrap per
+    /// process, and the worker's metrics tests own it), so a test registers what it checks.
+    let metrics: PrometheusCollectorRegistry
 
     /// Sends a request and returns the status and the body.
     func send(_ method: HTTPMethod, _ path: String, key: String? = keyA, body: HTTPClientRequest.Body? = nil,
@@ -55,15 +59,16 @@ func withAPI<T: Sendable>(maxBodyBytes: Int = 256 * 1024, _ body: (RunningAPI) a
         defer { pool.close() }
         let ledger = AttributionLedger(pool: pool, logger: TestDatabase.quietLogger)
         let keys = try APIKeys(digests: [appA: [APIKeys.digest(of: keyA)], appB: [APIKeys.digest(of: keyB)]])
+        let registry = PrometheusCollectorRegistry()
         let server = LedgerHTTPServer(
             ledger: ledger, keys: keys, configuration: LedgerHTTPConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes),
-            metrics: LedgerMetricsBackend.prometheus, logger: TestDatabase.quietLogger)
+            metrics: registry, logger: TestDatabase.quietLogger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let running = Task { try await server.runUntilCancelled { port in continuation.yield(port) } }
         defer { running.cancel() }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
-        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", pool: pool))
+        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", pool: pool, metrics: registry))
     }
 }
 
