@@ -100,7 +100,11 @@ public final class SendWorker: Sendable {
                     let started = ContinuousClock.now
                     let housekeeping = lastHousekeeping.map { started - $0 >= configuration.pollInterval } ?? true
                     if housekeeping { lastHousekeeping = started }
-                    let wait = try await step(housekeeping: housekeeping) { claim in group.addTask { await self.process(claim) } }
+                    let wait = try await step(housekeeping: housekeeping) { claim in
+                        // A try runs in a task of its own, shielded from the loop's cancellation
+                        // (SIGTERM): it finishes and records its outcome; the loop waits for it.
+                        group.addTask { await Task { await self.process(claim) }.value }
+                    }
                     _ = await bell.wait(upTo: wait)
                 } catch {
                     logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
