@@ -268,6 +268,41 @@ import Testing
         }
     }
 
+    /// Seed 000's obligation holds for every affirmative answer, an in-app purchase's too: it is
+    /// reported against the device's decision, `attributed=1` when Google's winning campaign
+    /// brought the user who bought, `0` when another source won the install.
+    @Test(arguments: [(24 * 60, "1"), (10, "0")])
+    func inAppConversionsAreReportedAgainstTheInstallDecision(appleMinutesBefore: Int, expected: String) async throws {
+        try await Self.withRig { rig in
+            rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: appleMinutesBefore, install: rig.start))
+            _ = try await rig.install()
+            try await rig.drainAll()
+            try await rig.decide(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 1)
+            let money = try Money(amount: "4.99", currency: try CurrencyCode("USD"))
+            let purchaseAt = rig.start.addingTimeInterval(600)
+            _ = try await rig.recorder.record(
+                RevenueRecorded(device: Self.iosDevice(), revenue: money, kind: .iap, transactionID: "t-inapp"),
+                app: try AppID(Self.app), device: try DeviceID("dev1"), id: UUID(), occurredAt: purchaseAt,
+                metadata: EventMetadata(actor: "test"), now: Date())
+            try await rig.drainAll()  // Google answers the purchase affirmatively (the fake's default)
+            let deadline = ContinuousClock.now + .seconds(30)  // the obligation must be readable (gap-safe horizon)
+            while rig.crossNetworkCalls().count < 2, ContinuousClock.now < deadline {
+                try await rig.decider.decidePending(now: Date())
+                try await rig.drainAll()
+            }
+            let calls = rig.crossNetworkCalls()
+            #expect(calls.count == 2)
+            #expect(calls.last?.attributed == expected)
+            #expect(rig.fakes.google.anomalies.isEmpty, "\(rig.fakes.google.anomalies)")
+            // Reported once: another pass requests nothing more.
+            try await rig.decider.decidePending(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 2)
+        }
+    }
+
     /// No provider enabled: nothing to wait for, the install is organic at once.
     @Test func noProvidersMeansOrganicAtOnce() async throws {
         let settings = AttributionSettings(defaults: AppAttributionSettings(providers: []))

@@ -42,6 +42,8 @@ public struct AttributionDecider: Sendable {
     public let settings: AttributionSettings
     /// The process projection the decider reads.
     public let projection = AttributionProcessProjection(AttributionProcessReducer())
+    /// Google's obligations, for the reports no decision requested.
+    let obligations = GoogleObligationProjection(GoogleObligationReducer())
     let logger: Logger
 
     /// Creates a decider.
@@ -52,11 +54,12 @@ public struct AttributionDecider: Sendable {
         self.logger = logger
     }
 
-    /// Brings the process projection up to date, then decides every trigger that is ready (all
-    /// awaited sends finished) or overdue at `now`.
+    /// Brings the process and obligation projections up to date, decides every trigger that is
+    /// ready (all awaited sends finished) or overdue at `now`, then requests the Google reports
+    /// owed outside any decision (see ``reportOpenObligations(device:now:)``).
     @discardableResult
     public func decidePending(now: Date) async throws -> [DecisionMade] {
-        let runner = ProjectionRunner(store: store, projections: [projection], logger: logger)
+        let runner = ProjectionRunner(store: store, projections: [projection, obligations], logger: logger)
         try await runner.prepare()
         try await runner.catchUp()
         let cutoff = now.addingTimeInterval(-settings.shortestDeadline)
@@ -70,6 +73,9 @@ public struct AttributionDecider: Sendable {
         var made: [DecisionMade] = []
         for device in devices {
             made += try await decideDevice(device, now: now)
+        }
+        for device in try await devicesOwingGoogle() {
+            _ = try await reportOpenObligations(device: device, now: now)
         }
         return made
     }

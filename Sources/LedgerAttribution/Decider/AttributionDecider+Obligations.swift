@@ -1,0 +1,77 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerPostgres
+import LedgerProjections
+import LedgerStore
+import Logging
+
+extension AttributionDecider {
+    /// Requests the Google cross-network reports that no decision requested: affirmative answers
+    /// to in-app conversions (a purchase, a custom event), and answers to a trigger's conversion
+    /// that came after its decision. Seed 000: every affirmative answer obliges a cross-network
+    /// request "after deciding the last click".
+    ///
+    /// - A late answer to a trigger's conversion is reported against that trigger's decision:
+    ///   `attributed=1` only if its ad event is the winner (it cannot be: the decision did not see
+    ///   it), so `0`.
+    /// - An in-app conversion is reported against the device's latest decision: `attributed=1`
+    ///   when that decision's winner is Google and the ad event is of the winning campaign (the
+    ///   user the campaign brought in converted), `0` otherwise.
+    /// - Nothing is reported before the device has a decision; an obligation with a
+    ///   cross-network send already requested (pending, failed or done) is left alone.
+    /// - Returns: how many reports were requested.
+    func reportOpenObligations(device: String, now: Date) async throws -> Int {
+        let process = try await projection.state(of: device, store: store)
+        let owed = try await obligations.state(of: device, store: store).obligations.values
+            .filter { $0.state == .open && $0.crossNetworkSends.isEmpty }.sorted { $0.adEventID < $1.adEventID }
+        guard !owed.isEmpty else { return 0 }
+        let deviceStream = try StreamID(device)
+        let decisionStream = try StreamID("decision-" + device.dropFirst("device-".count))
+        let decoder = LedgerJSON.makeDecoder()
+        let decisions = try await store.readStream(decisionStream.rawValue, limit: 10_000)
+            .filter { $0.type == AttributionDecided.eventType }
+            .map { try decoder.decode(AttributionDecided.self, from: $0.data) }
+        guard let latest = decisions.last else { return 0 }
+        var sends: [SendRequested] = []
+        for obligation in owed {
+            let decision: AttributionDecided
+            let attributed: Bool
+            if let trigger = process.triggers.first(where: { $0.eventID == obligation.causeEventID }) {
+                guard let current = trigger.decisionID, let found = decisions.last(where: { $0.decisionID == current }) else {
+                    continue  // not decided yet: the decision reports it
+                }
+                decision = found
+                attributed = found.winner?.source == .google && found.winner?.adEventID == obligation.adEventID
+            } else {
+                decision = latest
+                attributed = latest.winner?.source == .google && latest.winner?.campaignID == String(obligation.campaignID)
+            }
+            let key = "google:cross_network:\(decision.decisionID.uuidString.lowercased()):\(obligation.adEventID)"
+            let request = SendRequested(
+                sendID: Outbox.sendID(forKey: key), provider: .google, kind: .crossNetwork, causeEventID: decision.decisionID,
+                causeStreamID: decisionStream, deviceStreamID: deviceStream, idempotencyKey: key,
+                parameters: ["ad_event_id": obligation.adEventID, "attributed": attributed ? "1" : "0"])
+            try request.validate()
+            sends.append(request)
+        }
+        guard !sends.isEmpty else { return 0 }
+        let enqueued = try await store.pool.withTransaction { [store, sends] connection in
+            try sends.filter { try !Outbox.enqueue($0, store: store, now: now, on: connection).wasDuplicate }.count
+        }
+        if enqueued > 0 {
+            logger.info("Google cross-network reports requested for obligations outside a decision",
+                        metadata: ["count": "\(enqueued)"])
+        }
+        return enqueued
+    }
+
+    /// The devices with an open Google obligation (from the `google_obligations` projection).
+    func devicesOwingGoogle() async throws -> [String] {
+        try await store.pool.withConnection { connection in
+            try connection.query("""
+                SELECT DISTINCT device_stream_id FROM google_obligations_rows WHERE state = 'open' ORDER BY device_stream_id
+                """).map { try $0.decode(String.self, at: 0) }
+        }
+    }
+}
