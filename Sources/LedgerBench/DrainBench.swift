@@ -248,7 +248,7 @@ func runDrainBenchmarks() async throws -> [Measurement] {
     let text = ProcessInfo.processInfo.environment["LEDGER_BENCH_SENDS"]?.replacingOccurrences(of: "_", with: "")
     let sends = text.flatMap { Int($0) }.map { max(2, $0) } ?? 10_000
     let database = try TestDatabase.make()
-    defer { database.drop() }
+    defer { database.dropNow() }
     let fakes = FakeProviders(logger: TestDatabase.quietLogger)
     try await fakes.start()
     fakes.branch.setRapidRepeatInterval(.zero)

@@ -22,7 +22,7 @@ func emit(_ measurement: Measurement) {
 
 do {
     let database = try TestDatabase.make()
-    defer { database.drop() }
+    defer { database.dropNow() }
     let setup = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
     try setup.run(script: bareTableSQL)
     if wanted("append_single") {
@@ -38,7 +38,7 @@ do {
     if wanted("projection_rebuild") {
         let environment = ProcessInfo.processInfo.environment
         let own = try TestDatabase.make()
-        defer { own.drop() }
+        defer { own.dropNow() }
         emit(try benchProjectionRebuild(
             conninfo: own.conninfo, events: benchEventCount(),
             rounds: environment["LEDGER_BENCH_ROUNDS"].flatMap { Int($0) }.map { max(1, $0) } ?? 2,

@@ -55,9 +55,8 @@ public final class FakeProviders: Sendable {
     private let logger: Logger
 
     private struct ServerState {
-        var server: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, Never>?
+        var server: (any Channel)?
         var port: Int?
-        var run: Task<Void, Never>?
         var connections: [ObjectIdentifier: any Channel] = [:]
         var sequence = 0
         var connectionCount = 0
@@ -76,54 +75,36 @@ public final class FakeProviders: Sendable {
     ///
     /// - Throws: a NIO error when the port cannot be bound; `FakeProvidersError.alreadyStarted`.
     public func start() async throws {
-        guard state.withLock({ $0.server == nil && $0.run == nil }) else { throw FakeProvidersError.alreadyStarted }
+        guard state.withLock({ $0.server == nil }) else { throw FakeProvidersError.alreadyStarted }
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
-            .bind(host: Self.host, port: configuration.port) { channel in
+            .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    return try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
-                        wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.addHandler(FakeHTTPHandler(server: self))
                 }
             }
-        let port = server.channel.localAddress?.port
-        let run = Task { [self] in
-            do {
-                try await server.executeThenClose { inbound in
-                    try await withThrowingDiscardingTaskGroup { group in
-                        for try await connection in inbound {
-                            group.addTask { await self.serve(connection) }
-                        }
-                    }
-                }
-            } catch {
-                logger.debug("fake provider server stopped", metadata: ["error": "\(error)"])
-            }
-        }
+            .bind(host: Self.host, port: configuration.port).get()
         state.withLock {
             $0.server = server
-            $0.port = port
-            $0.run = run
+            $0.port = server.localAddress?.port
         }
     }
 
-    /// Stops listening, closes every open connection (a stalled answer is abandoned) and waits for
-    /// the server's tasks to end. Idempotent. The recorded requests stay readable.
+    /// Stops listening, closes every open connection (a stalled answer is abandoned). Idempotent.
+    /// The recorded requests stay readable.
     public func stop() async {
-        let (server, run, connections) = state.withLock { state in
+        let (server, connections) = state.withLock { state in
             defer {
                 state.server = nil
-                state.run = nil
                 state.connections = [:]
             }
-            return (state.server, state.run, Array(state.connections.values))
+            return (state.server, Array(state.connections.values))
         }
-        try? await server?.channel.close()
+        try? await server?.close()
         for connection in connections { try? await connection.close() }
-        run?.cancel()
-        await run?.value
     }
 
     /// The port the server listens on (after ``start()``; `0` before).
@@ -176,68 +157,26 @@ public final class FakeProviders: Sendable {
 
     // MARK: - Serving
 
-    private func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>) async {
-        let id = ObjectIdentifier(connection.channel)
-        let number = state.withLock { state in
-            state.connections[id] = connection.channel
+    /// Notes a new connection; returns its number (1, 2, …), which recorded requests carry.
+    func connectionOpened(_ channel: any Channel) -> Int {
+        state.withLock { state in
+            state.connections[ObjectIdentifier(channel)] = channel
             state.connectionCount += 1
             return state.connectionCount
         }
-        defer { _ = state.withLock { $0.connections.removeValue(forKey: id) } }
-        let maximumBody = configuration.maximumRequestBodyBytes
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                var head: HTTPRequestHead?
-                var body = ByteBuffer()
-                var tooLarge = false
-                for try await part in inbound {
-                    switch part {
-                    case .head(let received):
-                        head = received
-                        body.clear()
-                        tooLarge = false
-                    case .body(var chunk):
-                        if body.readableBytes + chunk.readableBytes > maximumBody {
-                            tooLarge = true
-                        } else {
-                            body.writeBuffer(&chunk)
-                        }
-                    case .end:
-                        guard let request = head else { continue }
-                        head = nil
-                        let reply =
-                            tooLarge
-                            ? FakeReply.text(413, "request body too large for the fake")
-                            : route(request, body: Data(body.readableBytesView), connection: number)
-                        if reply.delay > .zero { try await Task.sleep(for: reply.delay) }
-                        if reply.drop { return }
-                        try await write(reply, keepAlive: request.isKeepAlive && !tooLarge, to: outbound)
-                        if !request.isKeepAlive || tooLarge { return }
-                    }
-                }
-            }
-        } catch {
-            logger.trace("fake provider connection ended", metadata: ["error": "\(error)"])
-        }
     }
 
-    private func write(
-        _ reply: FakeReply, keepAlive: Bool, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
-    ) async throws {
-        var headers = HTTPHeaders()
-        for header in reply.headers where header.name.lowercased() != "content-length" {
-            headers.add(name: header.name, value: header.value)
-        }
-        headers.replaceOrAdd(name: "Content-Length", value: String(reply.body.count))
-        if !keepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
-        let head = HTTPResponseHead(
-            version: .http1_1, status: HTTPResponseStatus(statusCode: reply.status), headers: headers)
-        try await outbound.write(.head(head))
-        if !reply.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))) }
-        try await outbound.write(.end(nil))
+    /// Forgets a closed connection.
+    func connectionClosed(_ channel: any Channel) {
+        _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
     }
 
-    private func route(_ head: HTTPRequestHead, body: Data, connection: Int) -> FakeReply {
+    /// The answer to one complete request (`413` when its body was over the limit).
+    func reply(to head: HTTPRequestHead, body: Data, tooLarge: Bool, connection: Int) -> FakeReply {
+        tooLarge ? FakeReply.text(413, "request body too large for the fake") : route(head, body: body, connection: connection)
+    }
+
+    func route(_ head: HTTPRequestHead, body: Data, connection: Int) -> FakeReply {
         let uri = head.uri
         let path: String
         let rawQuery: String

@@ -139,7 +139,7 @@ public struct PrivateCluster: Sendable {
             unix_socket_directories = '\(socketDirectory)'
             unix_socket_permissions = 0700
             port = \(port)
-            max_connections = 200
+            max_connections = \(Self.maximumConnections)
             shared_buffers = 256MB
             log_min_messages = warning
             log_min_error_statement = panic
@@ -157,6 +157,11 @@ public struct PrivateCluster: Sendable {
         }
     }
 
+    /// Sessions the server accepts. The full test suite runs its tests at once, each with a
+    /// database and pools of its own, and peaks above 200 sessions; a backend at rest costs little.
+    /// Also given at every start, so a cluster made with an older setting gets it too.
+    static let maximumConnections = 600
+
     private func startServer() throws(PrivateClusterError) {
         if let serverUser, let account = getpwnam(serverUser) {
             if !FileManager.default.fileExists(atPath: logFile) {
@@ -164,7 +169,7 @@ public struct PrivateCluster: Sendable {
             }
             _ = chown(logFile, account.pointee.pw_uid, account.pointee.pw_gid)
         }
-        let outcome = try runServerProgram(installation.pgCtl, ["start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60"])
+        let outcome = try runServerProgram(installation.pgCtl, ["start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", "-c max_connections=\(Self.maximumConnections)"])
         guard outcome.status == 0 else {
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
             throw .commandFailed(command: "pg_ctl start", status: outcome.status, output: outcome.output + "\n" + log)

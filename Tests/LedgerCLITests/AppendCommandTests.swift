@@ -17,7 +17,7 @@ struct AppendCommandTests {
 
     @Test("append records good lines with their sends, refuses bad ones by line, field and rule, and is idempotent")
     func appendsAndRefuses() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let device = DeviceContext(platform: .android, gaid: "38400000-8CF0-11BD-B23E-10B96E40000D", limitAdTracking: false,
                                    ip: "198.51.100.4",
@@ -64,7 +64,7 @@ struct AppendCommandTests {
     /// refused and still kept as a rejected postback.
     @Test("append ingests SKAN postbacks: kept as received, verified, deduplicated")
     func appendsPostbacks() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let raw = #"{"version": "4.0", "ad-network-id": "com.example", "source-identifier": "5239", "app-id": 525463029, "#
             + #""transaction-id": "6aafb7a5-0170-41b5-bbe4-fe71dedf1e30", "redownload": false, "source-domain": "example.com", "#

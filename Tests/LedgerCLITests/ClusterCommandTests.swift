@@ -20,7 +20,7 @@ struct ClusterCommandTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(results.map(\.status) == [0, 0], "\(results.map(\.stderr))")
-        let url = try LedgerProcess.run(["cluster", "url"], environment: environment)
+        let url = try await LedgerProcess.runDetached(["cluster", "url"], environment: environment)
         #expect(url.status == 0)
         let conninfo = url.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(conninfo.contains("dbname=ledger"))
@@ -29,14 +29,14 @@ struct ClusterCommandTests {
             #expect(try connection.query("SELECT current_setting('listen_addresses')").single().decode(String.self, at: 0) == "")
         }
 
-        #expect(try LedgerProcess.run(["cluster", "stop"], environment: environment).status == 0)
-        #expect(try LedgerProcess.run(["cluster", "status"], environment: environment).status == 1)
+        #expect(try await LedgerProcess.runDetached(["cluster", "stop"], environment: environment).status == 0)
+        #expect(try await LedgerProcess.runDetached(["cluster", "status"], environment: environment).status == 1)
 
         // A killed server leaves postmaster.pid behind; its number may since belong to another
         // process (here: this test runner, which is alive and not PostgreSQL).
         let stale = "\(getpid())\n\(directory)/data\n"
         try stale.write(toFile: directory + "/data/postmaster.pid", atomically: true, encoding: .utf8)
-        let restarted = try LedgerProcess.run(["cluster", "start"], environment: environment)
+        let restarted = try await LedgerProcess.runDetached(["cluster", "start"], environment: environment)
         #expect(restarted.status == 0, "\(restarted.stderr)")
         let connection = try PostgresConnection(conninfo: conninfo)
         #expect(try connection.query("SELECT 1").count == 1)

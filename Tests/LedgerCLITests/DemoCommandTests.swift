@@ -9,7 +9,7 @@ struct DemoCommandTests {
     /// database, and the day's outcome against the script (who should win each install).
     @Test("demo plays a day end to end and its summary matches the ledger")
     func demoMatchesTheLedger() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let result = try await LedgerProcess.runDetached(["demo", "--json", "--database-url", database.conninfo])
         #expect(result.status == 0, "\(result.stderr)")

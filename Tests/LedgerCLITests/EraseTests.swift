@@ -89,7 +89,7 @@ struct EraseTests {
 
     @Test("erasure: no plaintext identifier in any table or in pg_dump, verify passes, projections rebuild, sends cancelled")
     func eraseDevice() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
@@ -120,8 +120,11 @@ struct EraseTests {
         let tokens = AdServicesTokenProjection(AdServicesTokenReducer())
         let skan = SKANDeviceProjection(SKANDeviceReducer())
         let deadline = ContinuousClock.now + .seconds(60)
-        while try await skan.storedState(of: Self.device, pool: pool)?.updatesApplied ?? 0 == 0, ContinuousClock.now < deadline {
+        // Each projection reads up to the gap-safe horizon of its own step: wait for both.
+        while ContinuousClock.now < deadline {
             try await runner.catchUp()
+            if try await skan.storedState(of: Self.device, pool: pool)?.updatesApplied ?? 0 > 0,
+               try await tokens.storedState(of: Self.device, pool: pool) != nil { break }
         }
         let tokensBefore = try #require(try await tokens.storedState(of: Self.device, pool: pool))
         let skanBefore = try #require(try await skan.storedState(of: Self.device, pool: pool))
@@ -217,7 +220,7 @@ struct EraseTests {
 
     @Test("erasing a device the ledger has never seen is a clear error (exit 8), and writes nothing")
     func unknownDevice() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let result = try await LedgerProcess.runDetached(
             ["erase", "--app", Self.app, "--device", "nobody", "--database-url", database.conninfo])
@@ -234,7 +237,7 @@ struct EraseTests {
 
     @Test("the Swift API: DeviceEraser erases once, then answers 'already erased'; unknown devices are typed errors")
     func eraserAPI() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }

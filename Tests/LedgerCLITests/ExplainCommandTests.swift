@@ -55,7 +55,7 @@ struct ExplainCommandTests {
 
     @Test("explain prints the decision with its candidates and reasons")
     func explainsADecision() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
@@ -84,7 +84,7 @@ struct ExplainCommandTests {
 
     @Test("replay tells the device's story in log order; export writes every event as a JSON line")
     func replayAndExport() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
@@ -121,7 +121,7 @@ struct ExplainCommandTests {
 
     @Test("decisions redo appends nothing when nothing changed, and refuses an unknown rule version")
     func redo() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }

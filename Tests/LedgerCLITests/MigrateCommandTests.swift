@@ -13,20 +13,20 @@ struct MigrateCommandTests {
     }
 
     @Test("applies, reports up to date, lists status as JSON, and refuses a failing file with exit 4")
-    func applyStatusAndFailure() throws {
-        let database = try TestDatabase.make(migrated: false)
+    func applyStatusAndFailure() async throws {
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let schema = try folder(["0001_one.sql": "CREATE TABLE one (id int);"])
         let url = ["--database-url", database.conninfo, "--schema", schema]
 
-        let first = try LedgerProcess.run(["migrate"] + url)
+        let first = try await LedgerProcess.runDetached(["migrate"] + url)
         #expect(first.status == 0)
         #expect(first.stdout.contains("applied 0001_one.sql"))
-        let second = try LedgerProcess.run(["migrate"] + url)
+        let second = try await LedgerProcess.runDetached(["migrate"] + url)
         #expect(second.stdout.contains("schema up to date (1 migration applied)"))
 
         try "CREATE TABLE two (id int);\nSELEC broken;".write(toFile: schema + "/0002_two.sql", atomically: true, encoding: .utf8)
-        let failed = try LedgerProcess.run(["migrate"] + url)
+        let failed = try await LedgerProcess.runDetached(["migrate"] + url)
         #expect(failed.status == 4)
         let lines = failed.stderr.split(separator: "\n")
         #expect(lines.count == 1)
@@ -34,7 +34,7 @@ struct MigrateCommandTests {
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         #expect(try connection.query("SELECT to_regclass('two') IS NULL").single().decode(Bool.self, at: 0))
 
-        let status = try LedgerProcess.run(["migrate", "--status", "--json"] + url)
+        let status = try await LedgerProcess.runDetached(["migrate", "--status", "--json"] + url)
         #expect(status.status == 0)
         let rows = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [[String: String]]
         #expect(rows?.map { $0["state"] } == ["applied", "pending"])
@@ -42,8 +42,8 @@ struct MigrateCommandTests {
     }
 
     @Test("an unreachable LEDGER_DATABASE_URL is one line on stderr and exit 3")
-    func unreachableDatabase() throws {
-        let result = try LedgerProcess.run(
+    func unreachableDatabase() async throws {
+        let result = try await LedgerProcess.runDetached(
             ["migrate"], environment: ["LEDGER_DATABASE_URL": "postgresql://ledger@127.0.0.1:1/ledger?connect_timeout=2"])
         #expect(result.status == 3)
         #expect(result.stderr.split(separator: "\n").count == 1)
@@ -52,9 +52,9 @@ struct MigrateCommandTests {
     }
 
     @Test("a missing PostgreSQL installation is one line on stderr and exit 3")
-    func missingInstallation() throws {
+    func missingInstallation() async throws {
         let cluster = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-nopg-\(UUID().uuidString)").path
-        let result = try LedgerProcess.run(
+        let result = try await LedgerProcess.runDetached(
             ["migrate"], environment: ["LEDGER_PG_BINDIR": "/nonexistent/bin", "LEDGER_CLUSTER_DIR": cluster])
         #expect(result.status == 3)
         #expect(result.stderr.split(separator: "\n").count == 1)
@@ -64,8 +64,8 @@ struct MigrateCommandTests {
     }
 
     @Test("--help shows an example")
-    func helpHasExamples() throws {
-        let result = try LedgerProcess.run(["migrate", "--help"])
+    func helpHasExamples() async throws {
+        let result = try await LedgerProcess.runDetached(["migrate", "--help"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("ledger migrate --status"))
     }

@@ -38,7 +38,7 @@ struct ProjectionsCommandTests {
 
     @Test("status lists every projection, as a table and as JSON lines")
     func statusListsProjections() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let result = try await LedgerProcess.runDetached(["projections", "status", "--database-url", database.conninfo])
         #expect(result.status == 0, "\(result.stderr)")
@@ -55,7 +55,7 @@ struct ProjectionsCommandTests {
 
     @Test("rebuild of one projection applies the log; status then shows the events applied")
     func rebuildOne() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
@@ -110,7 +110,7 @@ struct ProjectionsCommandTests {
 
     @Test("a rebuild another process is running is refused with exit 7")
     func rebuildAlreadyRunning() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let holder = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         try holder.execute("SELECT pg_advisory_lock(hashtextextended('ledger.rebuild.skan_devices', 0))")
@@ -131,7 +131,7 @@ struct ProjectionsCommandTests {
 
     @Test("on a database not migrated, status says to run ledger migrate (exit 1)")
     func notMigrated() async throws {
-        let database = try TestDatabase.make(migrated: false)
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let result = try await LedgerProcess.runDetached(["projections", "status", "--database-url", database.conninfo])
         #expect(result.status == 1)

@@ -8,7 +8,7 @@ import Testing
 struct VerifyCommandTests {
     @Test("OK on an untouched history; exit 5 naming the event and stream a superuser edited")
     func verifyExitCodes() async throws {
-        let database = try TestDatabase.make()
+        let database = try await TestDatabase.create()
         defer { database.drop() }
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
@@ -19,7 +19,7 @@ struct VerifyCommandTests {
             ids.append(event.id)
             try await store.append([event], to: "device-app-\(n % 3)")
         }
-        let ok = try LedgerProcess.run(["verify", "--database-url", database.conninfo])
+        let ok = try await LedgerProcess.runDetached(["verify", "--database-url", database.conninfo])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.hasPrefix("OK: 10 events in 3 streams"))
 
@@ -27,7 +27,7 @@ struct VerifyCommandTests {
         try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
         try admin.execute("UPDATE events SET occurred_at = occurred_at - interval '1 day' WHERE event_id = \(ids[4])")
         try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
-        let broken = try LedgerProcess.run(["verify", "--json", "--database-url", database.conninfo])
+        let broken = try await LedgerProcess.runDetached(["verify", "--json", "--database-url", database.conninfo])
         #expect(broken.status == 5)
         let report = try JSONSerialization.jsonObject(with: Data(broken.stdout.utf8)) as? [String: String]
         #expect(report?["intact"] == "false")
@@ -35,7 +35,7 @@ struct VerifyCommandTests {
         #expect(report?["event_id"] == ids[4].uuidString.lowercased())
         #expect(report?["stream_id"] == "device-app-1")
         // Without --json, the one line a person reads names them too.
-        let plain = try LedgerProcess.run(["verify", "--database-url", database.conninfo])
+        let plain = try await LedgerProcess.runDetached(["verify", "--database-url", database.conninfo])
         #expect(plain.status == 5)
         let line = plain.stdout.split(separator: "\n").first { $0.hasPrefix("BROKEN: ") }
         #expect(line?.contains("event \(ids[4].uuidString.lowercased())") == true, "\(plain.stdout)")

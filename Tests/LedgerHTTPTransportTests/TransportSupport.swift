@@ -25,9 +25,11 @@ func withFakes(
     await fakes.stop()
 }
 
-/// Sends and expects an answer (any status).
+/// Sends and expects an answer (any status). The default deadline is generous: the whole suite
+/// keeps both cores and Swift's cooperative pool busy, and a test that is not about deadlines must
+/// not fail because its answer waited its turn. Tests about deadlines pass their own.
 func send(
-    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(5),
+    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(30),
     sourceLocation: SourceLocation = #_sourceLocation
 ) async throws -> TransportResponse {
     do {
@@ -40,7 +42,7 @@ func send(
 
 /// Sends and expects a ``TransportError``; returns it (or `nil` after recording an issue).
 func sendExpectingError(
-    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(5),
+    _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(30),
     sourceLocation: SourceLocation = #_sourceLocation
 ) async -> TransportError? {
     do {

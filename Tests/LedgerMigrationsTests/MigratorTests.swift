@@ -15,13 +15,13 @@ func schemaFolder(_ files: [String: String]) throws -> String {
 @Suite("Migrations")
 struct MigratorTests {
     @Test("files apply in numeric order, once each, with their checksums recorded")
-    func appliesInOrderOnce() throws {
+    func appliesInOrderOnce() async throws {
         let folder = try schemaFolder([
             "0002_second.sql": "ALTER TABLE things ADD COLUMN label text;",
             "0001_first.sql": "CREATE TABLE things (id int);",
             "README.md": "not a migration",
         ])
-        let database = try TestDatabase.make(migrated: false)
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         let migrator = try Migrator(directory: folder)
@@ -37,12 +37,12 @@ struct MigratorTests {
     }
 
     @Test("a file that fails leaves nothing of itself applied; earlier files stay")
-    func failingFileRollsBack() throws {
+    func failingFileRollsBack() async throws {
         let folder = try schemaFolder([
             "0001_ok.sql": "CREATE TABLE kept (id int);",
             "0002_broken.sql": "CREATE TABLE half_made (id int);\nINSERT INTO kept VALUES (1);\nSELEC oops;",
         ])
-        let database = try TestDatabase.make(migrated: false)
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         let migrator = try Migrator(directory: folder)
@@ -60,9 +60,9 @@ struct MigratorTests {
     }
 
     @Test("an applied file that changed is refused before anything runs")
-    func changedFileRefused() throws {
+    func changedFileRefused() async throws {
         let folder = try schemaFolder(["0001_first.sql": "CREATE TABLE a (id int);"])
-        let database = try TestDatabase.make(migrated: false)
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         try Migrator(directory: folder).apply(on: connection)
@@ -88,7 +88,7 @@ struct MigratorTests {
         let folder = try schemaFolder([
             "0001_a.sql": "CREATE TABLE raced (id int);", "0002_b.sql": "INSERT INTO raced VALUES (1);",
         ])
-        let database = try TestDatabase.make(migrated: false)
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let conninfo = database.conninfo
         let applied = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -107,8 +107,8 @@ struct MigratorTests {
     }
 
     @Test("the project's own schema/ applies cleanly")
-    func projectSchemaApplies() throws {
-        let database = try TestDatabase.make(migrated: false)
+    func projectSchemaApplies() async throws {
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         let migrator = try Migrator()

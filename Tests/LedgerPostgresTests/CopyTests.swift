@@ -5,8 +5,8 @@ import Testing
 @Suite("COPY")
 struct CopyTests {
     @Test("COPY FROM STDIN loads 100,000 rows, escapes included")
-    func copyHundredThousandRows() throws {
-        try withFreshConnection { connection throws in
+    func copyHundredThousandRows() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE bulk (n bigint, label text, blob bytea, at timestamptz, maybe int)")
             let start = Date(timeIntervalSince1970: 1_700_000_000.25)
             let rows = (0..<100_000).lazy.map { (n: Int) -> [PostgresValue] in
@@ -32,8 +32,8 @@ struct CopyTests {
     }
 
     @Test("a COPY that the server refuses loads nothing and leaves the connection usable")
-    func copyRefused() throws {
-        try withFreshConnection { connection throws in
+    func copyRefused() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE strict_bulk (n int NOT NULL)")
             let rows: [[PostgresValue]] = [[.int32(1)], [.null], [.int32(3)]]
             let error = #expect(throws: PostgresError.self) {
@@ -45,8 +45,8 @@ struct CopyTests {
     }
 
     @Test("a row that cannot be encoded aborts the COPY")
-    func copyAbortedByEncoding() throws {
-        try withFreshConnection { connection throws in
+    func copyAbortedByEncoding() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE t (s text)")
             let rows: [[PostgresValue]] = [[.text("fine")], [.text("nul\u{0}byte")]]
             let error = #expect(throws: PostgresError.self) { try connection.copyFrom(table: "t", columns: ["s"], rows: rows) }
@@ -56,8 +56,8 @@ struct CopyTests {
     }
 
     @Test("COPY TO STDOUT streams every line")
-    func copyOut() throws {
-        try withFreshConnection { connection throws in
+    func copyOut() async throws {
+        try await withFreshConnection { connection throws in
             var total = 0
             let lines = try connection.copyOut("COPY (SELECT g FROM generate_series(1, 1000) g) TO STDOUT") { line in
                 total += Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .newlines)) ?? 0

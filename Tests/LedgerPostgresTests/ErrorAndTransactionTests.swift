@@ -6,8 +6,8 @@ import Testing
 @Suite("Errors and transactions")
 struct ErrorAndTransactionTests {
     @Test("a unique violation surfaces as SQLSTATE 23505 with its constraint and table")
-    func uniqueViolation() throws {
-        try withFreshConnection { connection throws in
+    func uniqueViolation() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE accounts (id int CONSTRAINT accounts_pk PRIMARY KEY)")
             try connection.execute("INSERT INTO accounts VALUES (\(1))")
             let error = #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO accounts VALUES (\(1))") }
@@ -25,9 +25,9 @@ struct ErrorAndTransactionTests {
     }
 
     @Test("a transaction rolls back when its body throws, and commits otherwise")
-    func transactionRollsBack() throws {
+    func transactionRollsBack() async throws {
         struct Boom: Error {}
-        try withFreshConnection { connection throws in
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE ledger (n int)")
             #expect(throws: Boom.self) {
                 try connection.transaction { connection in
@@ -43,8 +43,8 @@ struct ErrorAndTransactionTests {
     }
 
     @Test("a failing statement inside a transaction rolls back everything before it")
-    func serverErrorRollsBack() throws {
-        try withFreshConnection { connection throws in
+    func serverErrorRollsBack() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE u (id int PRIMARY KEY)")
             #expect(throws: PostgresError.self) {
                 try connection.transaction { connection in
@@ -57,8 +57,8 @@ struct ErrorAndTransactionTests {
     }
 
     @Test("a savepoint undoes only its own part")
-    func savepoint() throws {
-        try withFreshConnection { connection throws in
+    func savepoint() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE s (id int PRIMARY KEY)")
             try connection.transaction { connection in
                 try connection.execute("INSERT INTO s VALUES (\(1))")
@@ -80,8 +80,8 @@ struct ErrorAndTransactionTests {
     }
 
     @Test("wrong credentials give a clear connection error naming the role")
-    func wrongCredentials() throws {
-        let database = try TestDatabase.make(migrated: false)
+    func wrongCredentials() async throws {
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let error = #expect(throws: PostgresError.self) {
             _ = try PostgresConnection(conninfo: database.conninfo + " user=no_such_role")
@@ -91,8 +91,8 @@ struct ErrorAndTransactionTests {
     }
 
     @Test("a cancelled statement fails with 57014 and the connection stays usable")
-    func cancelHandle() throws {
-        let database = try TestDatabase.make(migrated: false)
+    func cancelHandle() async throws {
+        let database = try await TestDatabase.create(migrated: false)
         defer { database.drop() }
         let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         let handle = try #require(connection.makeCancelHandle())

@@ -6,8 +6,8 @@ import Testing
 @Suite("Types round-trip through PostgreSQL")
 struct TypeRoundTripTests {
     @Test("every supported type, and NULL in every column")
-    func everyTypeAndNull() throws {
-        try withFreshConnection { connection throws in
+    func everyTypeAndNull() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: """
                 CREATE TABLE t (b boolean, i2 smallint, i4 integer, i8 bigint, f8 double precision, s text,
                                 d bytea, at timestamptz, u uuid, j json, jb jsonb)
@@ -53,8 +53,8 @@ struct TypeRoundTripTests {
     /// The first test stores NULLs written as SQL literals; this one binds them, as the ledger's
     /// own code does (a Swift `nil` of each type), and decodes each back as an `Optional`.
     @Test("bound nil of every type stores NULL and decodes as nil; edge values round-trip", arguments: [false, true])
-    func boundNullsAndEdgeValues(prepare: Bool) throws {
-        try withFreshConnection { connection throws in
+    func boundNullsAndEdgeValues(prepare: Bool) async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: """
                 CREATE TABLE t (k int, b boolean, i2 smallint, i4 integer, i8 bigint, n bigint, f8 double precision,
                                 s text, d bytea, at timestamptz, u uuid, j json, jb jsonb)
@@ -131,8 +131,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("timestamptz keeps microseconds, before and after 1970 and across a leap day")
-    func microsecondPrecision() throws {
-        try withFreshConnection { connection throws in
+    func microsecondPrecision() async throws {
+        try await withFreshConnection { connection throws in
             let samples = [
                 Date(timeIntervalSince1970: 1_763_863_434.000001), Date(timeIntervalSince1970: -86_400.5),
                 Date(timeIntervalSince1970: 951_782_400.999999),  // 2000-02-29T00:00:00.999999Z
@@ -155,8 +155,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("unicode and a 1 MiB JSON value survive")
-    func unicodeAndLargeJSON() throws {
-        try withFreshConnection { connection throws in
+    func unicodeAndLargeJSON() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE docs (body jsonb, note text)")
             let note = "Ünïcödé 🚀 中文 العربية \u{200D} e\u{301}"
             let element = "{\"k\":\"\(String(repeating: "é🚀", count: 40))\"}"
@@ -180,8 +180,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("a parameter holding SQL is stored literally, never run")
-    func injectionIsStoredLiterally() throws {
-        try withFreshConnection { connection throws in
+    func injectionIsStoredLiterally() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE x (v text); CREATE TABLE victims (v text)")
             let hostile = "'; DROP TABLE victims; --"
             try connection.execute("INSERT INTO x VALUES (\(hostile))")
@@ -197,8 +197,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("decoding refuses values that do not fit, naming the column")
-    func decodingErrors() throws {
-        try withFreshConnection { connection throws in
+    func decodingErrors() async throws {
+        try await withFreshConnection { connection throws in
             let row = try connection.query("SELECT 70000 AS big, 'x' AS word, '\\x00'::bytea AS blob").single()
             let overflow = #expect(throws: PostgresError.self) { try row.decode(Int16.self, column: "big") }
             #expect(overflow?.code == .decoding)
@@ -211,8 +211,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("a text parameter with a NUL byte is refused before it is sent")
-    func nulByteRefused() throws {
-        try withFreshConnection { connection throws in
+    func nulByteRefused() async throws {
+        try await withFreshConnection { connection throws in
             let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \("a\u{0}b")") }
             #expect(error?.code == .encoding)
             #expect(try connection.query("SELECT 1").count == 1)
@@ -220,8 +220,8 @@ struct TypeRoundTripTests {
     }
 
     @Test("prepared statements are reused and survive many executions")
-    func preparedStatements() throws {
-        try withFreshConnection { connection throws in
+    func preparedStatements() async throws {
+        try await withFreshConnection { connection throws in
             try connection.run(script: "CREATE TABLE p (n bigint)")
             for n in 0..<50 { try connection.execute("INSERT INTO p VALUES (\(n))", prepare: true) }
             let prepared = try connection.query("SELECT count(*) FROM pg_prepared_statements").single().decode(Int.self, at: 0)

@@ -119,19 +119,22 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("all five seeds' samples and the hostile corpora, fed to every parser of every provider")
-    func samplesAndHostileInputsEverywhere() {
+    func samplesAndHostileInputsEverywhere() async {
         let inputs = Self.samples + AppleGoogleFuzzTests.hostile + BranchSingularFuzzTests.nastyInputs
         for input in inputs { Self.feedEverything(Data(input.utf8)) }
         for bytes: [UInt8] in [[0xFF, 0xFE, 0x00, 0x7B], [0x22, 0xC3, 0x28, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0xEF, 0xBB, 0xBF]] {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             Self.feedEverything(Data(bytes))
         }
     }
 
     @Test("every truncated prefix of every sample, fed to every answer parser")
-    func truncationsEverywhere() {
+    func truncationsEverywhere() async {
         for sample in Self.samples {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let bytes = Data(sample.utf8)
             for length in 0..<bytes.count {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 let prefix = bytes.prefix(length)
                 Self.run("google", .google, prefix) { () throws(ProviderError) in try GoogleConversionResponse.parse(prefix) }
                 Self.run("event data", .google, prefix) { () throws(ProviderError) in try GoogleEventData.fromJSON(prefix) }
@@ -142,6 +145,7 @@ struct AllProvidersFuzzTests {
             }
             // Stored forms and classifiers on a sparser set of cuts (they parse the same bytes again).
             for length in stride(from: 0, to: bytes.count, by: 11) {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 Self.feedDecoders(bytes.prefix(length))
                 Self.feedClassifiers(bytes.prefix(length), retryAfter: "120")
             }
@@ -158,13 +162,16 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("huge numbers: every number of every sample swapped for 1e400, 2^63, 20 nines, 400 digits, -0, 1e-400")
-    func hugeNumbersEverywhere() {
+    func hugeNumbersEverywhere() async {
         let huge = ["1e400", "-1e400", "9223372036854775808", "-9223372036854775809", "99999999999999999999",
             String(repeating: "9", count: 400), "-0", "1e-400", "0." + String(repeating: "0", count: 400) + "1", "1E+2"]
         var count = 0
         for sample in Self.samples {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             for replacement in huge {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 for variant in Self.withEachNumber(of: sample, replacedBy: replacement) {
+                    await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                     Self.feedEverything(Data(variant.utf8))
                     count += 1
                 }
@@ -174,12 +181,15 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("deep nesting planted inside valid documents (31, 33, 64, 65 and 10,000 levels), arrays and objects")
-    func deepNestingInsideValidDocuments() {
+    func deepNestingInsideValidDocuments() async {
         for depth in [31, 33, 64, 65, 10_000] {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let arrays = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
             let objects = String(repeating: #"{"a":"#, count: depth) + "1" + String(repeating: "}", count: depth)
             for deep in [arrays, objects, String(repeating: "[", count: depth)] {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 for sample in Self.samples where sample.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("{") {
+                    await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                     guard let brace = sample.firstIndex(of: "{") else { continue }
                     let planted = String(sample[...brace]) + #""x_deep":"# + deep + "," + String(sample[sample.index(after: brace)...])
                     Self.feedEverything(Data(planted.utf8))
@@ -195,17 +205,19 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("seeded random bytes and random mutations of all samples, fed to everything", arguments: [UInt64(7), 0xBADC0DE])
-    func randomEverywhere(seed: UInt64) {
+    func randomEverywhere(seed: UInt64) async {
         var rng = SplitMix64(seed: seed)
         let samples = Self.samples.map { Array($0.utf8) }
         let alphabet = Array(#"{}[]",:0123456789-+.eE\u"truefalsenull $~+"#.utf8)
         for round in 0..<600 {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             var bytes: [UInt8]
             if round % 3 == 0 {
                 bytes = (0..<Int.random(in: 0...64, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
             } else {
                 bytes = samples[Int.random(in: 0..<samples.count, using: &rng)]
                 for _ in 0..<Int.random(in: 1...6, using: &rng) where !bytes.isEmpty {
+                    await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                     let index = Int.random(in: 0..<bytes.count, using: &rng)
                     switch Int.random(in: 0..<4, using: &rng) {
                     case 0: bytes[index] = UInt8.random(in: 0...255, using: &rng)
@@ -220,13 +232,18 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("classifiers never trap on extreme attempt numbers, clocks or Retry-After values")
-    func classifierExtremes() {
+    func classifierExtremes() async {
         let bodies = [Data(), Data(GoogleResponseSamples.uacSample.utf8), Data(#"{"session_id":"1"}"#.utf8)]
         for attempt in [Int.min, -1, 0, 1, 64, Int.max] {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             for now in [Date(timeIntervalSince1970: 0), Self.now, .distantFuture, .distantPast] {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 for retryAfter in ["", "-5", "1e400", String(repeating: "9", count: 40), "Fri, 31 Dec 9999 23:59:59 GMT"] {
+                    await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                     for status in [200, 404, 429, 500] {
+                        await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                         for body in bodies {
+                            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                             let response = ProviderResponse(status: status, headers: [Header("Retry-After", retryAfter)], body: body)
                             _ = GoogleResponseClassifier.classifyConversion(response, attempt: attempt, now: now, jitter: 1)
                             _ = GoogleResponseClassifier.classifyCrossNetwork(nil, attempt: attempt, now: now, jitter: 0)
@@ -244,7 +261,7 @@ struct AllProvidersFuzzTests {
     }
 
     @Test("stored forms: every sample's stored encoding, truncated and mutated, fed back to its decoder")
-    func storedFormsUnderMutation() throws {
+    func storedFormsUnderMutation() async throws {
         let encoder = JSONEncoder()
         var stored: [Data] = []
         for sample in GoogleResponseSamples.all { stored.append(try encoder.encode(try GoogleConversionResponse.parse(Data(sample.utf8)))) }
@@ -256,9 +273,11 @@ struct AllProvidersFuzzTests {
         stored.append(try encoder.encode(try GASamples.builder.conversionRequest(for: GASamples.event(.firstOpen))))
         var rng = SplitMix64(seed: 0x5707ED)
         for data in stored {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let bytes = Array(data)
             for length in stride(from: 0, to: bytes.count, by: 3) { Self.feedDecoders(Data(bytes[0..<length])) }
             for _ in 0..<100 {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 var mutated = bytes
                 let index = Int.random(in: 0..<mutated.count, using: &rng)
                 mutated[index] = UInt8.random(in: 0...255, using: &rng)

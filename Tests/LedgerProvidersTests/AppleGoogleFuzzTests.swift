@@ -71,13 +71,13 @@ struct AppleGoogleFuzzTests {
     }
 
     @Test("every valid sample is accepted by its parser (sanity for the fuzz corpus)")
-    func validAccepted() {
+    func validAccepted() async {
         for sample in Self.valid { #expect(Self.feed(Data(sample.utf8)) >= 1) }
         for text in Self.validTexts { #expect(Self.feedText(text) >= 1, "\(text)") }
     }
 
     @Test("hostile inputs: huge numbers (1e400, 99999999999999999999999), deep nesting (10,000 '['), malformed JSON, wrong types")
-    func hostileInputs() {
+    func hostileInputs() async {
         for input in Self.hostile { Self.feed(Data(input.utf8)) }
         Self.feed(Data([0xFF, 0xFE, 0x00, 0x7B]))
         Self.feed(Data([0x22, 0xC3, 0x28, 0x22]))  // invalid UTF-8 inside a string
@@ -91,11 +91,13 @@ struct AppleGoogleFuzzTests {
     ]
 
     @Test("every truncated prefix of every valid sample, fed to the parser it belongs to")
-    func truncatedPrefixes() {
+    func truncatedPrefixes() async {
         let now = Date(timeIntervalSince1970: 1_700_000_000)
         for (index, sample) in Self.valid.enumerated() {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let bytes = Data(sample.utf8)
             for length in 0..<bytes.count {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 let prefix = bytes.prefix(length)
                 switch index {
                 case 0..<6:
@@ -110,21 +112,25 @@ struct AppleGoogleFuzzTests {
             }
         }
         for text in Self.validTexts {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             for length in 0..<text.count { Self.feedText(String(text.prefix(length))) }
         }
     }
 
     @Test("seeded random bytes and random mutations of the samples", arguments: [UInt64(0xC0FFEE), 42, 2_024])
-    func randomInputs(seed: UInt64) {
+    func randomInputs(seed: UInt64) async {
         var generator = FuzzGenerator(state: seed)
         for _ in 0..<500 {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let length = Int.random(in: 0...96, using: &generator)
             Self.feed(Data((0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }))
         }
         let alphabet = Array("{}[]\",:0123456789.eE+-truefalsnl \\u".utf8)
         for _ in 0..<500 {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             var bytes = Array(Self.valid.randomElement(using: &generator)!.utf8)
             for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 let index = Int.random(in: 0..<bytes.count, using: &generator)
                 switch Int.random(in: 0...2, using: &generator) {
                 case 0: bytes[index] = alphabet.randomElement(using: &generator)!

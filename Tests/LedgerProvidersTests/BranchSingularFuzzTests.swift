@@ -53,7 +53,7 @@ struct BranchSingularFuzzTests {
         _ = SingularErrorReason(text)
     }
 
-    @Test func nastyInputsGiveValuesOrTypedErrors() {
+    @Test func nastyInputsGiveValuesOrTypedErrors() async {
         for input in Self.nastyInputs { Self.exercise(Data(input.utf8)) }
         expectProviderError(field: "$", rule: "too_deep") {
             _ = try BranchOpenResponse.parse(Data(String(repeating: "[", count: 10_000).utf8))
@@ -65,17 +65,19 @@ struct BranchSingularFuzzTests {
         #expect((try? BSJSONReader.parse(String(repeating: "[", count: 64) + String(repeating: "]", count: 64))) != nil)
     }
 
-    @Test func truncatedPrefixesOfValidSamples() {
+    @Test func truncatedPrefixesOfValidSamples() async {
         for sample in Self.validSamples {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let bytes = Array(sample.utf8)
             for end in 0...bytes.count { Self.exercise(Data(bytes[0..<end])) }
         }
     }
 
-    @Test func randomBytesAndMutations() {
+    @Test func randomBytesAndMutations() async {
         var rng = SplitMix64(seed: 0x5EED_B5)
         let alphabet = Array(#"{}[]",:0123456789-+.eE\u"truefalsenull \#n"#.utf8)
         for _ in 0..<2000 {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let count = Int.random(in: 0...80, using: &rng)
             let biased = Bool.random(using: &rng)
             let bytes = (0..<count).map { _ in
@@ -85,8 +87,10 @@ struct BranchSingularFuzzTests {
         }
         let samples = Self.validSamples.map { Array($0.utf8) }
         for _ in 0..<2000 {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             var bytes = samples[Int.random(in: 0..<samples.count, using: &rng)]
             for _ in 0..<Int.random(in: 1...4, using: &rng) where !bytes.isEmpty {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 let index = Int.random(in: 0..<bytes.count, using: &rng)
                 switch Int.random(in: 0..<3, using: &rng) {
                 case 0: bytes[index] = UInt8.random(in: 0...255, using: &rng)
@@ -99,14 +103,16 @@ struct BranchSingularFuzzTests {
     }
 
     /// Wrong types in every field of both answers.
-    @Test func wrongTypesEverywhere() {
+    @Test func wrongTypesEverywhere() async {
         let values = ["null", "true", "1", "-1", "1.5", "1e400", "99999999999999999999999", #""x""#, "[]", "{}", #"[{"a":[1]}]"#]
         let branchKeys = ["session_id", "randomized_bundle_token", "randomized_device_token", "identity", "link", "data"]
         let dataKeys = ["+clicked_branch_link", "+is_first_session", "+match_guaranteed", "+click_timestamp", "~campaign", "$deeplink_path", "other"]
         let singularKeys = ["conversion_value", "skan_updated_coarse_value", "postback_sequence_index", "skan_updated_lock_window_value", "status", "reason"]
         for value in values {
+            await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             for key in branchKeys { Self.exercise(Data(#"{"session_id":"1","\#(key)":\#(value)}"#.utf8)) }
             for key in dataKeys {
+                await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 var inner = ""
                 BSJSON.writeString(#"{"\#(key)":\#(value)}"#, to: &inner)
                 Self.exercise(Data(#"{"session_id":"1","data":\#(inner)}"#.utf8))

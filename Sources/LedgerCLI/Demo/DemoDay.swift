@@ -86,7 +86,10 @@ struct DemoDay {
             let at = start.addingTimeInterval(Double(index) * 600)
             try await install(device, at: at)
         }
-        try await drain(until: start.addingTimeInterval(3600))
+        // The last install is 70 min after the first; an hour after it, every first try and every
+        // documented retry (Apple's 404 every 5 s, Google's and Branch's backoffs) is due.
+        let lastInstall = start.addingTimeInterval(Double(devices.count - 1) * 600)
+        try await drain(until: lastInstall.addingTimeInterval(3600))
         progress("deciding installs")
         var made = try await decideUntil(count: devices.count)
         // Sessions, purchases and in-app events through the day. Google's answers for these are
