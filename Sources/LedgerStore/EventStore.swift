@@ -51,9 +51,7 @@ public struct EventStore: Sendable {
         -> AppendResult
     {
         try await pool.withConnection { [self] connection in
-            let payload = try Self.preparePayload(events, stream: stream, validator: validator,
-                                                  sealer: privacy.sealer(stream: stream, events: events, on: connection))
-            return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
+            try appendSealing(events, to: stream, expected: expected, on: connection)
         }
     }
 
@@ -63,6 +61,32 @@ public struct EventStore: Sendable {
     public func append(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any,
                        on connection: PostgresConnection) throws -> AppendResult
     {
+        try appendSealing(events, to: stream, expected: expected, on: connection)
+    }
+
+    /// Seals, validates and appends. The first append of personal data for a subject whose key is
+    /// not known yet runs in a transaction of its own, so that the new key and the events commit
+    /// together: one commit flush instead of two, and no key without the events it was made for.
+    func appendSealing(_ events: [NewEvent], to stream: String, expected: ExpectedVersion,
+                       on connection: PostgresConnection) throws -> AppendResult
+    {
+        if !connection.isInTransaction, privacy.mayCreateKey(stream: stream, events: events) {
+            for attempt in 1...20 {
+                let sealer = privacy.sealer(stream: stream, events: events, on: connection)
+                do {
+                    let result = try connection.transaction { connection in
+                        let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)
+                        return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection,
+                                                  notifyAfterCommit: true)
+                    }
+                    sealer?.rememberKey()
+                    notifier.signal()
+                    return result
+                } catch EventStoreError.wrongExpectedVersion(_, .any, _) where attempt < 20 {
+                    continue  // another writer took the next version: read the head again, as outside a transaction
+                }
+            }
+        }
         let payload = try Self.preparePayload(events, stream: stream, validator: validator,
                                               sealer: privacy.sealer(stream: stream, events: events, on: connection))
         return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)

@@ -189,6 +189,28 @@ struct PrivacyTests {
         }
     }
 
+    @Test("a device's first key commits with the events it was made for: a refused append leaves no key")
+    func firstKeyCommitsWithItsEvents() async throws {
+        try await TestDatabase.with { database in
+            let store = try Self.store(database)
+            defer { store.pool.close() }
+            func keys() async throws -> Int {
+                try await store.pool.query("SELECT count(*) FROM privacy_keys").single().decode(Int.self, at: 0)
+            }
+            // The stream is new, so expecting version 3 fails after the key was made: both roll back.
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: Self.device, expected: .exact(3), actual: 0)) {
+                try await store.append([try Self.firstOpen()], to: Self.device, expected: .exact(3))
+            }
+            #expect(try await keys() == 0)
+            #expect(try eventCount(database) == 0)
+            // Then an append that holds stores the events and exactly one key, which later appends reuse.
+            try await store.append([try Self.firstOpen()], to: Self.device, expected: .noStream)
+            try await store.append([try Self.firstOpen()], to: Self.device)
+            #expect(try await keys() == 1)
+            #expect(try await store.readStream(Self.device).count == 2)
+        }
+    }
+
     @Test("retrying a sealed batch is recognised as the same batch")
     func idempotentRetrySealed() async throws {
         try await TestDatabase.with { database in

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerPostgres
+import Synchronization
 
 extension PersonalDataProtection {
     /// Seals the personal fields of one append's events, fetching the subject's key at most once.
@@ -11,12 +12,19 @@ extension PersonalDataProtection {
         let connection: PostgresConnection
         private var resolved = false
         private var key: DataKey?
+        private var subject: String?
 
         init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection) {
             self.protection = protection
             self.stream = stream
             self.events = events
             self.connection = connection
+        }
+
+        /// Caches the key this sealer used, once its transaction committed.
+        func rememberKey() {
+            guard let key, let subject else { return }
+            protection.cache(key, for: subject, now: Date())
         }
 
         /// The data to store for `event` (after it was validated), or nil to store it unchanged
@@ -36,6 +44,7 @@ extension PersonalDataProtection {
                 guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
                     throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
                 }
+                self.subject = subject
                 key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
             }
             if let key {
@@ -50,6 +59,17 @@ extension PersonalDataProtection {
             }
             return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         }
+    }
+
+    /// True when appending `events` to `stream` may have to make the subject's data key: some
+    /// event type declares personal fields, and no key for the subject is cached. (A send stream's
+    /// subject is looked up while sealing; it counts as unknown here unless already mapped.)
+    func mayCreateKey(stream: String, events: [NewEvent]) -> Bool {
+        guard isEnabled, events.contains(where: { !personalFields(type: $0.type, schemaVersion: $0.schemaVersion).isEmpty })
+        else { return false }
+        let subject: String? = stream.hasPrefix("device-") ? stream : subjects.withLock { $0[stream] }
+        guard let subject else { return stream.hasPrefix("send-") }
+        return cachedKey(for: subject, now: Date()) == nil
     }
 
     /// A sealer for one append.
