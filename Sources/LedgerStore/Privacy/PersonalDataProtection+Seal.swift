@@ -31,33 +31,81 @@ extension PersonalDataProtection {
         /// (no personal field holds a value).
         func seal(_ event: NewEvent) throws -> Data? {
             let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
-            guard !paths.isEmpty, var object = try? JSONSerialization.jsonObject(with: event.data) as? [String: Any]
-            else { return nil }
+            guard !paths.isEmpty else { return nil }
+            let splitter = PersonalJSONSplitter(paths: paths, reserved: [sealedKey, erasedMarkerKey])
+            guard paths.allSatisfy(Self.isPlainPath), let split = splitter.split(event.data) else {
+                return try sealThroughTree(event, paths: paths)
+            }
+            guard !split.personal.isEmpty else { return nil }
+            let fields = split.personal.map(\.path).sorted()
+            try resolveKey(for: event)
+            var out = split.remaining
+            out.removeLast()  // the closing brace; the marker member goes before it
+            if out.count > 1 { out.append(UInt8(ascii: ",")) }
+            let fieldList = "[" + fields.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            if let key {
+                var plaintext: [UInt8] = [UInt8(ascii: "{")]
+                for (index, member) in split.personal.enumerated() {
+                    if index > 0 { plaintext.append(UInt8(ascii: ",")) }
+                    plaintext.append(contentsOf: "\"\(member.path)\":".utf8)
+                    plaintext.append(contentsOf: member.value)
+                }
+                plaintext.append(UInt8(ascii: "}"))
+                let combined = try seal(Data(plaintext), with: key, event: event)
+                out.append(contentsOf: "\"\(sealedKey)\":{\"box\":\"\(combined.base64EncodedString())\",\"fields\":\(fieldList),".utf8)
+                out.append(contentsOf: "\"key\":\"\(key.id.uuidString.lowercased())\",\"v\":1}".utf8)
+            } else {
+                // The subject was erased: its personal data is not recorded at all.
+                out.append(contentsOf: "\"\(erasedMarkerKey)\":\(fieldList)".utf8)
+            }
+            out.append(UInt8(ascii: "}"))
+            return Data(out)
+        }
+
+        /// Letters, digits, `_` and `.`: a path that needs no escaping inside a JSON string.
+        static func isPlainPath(_ path: String) -> Bool {
+            path.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+            }
+        }
+
+        /// The subject's key, looked up (or made) once per append.
+        private func resolveKey(for event: NewEvent) throws {
+            guard !resolved else { return }
+            resolved = true
+            guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
+                throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
+            }
+            self.subject = subject
+            key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
+        }
+
+        private func seal(_ plaintext: Data, with key: DataKey, event: NewEvent) throws -> Data {
+            let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: sealingContext(event.id, event.type))
+            guard let combined = box.combined else { throw PrivacyError.integrity(what: "a sealed box") }
+            return combined
+        }
+
+        /// The same through a `JSONSerialization` tree, for payloads the splitter steps aside from.
+        private func sealThroughTree(_ event: NewEvent, paths: [String]) throws -> Data? {
+            guard var object = try? JSONSerialization.jsonObject(with: event.data) as? [String: Any] else { return nil }
             var personal: [String: Any] = [:]
             for path in paths {
                 if let value = PersonalPaths.remove(path, from: &object) { personal[path] = value }
             }
             guard !personal.isEmpty else { return nil }
             let fields = personal.keys.sorted()
-            if !resolved {
-                resolved = true
-                guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
-                    throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
-                }
-                self.subject = subject
-                key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
-            }
+            try resolveKey(for: event)
             if let key {
-                let plaintext = try JSONSerialization.data(withJSONObject: personal, options: [.sortedKeys, .withoutEscapingSlashes])
-                let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: sealingContext(event.id, event.type))
-                guard let combined = box.combined else { throw PrivacyError.integrity(what: "a sealed box") }
+                let plaintext = try JSONSerialization.data(withJSONObject: personal, options: [.withoutEscapingSlashes])
                 object[sealedKey] = ["v": 1, "key": key.id.uuidString.lowercased(), "fields": fields,
-                                     "box": combined.base64EncodedString()] as [String: Any]
+                                     "box": try seal(plaintext, with: key, event: event).base64EncodedString()] as [String: Any]
             } else {
-                // The subject was erased: its personal data is not recorded at all.
                 object[erasedMarkerKey] = fields
             }
-            return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            // Key order is left as it comes: jsonb orders the stored object's keys itself.
+            return try JSONSerialization.data(withJSONObject: object, options: [.withoutEscapingSlashes])
         }
     }
 
