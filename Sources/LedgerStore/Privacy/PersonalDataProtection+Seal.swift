@@ -32,7 +32,7 @@ extension PersonalDataProtection {
         func seal(_ event: NewEvent) throws -> Data? {
             let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
             guard !paths.isEmpty else { return nil }
-            let splitter = PersonalJSONSplitter(paths: paths, reserved: [sealedKey, erasedMarkerKey])
+            let splitter = protection.splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
             guard paths.allSatisfy(Self.isPlainPath), let split = splitter.split(event.data) else {
                 return try sealThroughTree(event, paths: paths)
             }

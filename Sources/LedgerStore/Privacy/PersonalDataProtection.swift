@@ -33,6 +33,7 @@ public final class PersonalDataProtection: Sendable {
     public let isEnabled: Bool
     let writeCache = Mutex<[String: CachedKey]>([:])
     let subjects = Mutex<[String: String]>([:])
+    let splitters = Mutex<[String: PersonalJSONSplitter]>([:])
 
     struct CachedKey {
         var key: DataKey
@@ -101,6 +102,15 @@ public final class PersonalDataProtection: Sendable {
             if cache.count > 50_000 { cache.removeAll(keepingCapacity: true) }
             cache[subject] = CachedKey(key: key, expires: now.addingTimeInterval(Self.writeCacheLifetime))
         }
+    }
+
+    /// The splitter for a type and version's personal paths, made once.
+    func splitter(type: String, schemaVersion: Int, paths: [String]) -> PersonalJSONSplitter {
+        let name = "\(type)/\(schemaVersion)"
+        if let known = splitters.withLock({ $0[name] }) { return known }
+        let made = PersonalJSONSplitter(paths: paths, reserved: [Self.sealedKey, Self.erasedMarkerKey])
+        splitters.withLock { $0[name] = made }
+        return made
     }
 
     /// The personal paths the catalog declares for a type and version (none for unknown types).

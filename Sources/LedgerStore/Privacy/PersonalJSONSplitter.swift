@@ -10,7 +10,7 @@ import Foundation
 /// Anything unusual (an escaped key on the way, a personal path given twice, a member named like
 /// the ledger's own markers, bytes that do not scan) returns nil, and the caller takes the
 /// tree-based path, which handles every input the same way it always did.
-struct PersonalJSONSplitter {
+struct PersonalJSONSplitter: Sendable {
     /// Dotted paths (`device.idfa`) whose values are personal.
     let paths: Set<String>
     /// Every proper prefix of a path (`device`): objects to look inside.
