@@ -31,6 +31,7 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
     var sealedSeconds = 0.0
     var clearSeconds = 0.0
     var walBytes = ["clear": 0.0, "sealed": 0.0]
+    var clientCPU = ["clear": 0.0, "sealed": 0.0]
     let probe = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
     func walPosition() throws -> Double {
         try probe.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8").single().decode(Double.self, at: 0)
@@ -39,20 +40,42 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
         for (side, target) in [("clear", clear), ("sealed", sealed)] {
             let walBefore = try walPosition()
             defer { walBytes[side, default: 0] += ((try? walPosition()) ?? walBefore) - walBefore }
+            let cpu = CPUTimeBox()
             let seconds = try timeOnThreads(1) { _ in
                 let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+                let started = threadCPUSeconds()
                 for n in 0..<perRound {
                     try target.append([event(n)], to: "device-bench-\(side)-r\(round)-d\(n % devices)", on: connection)
                 }
+                cpu.add(threadCPUSeconds() - started)
             }
+            clientCPU[side, default: 0] += cpu.total
             if side == "sealed" { sealedSeconds += seconds } else { clearSeconds += seconds }
         }
     }
     let total = Double(perRound * rounds)
     // Commits wait for their WAL to be flushed: bytes per event tell a costlier flush from more work.
     FileHandle.standardError.write(Data(("append_encrypted: WAL per event, clear \(Int(walBytes["clear"]! / total)) B, "
-        + "sealed \(Int(walBytes["sealed"]! / total)) B\n").utf8))
+        + "sealed \(Int(walBytes["sealed"]! / total)) B; client CPU per event, clear \(Int(clientCPU["clear"]! / total * 1e6)) µs, "
+        + "sealed \(Int(clientCPU["sealed"]! / total * 1e6)) µs; wall per event, clear \(Int(clearSeconds / total * 1e6)) µs, "
+        + "sealed \(Int(sealedSeconds / total * 1e6)) µs\n").utf8))
     return Measurement(bench: "append_encrypted", rate: total / sealedSeconds, unit: "events/s",
                        baselineRate: total / clearSeconds,
                        baseline: "the same single-event appends (catalog-validated SessionStarted, \(devices) devices) with sealing off")
+}
+
+/// CPU seconds the calling thread has used.
+func threadCPUSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
+/// CPU seconds added up from benchmark threads.
+final class CPUTimeBox: @unchecked Sendable {
+    // `@unchecked`: `seconds` is read and written under `lock`.
+    private let lock = NSLock()
+    private var seconds = 0.0
+    func add(_ value: Double) { lock.withLock { seconds += value } }
+    var total: Double { lock.withLock { seconds } }
 }
