@@ -145,10 +145,14 @@ struct WorkerRecoveryTests {
             let finished = try await Self.withLoop(store: workerStore, fakes: fakes) { loop in
                 // Mid-drain: some calls made, most sends still queued.
                 #expect(try await Self.waitUntil(timeout: .seconds(60)) { fakes.apple.requestCount >= 30 })
-                try Self.stopImmediately(cluster)
+                // Stopping and starting block for seconds (crash recovery): off the cooperative pool.
+                let stopped = try await TestDatabase.offThePool { try Self.stopImmediately(cluster) }
+                #expect(stopped == 0, "pg_ctl stop -m immediate")
                 #expect(!cluster.isServerRunning())
                 let callsBeforeRestart = fakes.apple.requestCount
-                _ = try PrivateCluster.startOrReuse(directory: directory, logger: TestDatabase.quietLogger)
+                _ = try await TestDatabase.offThePool {
+                    try PrivateCluster.startOrReuse(directory: directory, logger: TestDatabase.quietLogger)
+                }
                 let left = try Self.count("SELECT count(*) FROM send_queue", conninfo: conninfo)
                 #expect(left > 0 && callsBeforeRestart < sends.count, "the restart came mid-drain (\(left) sends still queued)")
                 // Tries whose outcome the restart lost keep their claim until the lease runs out
@@ -174,8 +178,8 @@ struct WorkerRecoveryTests {
 
     /// `pg_ctl stop -m immediate`: every server process ends at once, nothing is flushed or
     /// checkpointed (the next start runs crash recovery). As the `postgres` user when root, as
-    /// `PrivateCluster` runs the server programs.
-    static func stopImmediately(_ cluster: PrivateCluster) throws {
+    /// `PrivateCluster` runs the server programs. Returns `pg_ctl`'s exit status.
+    static func stopImmediately(_ cluster: PrivateCluster) throws -> Int32 {
         let pgCtl = try PostgresInstallation.find().pgCtl
         let process = Process()
         let arguments = ["stop", "-D", cluster.directory + "/data", "-m", "immediate", "-w", "-t", "60"]
@@ -190,7 +194,7 @@ struct WorkerRecoveryTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "pg_ctl stop -m immediate")
+        return process.terminationStatus
     }
 
     // Issue 6: a provider stalls past the lease; the running worker's own loop rescues the try
