@@ -46,6 +46,41 @@ struct PersonalJSONSplitterTests {
         #expect(try Self.value((personal + "}").utf8) == tree.personal)
     }
 
+    /// The plaintext a box would hold for these members.
+    static func plaintext(_ personal: [(path: String, value: ArraySlice<UInt8>)]) -> Data {
+        Data(("{" + personal.map { "\"\($0.path)\":" + String(decoding: $0.value, as: UTF8.self) }.joined(separator: ",") + "}").utf8)
+    }
+
+    @Test("reveal on the bytes gives back the object that was split, as the tree does", arguments: [
+        #"{"device":{"idfa":"A","ip":"1.2.3.4","os":"17"},"x":1}"#,
+        "{ \"device\" : {\n \"idfa\" : \"a\\\"b\\\\\" , \"ip\":null, \"user_agent\": {\"name\": \"}{\"} } ,\t\"y\":[1,{\"device\":2}] }",
+        #"{"device":"not an object","custom_user_id":"u-1","a":true}"#,
+        #"{"device":{"idfa":"A"}}"#,
+        #"{"device":{"ip":["1.2.3.4",{"v":"x"}]},"z":[[],{}],"n":-1.5e3}"#,
+    ])
+    func revealRoundTrips(json: String) throws {
+        let split = try #require(Self.splitter.split(Data(json.utf8)))
+        let opened = Self.plaintext(split.personal)
+        let fields = split.personal.map(\.path).sorted()
+        let bytes = try #require(PersonalDataProtection.revealBytes(split.remaining, opened: opened, fields: fields))
+        #expect(try Self.value(bytes) == (try Self.value(json.utf8)))
+        let tree = try PersonalDataProtection.revealThroughTree(Data(split.remaining), opened: opened, fields: fields)
+        #expect(try Self.value(bytes) == (try Self.value(tree)))
+        // Erased: the marker lists the fields, nothing else comes back.
+        let erased = try #require(PersonalDataProtection.revealBytes(split.remaining, opened: nil, fields: fields))
+        let erasedTree = try PersonalDataProtection.revealThroughTree(Data(split.remaining), opened: nil, fields: fields)
+        #expect(try Self.value(erased) == (try Self.value(erasedTree)))
+    }
+
+    @Test("reveal makes the objects on the way, and steps aside where a path meets a non-object")
+    func revealMakesObjectsOrStepsAside() throws {
+        let opened = Data(#"{"device.idfa":"X","custom_user_id":"u"}"#.utf8)
+        let made = try #require(PersonalDataProtection.revealBytes(Array(#"{"a":1}"#.utf8), opened: opened, fields: []))
+        #expect(try Self.value(made) == (try Self.value(#"{"a":1,"device":{"idfa":"X"},"custom_user_id":"u"}"#.utf8)))
+        #expect(PersonalDataProtection.revealBytes(Array(#"{"device":"text"}"#.utf8), opened: opened, fields: []) == nil)
+        #expect(PersonalDataProtection.revealBytes(Array(#"{"device":{"idfa":1}"#.utf8), opened: opened, fields: []) == nil)
+    }
+
     @Test("steps aside for an escaped key on the way, a repeated path, the ledger's markers, or bytes that do not scan",
           arguments: [
               #"{"dev\u0069ce":{"idfa":"A"}}"#,

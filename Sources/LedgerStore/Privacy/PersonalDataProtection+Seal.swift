@@ -133,40 +133,79 @@ extension PersonalDataProtection {
 
     /// Opens the sealed personal fields of `events` in place: one key query for the batch. Events
     /// whose key was destroyed get their personal paths absent and ``erasedMarkerKey`` listing them.
+    ///
+    /// Like sealing, opening works on the bytes (``PersonalJSONSplitter``): the envelope member is
+    /// cut out, and the opened values are written into the objects on their paths. An event the
+    /// byte path cannot be sure of goes through a `JSONSerialization` tree instead.
     /// - Throws: ``PrivacyError`` when a key or box does not open with the configured master keys.
     public func reveal(_ events: inout [RecordedEvent], on connection: PostgresConnection) throws {
         guard isEnabled else { return }
         let marker = Data("\"\(Self.sealedKey)\"".utf8)
-        var sealed: [(index: Int, object: [String: Any], envelope: [String: Any])] = []
+        var sealed: [(index: Int, rest: [UInt8]?, envelope: [String: Any])] = []
         var ids = Set<UUID>()
         for index in events.indices where events[index].data.range(of: marker) != nil {
-            guard var object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
-                let envelope = object.removeValue(forKey: Self.sealedKey) as? [String: Any]
-            else { continue }
+            let envelope: [String: Any]
+            var rest: [UInt8]?
+            if let cut = PersonalJSONSplitter.extract(Self.sealedKey, from: [UInt8](events[index].data)),
+                let parsed = try? JSONSerialization.jsonObject(with: Data(cut.value)) as? [String: Any]
+            {
+                envelope = parsed
+                rest = cut.rest
+            } else if let object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
+                let parsed = object[Self.sealedKey] as? [String: Any]
+            {
+                envelope = parsed
+            } else {
+                continue
+            }
             if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)) { ids.insert(id) }
-            sealed.append((index, object, envelope))
+            sealed.append((index, rest, envelope))
         }
         guard !sealed.isEmpty else { return }
         let keys = try DataKeys.fetch(ids, protection: self, on: connection)
-        for (index, base, envelope) in sealed {
-            var object = base
+        for (index, rest, envelope) in sealed {
+            let event = events[index]
             let fields = envelope["fields"] as? [String] ?? []
+            var opened: Data?
             if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)), let key = keys[id] {
-                let event = events[index]
-                let opened: Data
                 do {
                     let box = try AES.GCM.SealedBox(combined: Data(base64Encoded: envelope["box"] as? String ?? "") ?? Data())
                     opened = try AES.GCM.open(box, using: key, authenticating: Self.sealingContext(event.id, event.type))
                 } catch {
                     throw PrivacyError.integrity(what: "the personal fields of event \(event.id.uuidString.lowercased())")
                 }
-                let personal = try JSONSerialization.jsonObject(with: opened) as? [String: Any] ?? [:]
-                for (path, value) in personal { PersonalPaths.set(value, at: path, in: &object) }
-            } else {
-                object[Self.erasedMarkerKey] = fields
             }
-            events[index].data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            if let rest, let revealed = Self.revealBytes(rest, opened: opened, fields: fields) {
+                events[index].data = Data(revealed)
+            } else {
+                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: fields)
+            }
         }
+    }
+
+    /// The event's bytes with the opened values put back, or with the erased marker when the key
+    /// is gone; nil when the byte path steps aside.
+    static func revealBytes(_ rest: [UInt8], opened: Data?, fields: [String]) -> [UInt8]? {
+        guard let opened else {
+            guard fields.allSatisfy(BatchSealer.isPlainPath) else { return nil }
+            let list = "[" + fields.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            return PersonalJSONSplitter.insert([([Substring(erasedMarkerKey)], Array(list.utf8)[...])], into: rest[...])
+        }
+        guard let members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
+        return PersonalJSONSplitter.insert(members.map { ($0.key.split(separator: "."), $0.raw) }, into: rest[...])
+    }
+
+    /// The same through a `JSONSerialization` tree (keys sorted).
+    static func revealThroughTree(_ data: Data, opened: Data?, fields: [String]) throws -> Data {
+        guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return data }
+        object[sealedKey] = nil
+        if let opened {
+            let personal = try JSONSerialization.jsonObject(with: opened) as? [String: Any] ?? [:]
+            for (path, value) in personal { PersonalPaths.set(value, at: path, in: &object) }
+        } else {
+            object[erasedMarkerKey] = fields
+        }
+        return try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 }
 

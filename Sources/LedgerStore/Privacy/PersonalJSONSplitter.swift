@@ -177,3 +177,113 @@ struct PersonalJSONSplitter: Sendable {
         }
     }
 }
+
+// MARK: - Putting personal members back (reveal)
+
+extension PersonalJSONSplitter {
+    /// The top-level members of a JSON object, as raw bytes; nil when it does not scan or a key
+    /// is escaped (the tree path decides then).
+    static func members(of bytes: ArraySlice<UInt8>) -> [(key: String, raw: ArraySlice<UInt8>, span: Range<Int>)]? {
+        var scanner = Scanner(bytes: Array(bytes))
+        scanner.skipWhitespace()
+        guard scanner.take(UInt8(ascii: "{")) else { return nil }
+        var members: [(key: String, raw: ArraySlice<UInt8>, span: Range<Int>)] = []
+        scanner.skipWhitespace()
+        if scanner.take(UInt8(ascii: "}")) {
+            scanner.skipWhitespace()
+            return scanner.atEnd ? [] : nil
+        }
+        while true {
+            scanner.skipWhitespace()
+            let keyStart = scanner.index
+            guard scanner.skipString() else { return nil }
+            let rawKey = scanner.bytes[(keyStart + 1)..<(scanner.index - 1)]
+            guard !rawKey.contains(UInt8(ascii: "\\")) else { return nil }
+            scanner.skipWhitespace()
+            guard scanner.take(UInt8(ascii: ":")) else { return nil }
+            scanner.skipWhitespace()
+            let valueStart = scanner.index
+            guard scanner.skipValue() else { return nil }
+            let offset = bytes.startIndex
+            members.append((String(decoding: rawKey, as: UTF8.self), scanner.bytes[valueStart..<scanner.index][...],
+                            (keyStart + offset)..<(scanner.index + offset)))
+            scanner.skipWhitespace()
+            if scanner.take(UInt8(ascii: ",")) { continue }
+            guard scanner.take(UInt8(ascii: "}")) else { return nil }
+            scanner.skipWhitespace()
+            return scanner.atEnd ? members : nil
+        }
+    }
+
+    /// `object` without its top-level member `name`, and that member's value; nil when the
+    /// member is absent, repeated, or the object does not scan.
+    static func extract(_ name: String, from object: [UInt8]) -> (rest: [UInt8], value: ArraySlice<UInt8>)? {
+        guard let members = members(of: object[...]) else { return nil }
+        let matching = members.filter { $0.key == name }
+        guard matching.count == 1, let found = matching.first else { return nil }
+        var rest: [UInt8] = [UInt8(ascii: "{")]
+        rest.reserveCapacity(object.count)
+        var first = true
+        for member in members where member.key != name {
+            if !first { rest.append(UInt8(ascii: ",")) }
+            first = false
+            rest.append(contentsOf: object[member.span])
+        }
+        rest.append(UInt8(ascii: "}"))
+        return (rest, found.raw)
+    }
+
+    /// Puts `values` (dotted path → raw JSON) into `object`, making the objects on the way, as
+    /// `PersonalPaths.set` does in the tree; nil where the bytes disagree with that (a non-object
+    /// on a path, a path both set and descended into, bytes that do not scan).
+    static func insert(_ values: [(path: [Substring], raw: ArraySlice<UInt8>)], into object: ArraySlice<UInt8>) -> [UInt8]? {
+        guard let members = members(of: object) else { return nil }
+        var groups: [Substring: [(path: [Substring], raw: ArraySlice<UInt8>)]] = [:]
+        var order: [Substring] = []
+        for value in values {
+            guard let head = value.path.first else { return nil }
+            if groups[head] == nil { order.append(head) }
+            groups[head, default: []].append((Array(value.path.dropFirst()), value.raw))
+        }
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        var first = true
+        func emit(_ key: some StringProtocol, _ value: some Sequence<UInt8>) {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: key.utf8)
+            out.append(contentsOf: "\":".utf8)
+            out.append(contentsOf: value)
+        }
+        var done = Set<Substring>()
+        for member in members {
+            guard let group = groups[Substring(member.key)] else {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(contentsOf: object[member.span])
+                continue
+            }
+            guard done.insert(Substring(member.key)).inserted, let value = resolve(group, existing: member.raw) else { return nil }
+            emit(member.key, value)
+        }
+        for key in order where !done.contains(key) {
+            guard let value = resolve(groups[key]!, existing: nil) else { return nil }
+            emit(key, value)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// The value for one member: a leaf replaces it; deeper paths go into it (or a new object).
+    private static func resolve(_ group: [(path: [Substring], raw: ArraySlice<UInt8>)], existing: ArraySlice<UInt8>?)
+        -> [UInt8]?
+    {
+        if group.count == 1, group[0].path.isEmpty { return Array(group[0].raw) }
+        guard group.allSatisfy({ !$0.path.isEmpty }) else { return nil }
+        if let existing {
+            guard existing.first == UInt8(ascii: "{") else { return nil }
+            return insert(group, into: existing)
+        }
+        return insert(group, into: Array("{}".utf8)[...])
+    }
+}
