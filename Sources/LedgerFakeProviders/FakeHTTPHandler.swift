@@ -1,5 +1,6 @@
 import Foundation
 import LedgerProviders
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -34,6 +35,11 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         server.connectionClosed(context.channel)
         context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        server.logger.trace("fake provider connection ended", metadata: ["error": "\(error)"])
+        context.close(promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -95,13 +101,5 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         } else {
             context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
         }
-    }
-}
-
-extension TimeAmount {
-    /// A Swift `Duration` as NIO's time amount (nanosecond precision).
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

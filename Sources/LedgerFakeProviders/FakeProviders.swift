@@ -52,7 +52,7 @@ public final class FakeProviders: Sendable {
 
     /// The settings this server was made with.
     public let configuration: Configuration
-    private let logger: Logger
+    let logger: Logger
 
     private struct ServerState {
         var server: (any Channel)?

@@ -76,7 +76,7 @@ public enum TestDatabase {
     /// blocking Swift's cooperative pool (two threads here) would stall every other test's
     /// `await`, including those of a test that holds a transaction open on purpose.
     public static func with<T>(migrated: Bool = true, _ body: (Handle) async throws -> T) async throws -> T {
-        let handle = try await offThePool { try make(migrated: migrated) }
+        let handle = try await create(migrated: migrated)
         do {
             let result = try await body(handle)
             try await offThePool { handle.dropNow() }

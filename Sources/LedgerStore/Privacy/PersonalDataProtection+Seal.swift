@@ -33,7 +33,7 @@ extension PersonalDataProtection {
             let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
             guard !paths.isEmpty else { return nil }
             let splitter = protection.splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
-            guard paths.allSatisfy(Self.isPlainPath), let split = splitter.split(event.data) else {
+            guard splitter.pathsArePlain, let split = splitter.split(event.data) else {
                 return try sealThroughTree(event, paths: paths)
             }
             guard !split.personal.isEmpty else { return nil }
@@ -42,7 +42,7 @@ extension PersonalDataProtection {
             var out = split.remaining
             out.removeLast()  // the closing brace; the marker member goes before it
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            let fieldList = "[" + fields.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            let fieldList = PersonalJSONSplitter.plainArray(fields)
             if let key {
                 var plaintext: [UInt8] = [UInt8(ascii: "{")]
                 for (index, member) in split.personal.enumerated() {
@@ -60,14 +60,6 @@ extension PersonalDataProtection {
             }
             out.append(UInt8(ascii: "}"))
             return Data(out)
-        }
-
-        /// Letters, digits, `_` and `.`: a path that needs no escaping inside a JSON string.
-        static func isPlainPath(_ path: String) -> Bool {
-            path.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-            }
         }
 
         /// The subject's key, looked up (or made) once per append.
@@ -187,8 +179,8 @@ extension PersonalDataProtection {
     /// is gone; nil when the byte path steps aside.
     static func revealBytes(_ rest: [UInt8], opened: Data?, fields: [String]) -> [UInt8]? {
         guard let opened else {
-            guard fields.allSatisfy(BatchSealer.isPlainPath) else { return nil }
-            let list = "[" + fields.map { "\"\($0)\"" }.joined(separator: ",") + "]"
+            guard fields.allSatisfy(PersonalJSONSplitter.isPlain) else { return nil }
+            let list = PersonalJSONSplitter.plainArray(fields)
             return PersonalJSONSplitter.insert([([Substring(erasedMarkerKey)], Array(list.utf8)[...])], into: rest[...])
         }
         guard let members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }

@@ -17,6 +17,9 @@ struct PersonalJSONSplitter: Sendable {
     let prefixes: Set<String>
     /// Top-level member names that make the fast path step aside.
     let reserved: Set<String>
+    /// Whether every path is letters, digits, `_` and `.`, so it is written into JSON unescaped;
+    /// when not, the bytes path is not used for these paths at all.
+    let pathsArePlain: Bool
 
     init(paths: [String], reserved: [String]) {
         self.paths = Set(paths)
@@ -30,6 +33,21 @@ struct PersonalJSONSplitter: Sendable {
         }
         self.prefixes = prefixes
         self.reserved = Set(reserved)
+        self.pathsArePlain = paths.allSatisfy(Self.isPlain)
+    }
+
+    /// Letters, digits, `_` and `.`: text that needs no escaping inside a JSON string.
+    static func isPlain(_ text: String) -> Bool {
+        text.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+        }
+    }
+
+    /// `["a","b"]` for plain texts (see ``isPlain(_:)``), as the envelope's and the erased
+    /// marker's field lists are written.
+    static func plainArray(_ texts: [String]) -> String {
+        "[" + texts.map { "\"\($0)\"" }.joined(separator: ",") + "]"
     }
 
     /// The object without its personal members, and those members (path and raw JSON value, in
@@ -41,80 +59,64 @@ struct PersonalJSONSplitter: Sendable {
 
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
-        var scanner = Scanner(bytes: bytes)
-        scanner.skipWhitespace()
-        guard scanner.peek == UInt8(ascii: "{") else { return nil }
         var personal: [(path: String, value: ArraySlice<UInt8>)] = []
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        guard rebuildObject(&scanner, prefix: "", into: &out, personal: &personal) else { return nil }
-        scanner.skipWhitespace()
-        guard scanner.atEnd, Set(personal.map(\.path)).count == personal.count else { return nil }
-        return Split(remaining: out, personal: personal)
+        guard let members = Self.members(of: bytes[...]), !members.contains(where: { reserved.contains($0.key) }),
+            let remaining = rebuild(bytes[...], members: members, prefix: "", personal: &personal),
+            Set(personal.map(\.path)).count == personal.count
+        else { return nil }
+        return Split(remaining: remaining, personal: personal)
     }
 
-    /// Writes the object at the scanner into `out`, leaving out personal members.
-    private func rebuildObject(
-        _ scanner: inout Scanner, prefix: String, into out: inout [UInt8],
-        personal: inout [(path: String, value: ArraySlice<UInt8>)]
-    ) -> Bool {
-        guard scanner.take(UInt8(ascii: "{")) else { return false }
-        out.append(UInt8(ascii: "{"))
+    /// The object `members` came from, written again without its personal members; the objects
+    /// on the way to a personal path are rebuilt the same way, every other member is copied.
+    private func rebuild(
+        _ object: ArraySlice<UInt8>, members: [Member], prefix: String, personal: inout [(path: String, value: ArraySlice<UInt8>)]
+    ) -> [UInt8]? {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(object.count)
         var first = true
-        scanner.skipWhitespace()
-        if scanner.take(UInt8(ascii: "}")) {
-            out.append(UInt8(ascii: "}"))
-            return true
-        }
-        while true {
-            scanner.skipWhitespace()
-            let keyStart = scanner.index
-            guard scanner.skipString() else { return false }
-            let keyEnd = scanner.index
-            let rawKey = scanner.bytes[(keyStart + 1)..<(keyEnd - 1)]
-            scanner.skipWhitespace()
-            guard scanner.take(UInt8(ascii: ":")) else { return false }
-            scanner.skipWhitespace()
-            let valueStart = scanner.index
-            // An escaped key may spell a personal name ("dev\u0069ce"): only the tree can tell.
-            if rawKey.contains(UInt8(ascii: "\\")) { return false }
-            let key = String(decoding: rawKey, as: UTF8.self)
-            let path = prefix.isEmpty ? key : prefix + "." + key
-            if prefix.isEmpty && reserved.contains(key) { return false }
-            if prefixes.contains(path) && scanner.peek == UInt8(ascii: "{") {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
-                out.append(contentsOf: scanner.bytes[keyStart..<keyEnd])
-                out.append(UInt8(ascii: ":"))
-                guard rebuildObject(&scanner, prefix: path, into: &out, personal: &personal) else { return false }
-            } else {
-                guard scanner.skipValue() else { return false }
-                let value = scanner.bytes[valueStart..<scanner.index]
-                if paths.contains(path) && !value.elementsEqual("null".utf8) {
-                    personal.append((path, value))
-                } else {
-                    if !first { out.append(UInt8(ascii: ",")) }
-                    first = false
-                    out.append(contentsOf: scanner.bytes[keyStart..<keyEnd])
-                    out.append(UInt8(ascii: ":"))
-                    out.append(contentsOf: value)
-                }
+        for member in members {
+            let path = prefix.isEmpty ? member.key : prefix + "." + member.key
+            if paths.contains(path) && !member.raw.elementsEqual("null".utf8) {
+                personal.append((path, member.raw))
+                continue
             }
-            scanner.skipWhitespace()
-            if scanner.take(UInt8(ascii: ",")) { continue }
-            guard scanner.take(UInt8(ascii: "}")) else { return false }
-            out.append(UInt8(ascii: "}"))
-            return true
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            if prefixes.contains(path) && member.raw.first == UInt8(ascii: "{") {
+                guard let inner = Self.members(of: member.raw),
+                    let rebuilt = rebuild(member.raw, members: inner, prefix: path, personal: &personal)
+                else { return nil }
+                out.append(contentsOf: object[member.span.lowerBound..<member.raw.startIndex])  // `"key":`
+                out.append(contentsOf: rebuilt)
+            } else {
+                out.append(contentsOf: object[member.span])
+            }
         }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    /// One member of a scanned object: its key, its raw value, and the bytes from the key's
+    /// opening quote to the value's end (indices of the scanned slice).
+    struct Member {
+        var key: String
+        var raw: ArraySlice<UInt8>
+        var span: Range<Int>
     }
 
     /// A cursor over JSON bytes that can step over whole values.
     struct Scanner {
-        let bytes: [UInt8]
-        var index = 0
+        let bytes: ArraySlice<UInt8>
+        var index: Int
 
-        var atEnd: Bool { index >= bytes.count }
-        var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
+        init(bytes: ArraySlice<UInt8>) {
+            self.bytes = bytes
+            self.index = bytes.startIndex
+        }
+
+        var atEnd: Bool { index >= bytes.endIndex }
+        var peek: UInt8? { index < bytes.endIndex ? bytes[index] : nil }
 
         mutating func take(_ byte: UInt8) -> Bool {
             guard peek == byte else { return false }
@@ -129,7 +131,7 @@ struct PersonalJSONSplitter: Sendable {
         /// Steps over a string, escapes included.
         mutating func skipString() -> Bool {
             guard take(UInt8(ascii: "\"")) else { return false }
-            while index < bytes.count {
+            while index < bytes.endIndex {
                 switch bytes[index] {
                 case UInt8(ascii: "\""):
                     index += 1
@@ -176,45 +178,44 @@ struct PersonalJSONSplitter: Sendable {
             }
         }
     }
+
+    /// The members of the JSON object that is all of `bytes` (whitespace aside); nil when it does
+    /// not scan or a key is escaped (an escaped key may spell a personal name, `"dev\u0069ce"`:
+    /// only the tree can tell).
+    static func members(of bytes: ArraySlice<UInt8>) -> [Member]? {
+        var scanner = Scanner(bytes: bytes)
+        scanner.skipWhitespace()
+        guard scanner.take(UInt8(ascii: "{")) else { return nil }
+        var members: [Member] = []
+        scanner.skipWhitespace()
+        if !scanner.take(UInt8(ascii: "}")) {
+            while true {
+                scanner.skipWhitespace()
+                let keyStart = scanner.index
+                guard scanner.skipString() else { return nil }
+                let rawKey = bytes[(keyStart + 1)..<(scanner.index - 1)]
+                guard !rawKey.contains(UInt8(ascii: "\\")) else { return nil }
+                scanner.skipWhitespace()
+                guard scanner.take(UInt8(ascii: ":")) else { return nil }
+                scanner.skipWhitespace()
+                let valueStart = scanner.index
+                guard scanner.skipValue() else { return nil }
+                members.append(Member(key: String(decoding: rawKey, as: UTF8.self), raw: bytes[valueStart..<scanner.index],
+                                      span: keyStart..<scanner.index))
+                scanner.skipWhitespace()
+                if scanner.take(UInt8(ascii: ",")) { continue }
+                guard scanner.take(UInt8(ascii: "}")) else { return nil }
+                break
+            }
+        }
+        scanner.skipWhitespace()
+        return scanner.atEnd ? members : nil
+    }
 }
 
 // MARK: - Putting personal members back (reveal)
 
 extension PersonalJSONSplitter {
-    /// The top-level members of a JSON object, as raw bytes; nil when it does not scan or a key
-    /// is escaped (the tree path decides then).
-    static func members(of bytes: ArraySlice<UInt8>) -> [(key: String, raw: ArraySlice<UInt8>, span: Range<Int>)]? {
-        var scanner = Scanner(bytes: Array(bytes))
-        scanner.skipWhitespace()
-        guard scanner.take(UInt8(ascii: "{")) else { return nil }
-        var members: [(key: String, raw: ArraySlice<UInt8>, span: Range<Int>)] = []
-        scanner.skipWhitespace()
-        if scanner.take(UInt8(ascii: "}")) {
-            scanner.skipWhitespace()
-            return scanner.atEnd ? [] : nil
-        }
-        while true {
-            scanner.skipWhitespace()
-            let keyStart = scanner.index
-            guard scanner.skipString() else { return nil }
-            let rawKey = scanner.bytes[(keyStart + 1)..<(scanner.index - 1)]
-            guard !rawKey.contains(UInt8(ascii: "\\")) else { return nil }
-            scanner.skipWhitespace()
-            guard scanner.take(UInt8(ascii: ":")) else { return nil }
-            scanner.skipWhitespace()
-            let valueStart = scanner.index
-            guard scanner.skipValue() else { return nil }
-            let offset = bytes.startIndex
-            members.append((String(decoding: rawKey, as: UTF8.self), scanner.bytes[valueStart..<scanner.index][...],
-                            (keyStart + offset)..<(scanner.index + offset)))
-            scanner.skipWhitespace()
-            if scanner.take(UInt8(ascii: ",")) { continue }
-            guard scanner.take(UInt8(ascii: "}")) else { return nil }
-            scanner.skipWhitespace()
-            return scanner.atEnd ? members : nil
-        }
-    }
-
     /// `object` without its top-level member `name`, and that member's value; nil when the
     /// member is absent, repeated, or the object does not scan.
     static func extract(_ name: String, from object: [UInt8]) -> (rest: [UInt8], value: ArraySlice<UInt8>)? {
