@@ -158,7 +158,7 @@ public final class FakeGoogle: FakeProvider {
     static func adEventTimestamp(before timestamp: String?) -> String {
         guard let timestamp else { return "1432681913.123456" }
         let parts = timestamp.split(separator: ".", maxSplits: 1)
-        guard let seconds = Int64(parts[0]), seconds > 3_600 else { return "1432681913.123456" }
+        guard let first = parts.first, let seconds = Int64(first), seconds > 3_600 else { return "1432681913.123456" }
         return parts.count > 1 ? "\(seconds - 3_600).\(parts[1])" : "\(seconds - 3_600)"
     }
 

@@ -168,7 +168,7 @@ import Testing
             // The same batch with the stored fact as it was: the stored one is a duplicate, the new one is written.
             let same = try ledger.prepare(SKANRegistered(), for: device, id: stored, occurredAt: testEpoch)
             let results = try await ledger.recordBatch([same, fresh])
-            #expect(results.map(\.wasDuplicate) == [true, false])
+            try #require(results.map(\.wasDuplicate) == [true, false])
             #expect(results[1].position > results[0].position)
         }
     }

@@ -46,7 +46,7 @@ struct AppendCommandTests {
         #expect(summary["accepted"] as? Int == 3)
         #expect(summary["duplicates"] as? Int == 1)
         let refused = try #require(summary["refused"] as? [[String: Any]])
-        #expect(refused.map { $0["line"] as? Int } == [3, 4, 5])
+        try #require(refused.map { $0["line"] as? Int } == [3, 4, 5])
         #expect(refused[0]["rule"] as? String == "json_object")
         #expect(refused[1]["field"] as? String == "type")
         #expect((refused[2]["field"] as? String)?.hasPrefix("device") == true)

@@ -109,7 +109,7 @@ struct EraseTests {
                 }
             }
         }
-        let tried = "send-" + sends[0].uuidString.lowercased()
+        let tried = "send-" + (try #require(sends.first)).uuidString.lowercased()
         let attempt = SendAttempted(attempt: 1, request: RecordedRequest(
             method: "GET", url: "https://www.googleadservices.com/pagead/conversion/app/1.0?rdid=\(Self.identifiers[0])",
             headers: [HTTPHeader("X-Forwarded-For", Self.identifiers[2])]))
@@ -165,10 +165,11 @@ struct EraseTests {
         for event in history {
             _ = try EventCatalog.standard.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
         }
-        let firstOpen = try LedgerJSON.makeDecoder().decode(FirstOpen.self, from: history[0].data)
+        let first = try #require(history.first)
+        let firstOpen = try LedgerJSON.makeDecoder().decode(FirstOpen.self, from: first.data)
         #expect(firstOpen.device.idfa == nil && firstOpen.device.ip == nil && firstOpen.deepLink?.gclid == nil)
         #expect(firstOpen.device.osVersion == "17.4.1" && firstOpen.adServicesToken?.token == "adservices-token-not-personal")
-        let marker = try #require(try JSONSerialization.jsonObject(with: history[0].data) as? [String: Any])
+        let marker = try #require(try JSONSerialization.jsonObject(with: first.data) as? [String: Any])
         #expect((marker["ledger_erased"] as? [String])?.contains("device.idfa") == true)
         let erasure = try #require(history.last { $0.type == ErasureCompleted.eventType })
         let record = try LedgerJSON.makeDecoder().decode(ErasureCompleted.self, from: erasure.data)
@@ -209,7 +210,7 @@ struct EraseTests {
 
         // Another device is untouched.
         let kept = try await store.readStream(Self.keptDevice)
-        #expect(try LedgerJSON.makeDecoder().decode(SessionStarted.self, from: kept[0].data).device.idfa == Self.keptIDFA)
+        #expect(try LedgerJSON.makeDecoder().decode(SessionStarted.self, from: try #require(kept.first).data).device.idfa == Self.keptIDFA)
 
         // Erasing twice is harmless: nothing new is written.
         let count = try await pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0)

@@ -93,11 +93,11 @@ struct SendQueueTests {
             let claimedLive = try await store.pool.withConnection {
                 try SendQueue.claim(limit: 1, owner: "alive-worker", now: testEpoch, lease: 60, on: $0)
             }
-            #expect(claimedDead.map(\.sendID) == [dead.sendID] && claimedLive.map(\.sendID) == [live.sendID])
+            try #require(claimedDead.map(\.sendID) == [dead.sendID] && claimedLive.map(\.sendID) == [live.sendID])
             // The dead worker had recorded its attempt before dying.
             let attempted = SendAttempted(attempt: 1, request: RecordedRequest(method: "GET", url: "https://example.test/", headers: []))
             try await store.append([NewEvent(type: SendAttempted.eventType, data: try EventCatalog.standard.encode(attempted),
-                                             occurredAt: testEpoch)], to: claimedDead[0].streamID)
+                                             occurredAt: testEpoch)], to: try #require(claimedDead.first).streamID)
 
             let rescued = try await store.pool.withConnection { try SendQueue.rescue(now: testEpoch, store: store, on: $0) }
             #expect(rescued == 1)

@@ -209,7 +209,7 @@ struct WorkerRecoveryTests {
                 // clock moves, within the 10 s request timeout.
                 fakes.apple.enqueue(.stall(.seconds(8)))
                 let sends = try await Self.enqueueLookups(1, store: store)
-                let stream = StreamID.send(id: sends[0]).rawValue
+                let stream = StreamID.send(id: try #require(sends.first)).rawValue
                 let settled = try await Self.withLoop(store: store, fakes: fakes) { loop in
                     #expect(try await Self.waitUntil(timeout: .seconds(30)) { fakes.apple.requestCount >= 1 })
                     loop.clock.advance(by: 31)

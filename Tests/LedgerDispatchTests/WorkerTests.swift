@@ -82,7 +82,7 @@ struct WorkerTests {
                 "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded",
             ])
             let retries = try await rig.store.readStream(stream).filter { $0.type == RetryScheduled.eventType }
-            let first = try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: retries[0].data)
+            let first = try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: try #require(retries.first).data)
             #expect(first.notBefore == testEpoch.addingTimeInterval(5))
             #expect(rig.fakes.apple.requestCount == 3)
             #expect(try await queueCount(rig.store) == 0)
@@ -117,7 +117,7 @@ struct WorkerTests {
             try await enqueue(.branch, .open, cause: session, device: Self.device, key: "branch:2", now: testEpoch, store: rig.store)
             #expect(try await rig.worker.drain() == 2)
             let opens = rig.fakes.branch.requests
-            #expect(opens.count == 2)
+            try #require(opens.count == 2)
             let issued = try #require(rig.fakes.branch.issuedBundleTokens.first)
             #expect(opens[1].bodyText.contains(issued))
             #expect(!opens[0].bodyText.contains("randomized_bundle_token"))

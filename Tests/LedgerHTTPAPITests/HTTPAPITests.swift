@@ -19,10 +19,11 @@ import Testing
             #expect(appended.status == 200)
             let answer = try json(appended.body)
             let results = try #require(answer["results"] as? [[String: Any]])
-            #expect(results.count == 3)
+            try #require(results.count == 3)
             #expect(results[0]["id"] as? String == open.uuidString.lowercased())
             let positions = results.compactMap { $0["position"] as? Int }
-            #expect(positions.count == 3 && positions == positions.sorted())
+            try #require(positions.count == 3)
+            #expect(positions == positions.sorted())
             #expect(answer["appended"] as? Int == 3)
 
             // Idempotent: the same events again write nothing and answer the same positions. (The

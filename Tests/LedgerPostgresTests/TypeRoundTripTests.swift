@@ -22,7 +22,7 @@ struct TypeRoundTripTests {
                 """)
             try connection.execute("INSERT INTO t VALUES (NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)")
             let rows = try connection.query("SELECT * FROM t ORDER BY b NULLS LAST")
-            #expect(rows.count == 2)
+            try #require(rows.count == 2)
             let row = rows[0]
             #expect(try row.decode(Bool.self, column: "b") == true)
             #expect(try row.decode(Int16.self, column: "i2") == Int16.min)

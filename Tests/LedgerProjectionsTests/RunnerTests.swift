@@ -221,7 +221,7 @@ struct RunnerTests {
             try await runner.catchUp()
             let then = try #require(try await skan.storedState(of: history.device, pool: store.pool))
             let position = try await store.streamVersion(history.device) > 0
-                ? try await store.readStream(history.device, backward: true, limit: 1)[0].position : 0
+                ? try #require(try await store.readStream(history.device, backward: true, limit: 1).first).position : 0
 
             var later = History()
             try later.add(SKANConversionValueUpdated(fineValue: 9), at: History.epoch.addingTimeInterval(120))
@@ -246,18 +246,18 @@ struct RunnerTests {
             try history.add(SKANConversionValueUpdated(fineValue: 5), at: History.epoch.addingTimeInterval(60))
             try await append(history, to: store)
             try await waitForHorizon(store)
-            var status = try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }[0]
+            var status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }.first)
             #expect(status.eventsBehind == 2 && status.secondsBehind >= 0 && status.eventsApplied == 0 && !status.isStale)
             try await runner.catchUp()
-            status = try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }[0]
+            status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }.first)
             #expect(status.eventsBehind == 0 && status.secondsBehind == 0 && status.eventsApplied == 2)
 
             let fixed = VersionedProjection(inner: skan, version: 2)
-            status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
+            status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }.first)
             #expect(status.isStale && status.builtWithVersion == 1 && status.codeVersion == 2)
             let report = try await ProjectionRebuilder(store: store, logger: TestDatabase.quietLogger).rebuild(fixed)
             #expect(report.events == 2 && report.version == 2)
-            status = try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }[0]
+            status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }.first)
             #expect(!status.isStale && status.rebuiltAt != nil && status.eventsApplied == 2)
         }
     }
