@@ -119,8 +119,7 @@ public struct SKANPostbackIngestor: Sendable {
                 raw: text, forwardingNetwork: network, receivedAt: receivedAt, verification: valid ? .valid : .invalid,
                 duplicateOf: duplicateOf, reportedValues: reportedValues, unsignedCheck: check,
                 unsignedMismatches: mismatches.isEmpty ? nil : mismatches)
-            let new = NewEvent(id: eventID, type: SKANPostbackReceived.eventType, schemaVersion: SKANPostbackReceived.schemaVersion,
-                               data: try EventCatalog.standard.encode(event), metadata: metadata, occurredAt: receivedAt)
+            let new = try NewEvent(event, id: eventID, metadata: metadata, occurredAt: receivedAt)
             let expected: ExpectedVersion = history.last.map { .exact($0.streamVersion) } ?? .noStream
             do {
                 let appended = try await store.append([new], to: stream, expected: expected)
@@ -147,12 +146,11 @@ public struct SKANPostbackIngestor: Sendable {
     public func configure(model: SKANConversionModelConfigured, eventID: UUID = UUID(), at time: Date = Date())
         async throws -> AppendResult
     {
-        let data = try EventCatalog.standard.encode(model)
         let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor, appID: try AppID(model.appID)))
         let stream = "\(StreamCategory.skan.rawValue)-model-\(model.appID)"
         let expected: ExpectedVersion = model.modelVersion == 1 ? .noStream : .exact(Int64(model.modelVersion - 1))
         return try await store.append(
-            [NewEvent(id: eventID, type: SKANConversionModelConfigured.eventType, data: data, metadata: metadata, occurredAt: time)],
+            [try NewEvent(model, id: eventID, metadata: metadata, occurredAt: time)],
             to: stream, expected: expected)
     }
 
@@ -226,8 +224,7 @@ public struct SKANPostbackIngestor: Sendable {
             rejection: .init(kind: error.kind.rawValue, field: error.field, rule: error.rule, message: error.message),
             reportedValues: reportedValues)
         let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor))
-        let new = NewEvent(id: eventID, type: SKANPostbackReceived.eventType, data: try EventCatalog.standard.encode(event),
-                           metadata: metadata, occurredAt: receivedAt)
+        let new = try NewEvent(event, id: eventID, metadata: metadata, occurredAt: receivedAt)
         try await store.append([new], to: "\(StreamCategory.skan.rawValue)-rejected-\(digest)")
         return eventID
     }

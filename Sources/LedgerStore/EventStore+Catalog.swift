@@ -8,6 +8,8 @@ extension EventStore {
     /// versions, payloads that do not decode (the field path named), and broken domain rules.
     public static func catalogValidator(_ catalog: EventCatalog = .standard) -> EventValidator {
         { index, event in
+            // Bytes this catalog encoded from a typed event were checked then (NewEvent.init(_:catalog:…)).
+            if event.wasEncoded(by: catalog) { return }
             do {
                 _ = try catalog.validate(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
             } catch let error as EventValidationError {

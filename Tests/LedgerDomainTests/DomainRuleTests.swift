@@ -95,6 +95,33 @@ struct DomainRuleTests {
         expectBroken(SessionStarted(device: device), field: "device.user_agent.device_model", rule: "no_control_characters")
     }
 
+    // Seed 000, "User-Agent components": the parts are written into `name/version (os version;
+    // locale; model; Build/build)`, so what the request builder would refuse at send time is
+    // refused when the event is appended.
+    @Test("user agent parts: no structuring characters, build without its Build/ prefix (seed 000)")
+    func userAgentParts() throws {
+        let broken: [(WritableKeyPath<UserAgentParts, String>, String, String)] = [
+            (\.appName, "My App", "app_name"), (\.appName, "App/2", "app_name"), (\.appVersion, "1.0 (beta)", "app_version"),
+            (\.osName, "iOS;", "os_name"), (\.osVersion, "17)", "os_version"), (\.locale, "en US", "locale"),
+            (\.deviceModel, "iPhone (15)", "device_model"), (\.deviceModel, "Téléphone", "device_model"),
+        ]
+        for (path, value, field) in broken {
+            var device = Samples.iosDevice
+            device.userAgent?[keyPath: path] = value
+            expectBroken(SessionStarted(device: device), field: "device.user_agent.\(field)", rule: "user_agent_token")
+        }
+        var device = Samples.iosDevice
+        device.userAgent?.build = "Build/21E236"
+        expectBroken(SessionStarted(device: device), field: "device.user_agent.build", rule: "build_without_prefix")
+        device.userAgent?.build = "21E 236"
+        expectBroken(SessionStarted(device: device), field: "device.user_agent.build", rule: "user_agent_token")
+        // Spaces are part of a model or an OS name; a build may be absent (not every provider needs it).
+        device.userAgent?.build = nil
+        device.userAgent?.deviceModel = "Pixel 8"
+        device.userAgent?.osName = "Android TV"
+        #expect(ruleError(SessionStarted(device: device)) == nil)
+    }
+
     @Test("tokens are non-empty and iOS-only; referrers Android-only")
     func firstOpenParts() throws {
         var event = try Samples.firstOpen()

@@ -54,4 +54,46 @@ struct CatalogTests {
             #expect(try eventCount(database) == 1)
         }
     }
+
+    @Test("a typed event the catalog encoded is trusted as is; changed bytes, or another catalog's, are checked again")
+    func typedEventsAreCheckedOnce() async throws {
+        try await TestDatabase.with { database throws in
+            let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+            let stream = "device-com.example.game-install-1"
+            let typed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
+            #expect(typed.type == SessionStarted.eventType && typed.schemaVersion == SessionStarted.schemaVersion)
+            #expect(typed.data == (try EventCatalog.standard.encode(SessionStarted(device: Self.device))))
+            // Equality is the event's value: how its payload was made does not count.
+            let same = NewEvent(id: typed.id, type: typed.type, schemaVersion: typed.schemaVersion, data: typed.data,
+                                metadata: typed.metadata, occurredAt: typed.occurredAt)
+            #expect(same == typed && same.hashValue == typed.hashValue)
+            try await store.append([typed], to: stream)
+            let stored = try #require(try await store.readStream(stream).first)
+            #expect(try LedgerJSON.makeDecoder().decode(SessionStarted.self, from: stored.data) == SessionStarted(device: Self.device))
+
+            // The typed event's bytes changed afterwards: the store checks them, and refuses.
+            var changed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
+            var object = try #require(try JSONSerialization.jsonObject(with: changed.data) as? [String: Any])
+            object["device"] = "not a device"
+            changed.data = try JSONSerialization.data(withJSONObject: object)
+            let changedError = await #expect(throws: EventStoreError.self) { try await store.append([changed], to: stream) }
+            guard case .invalidEvent(0, "SessionStarted", "device", _, _)? = changedError else {
+                Issue.record("expected the changed payload to be checked, got \(String(describing: changedError))")
+                return
+            }
+            // Encoded by another catalog, which knows the type: the store's own catalog still checks
+            // it. A catalog without the type refuses it, although the other catalog encoded it.
+            let narrow = EventStore(pool: pool, catalog: EventCatalog([FirstOpen.self]), logger: TestDatabase.quietLogger)
+            let foreign = try NewEvent(SessionStarted(device: Self.device), catalog: .standard, occurredAt: Date())
+            let foreignError = await #expect(throws: EventStoreError.self) { try await narrow.append([foreign], to: stream) }
+            guard case .invalidEvent(0, "SessionStarted", _, let rule, _)? = foreignError else {
+                Issue.record("expected the narrow catalog to refuse the type, got \(String(describing: foreignError))")
+                return
+            }
+            #expect(rule == "unknown_type")
+            #expect(try eventCount(database) == 1)
+        }
+    }
 }

@@ -120,10 +120,8 @@ public struct AttributionDecider: Sendable {
             let attributed = outcome.winner?.source == .google && outcome.winner?.adEventID == adEventID
             if previousAttributed[adEventID] != attributed { crossNetwork[adEventID] = attributed }
         }
-        let data = try EventCatalog.standard.encode(decision)
         let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider"))
-        let event = NewEvent(id: decisionID, type: AttributionDecided.eventType, schemaVersion: AttributionDecided.schemaVersion,
-                             data: data, metadata: metadata, occurredAt: now)
+        let event = try NewEvent(decision, id: decisionID, metadata: metadata, occurredAt: now)
         let sends = try crossNetwork.sorted { $0.key < $1.key }.map { adEventID, attributed in
             let key = "google:cross_network:\(decisionID.uuidString.lowercased()):\(adEventID)"
             let request = SendRequested(

@@ -57,10 +57,8 @@ public struct DeviceFactRecorder: Sendable {
     ) async throws -> RecordedFact {
         try fact.validate()
         let stream = try StreamID.device(app: app, device: device)
-        let data = try EventCatalog.standard.encode(fact)
         let meta = try EventCatalog.standard.encode(metadata: metadata)
-        let event = NewEvent(id: id, type: Fact.eventType, schemaVersion: Fact.schemaVersion, data: data, metadata: meta,
-                             occurredAt: occurredAt)
+        let event = try NewEvent(fact, id: id, metadata: meta, occurredAt: occurredAt)
         let planned = SendPlanner(settings: settings.forApp(app.rawValue)).plan(fact, eventID: id)
         let requests = planned.map { send in
             SendRequested(

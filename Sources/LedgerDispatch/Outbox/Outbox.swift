@@ -56,9 +56,8 @@ public enum Outbox {
     ///   - deadline: how long the send may keep retrying before it fails for good.
     public static func enqueue(_ request: SendRequested, store: EventStore, now: Date, deadline: TimeInterval = 7 * 86_400,
                                on connection: PostgresConnection) throws -> Enqueued {
-        let data = try EventCatalog.standard.encode(request)
-        let event = NewEvent(id: request.sendID, type: SendRequested.eventType, schemaVersion: SendRequested.schemaVersion,
-                             data: data, occurredAt: now)
+        let event = try NewEvent(request, id: request.sendID, occurredAt: now)
+        let data = event.data
         let stream = StreamID.send(id: request.sendID).rawValue
         let result = try store.append([event], to: stream, expected: .noStream, on: connection)
         let position = result.events.first?.position ?? 0

@@ -115,8 +115,7 @@ public enum SendQueue {
                     let unknown = SendOutcomeUnknown(
                         attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
                         detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
-                    try store.append([NewEvent(type: SendOutcomeUnknown.eventType, data: try EventCatalog.standard.encode(unknown),
-                                               occurredAt: now)], to: send.streamID, on: connection)
+                    try store.append([try NewEvent(unknown, occurredAt: now)], to: send.streamID, on: connection)
                 }
                 try release(send.sendID, notBefore: now, on: connection)
             }

@@ -92,8 +92,7 @@ public struct DeviceEraser: Sendable {
             } else {
                 let event = ErasureCompleted(deviceStreamID: device, requestedBy: requestedBy, requestedAt: requestedAt)
                 let appended = try store.append(
-                    [NewEvent(type: ErasureCompleted.eventType, data: try EventCatalog.standard.encode(event),
-                              metadata: metadata, occurredAt: now)], to: subject, on: connection)
+                    [try NewEvent(event, metadata: metadata, occurredAt: now)], to: subject, on: connection)
                 eventID = appended.events[0].id
                 erasedAt = try connection.query("""
                     INSERT INTO privacy_erasures (subject, requested_by, requested_at, event_id)
@@ -118,15 +117,16 @@ public struct DeviceEraser: Sendable {
             ORDER BY enqueued_position FOR UPDATE
             """).map { (try $0.decode(UUID.self, at: 0), try $0.decode(String.self, at: 1)) }
         var cancelled: [String] = []
-        let data = try EventCatalog.standard.encode(SendCancelled(reason: cancelReason))
+        let cancel = try NewEvent(SendCancelled(reason: cancelReason), metadata: metadata, occurredAt: now)
         for (sendID, stream) in queued {
             let done = try connection.query("""
                 SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = \(stream)
                                AND event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
                 """).single().decode(Bool.self, at: 0)
             if !done {
-                try store.append([NewEvent(type: SendCancelled.eventType, data: data, metadata: metadata, occurredAt: now)],
-                                 to: stream, on: connection)
+                var event = cancel
+                event.id = UUID()
+                try store.append([event], to: stream, on: connection)
                 cancelled.append(stream)
             }
             try SendQueue.remove(sendID, on: connection)

@@ -49,8 +49,7 @@ extension SendWorker {
 
         // The attempt is on the record before the request leaves.
         let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
-        let attemptEvent = NewEvent(type: SendAttempted.eventType, data: try EventCatalog.standard.encode(attempted),
-                                    occurredAt: context.now)
+        let attemptEvent = try NewEvent(attempted, occurredAt: context.now)
         let held = try await store.pool.withConnection { [store, configuration] connection in
             try connection.transaction { connection in
                 guard try SendQueue.stillHeld(claim, owner: configuration.workerID, on: connection) else { return false }
@@ -86,7 +85,7 @@ extension SendWorker {
         let now = clock.now()
         var events: [NewEvent] = []
         func add(_ event: some LedgerEvent) throws {
-            events.append(NewEvent(type: type(of: event).eventType, data: try EventCatalog.standard.encode(event), occurredAt: now))
+            events.append(try NewEvent(event, occurredAt: now))
         }
         if case .response(let response) = answer {
             try add(Self.received(response, attempt: claim.attempt))

@@ -41,6 +41,9 @@ public struct EventCatalog: Sendable {
     /// Every entry, sorted by type name, then schema version.
     public let entries: [Entry]
     private let byName: [String: [Int: Entry]]
+    /// This catalog value's identity (copies share it): what lets a store trust bytes this very
+    /// catalog encoded instead of checking them a second time.
+    public let identity = UUID()
 
     /// A catalog of `types`. When two types share a name and schema version, the first is kept
     /// (the standard catalog's tests make sure it has no such pair).
