@@ -46,7 +46,10 @@ do {
     }
     // append_encrypted (issue 9): appends with personal fields sealed per device vs sealing off.
     if wanted("append_encrypted") {
-        emit(try benchEncryptedAppends(conninfo: database.conninfo))
+        // LEDGER_BENCH_DEVICES: devices per round (default 50, so a device's first event, which
+        // makes its data key, is one append in twelve).
+        emit(try benchEncryptedAppends(conninfo: database.conninfo,
+                                       devices: ProcessInfo.processInfo.environment["LEDGER_BENCH_DEVICES"].flatMap { Int($0) }.map { max(1, $0) } ?? 50))
     }
     // drain (issue 6): 10,000 sends by 1 and 4 workers against the loopback fakes, vs a bare loop.
     if wanted("drain") {

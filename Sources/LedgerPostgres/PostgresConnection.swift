@@ -16,6 +16,10 @@ public final class PostgresConnection {
     private let noticeSink: NoticeSink
     /// SQL text → prepared statement name, for statements prepared on this session.
     private var prepared: [String: String] = [:]
+    /// True inside ``transaction(isolation:_:)``'s body: the wrapper will send the COMMIT.
+    private var inManagedTransaction = false
+    /// What ``afterCommit(_:)`` registered for the open transaction, in order.
+    private var commitActions: [() -> Void] = []
     /// The logger this connection reports server notices to.
     public let logger: Logger
 
@@ -120,6 +124,12 @@ public final class PostgresConnection {
         isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         try run(script: isolation == .readCommitted ? "BEGIN" : "BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        inManagedTransaction = true
+        commitActions = []
+        defer {
+            inManagedTransaction = false
+            commitActions = []
+        }
         let result: T
         do {
             result = try body(self)
@@ -133,7 +143,25 @@ public final class PostgresConnection {
             rollbackQuietly()
             throw error
         }
+        let actions = commitActions
+        commitActions = []
+        for action in actions { action() }
         return result
+    }
+
+    /// Runs `action` once the transaction ``transaction(isolation:_:)`` opened has committed —
+    /// never if it rolls back, nor if the savepoint it was registered in rolls back — and returns
+    /// true. Returns false, registering nothing, when no such transaction is open (none at all,
+    /// or one begun with a plain `BEGIN`): the caller then acts at once or inside the transaction.
+    ///
+    /// For work that must not run inside the transaction: a `NOTIFY` there makes the commit take
+    /// PostgreSQL's cluster-wide notification lock and hold it through the commit's flush, which
+    /// serialises the commits of every session that notifies.
+    @discardableResult
+    public func afterCommit(_ action: @escaping () -> Void) -> Bool {
+        guard inManagedTransaction, isInTransaction else { return false }
+        commitActions.append(action)
+        return true
     }
 
     /// Runs `body` inside a savepoint of the current transaction; a throw rolls back to the
@@ -141,12 +169,14 @@ public final class PostgresConnection {
     @discardableResult
     public func savepoint<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try run(script: "SAVEPOINT ledger_savepoint")
+        let registered = commitActions.count
         do {
             let result = try body(self)
             try run(script: "RELEASE SAVEPOINT ledger_savepoint")
             return result
         } catch {
             try? run(script: "ROLLBACK TO SAVEPOINT ledger_savepoint; RELEASE SAVEPOINT ledger_savepoint")
+            if commitActions.count > registered { commitActions.removeSubrange(registered...) }
             throw error
         }
     }

@@ -82,10 +82,12 @@ extension EventStore {
                 throw error
             }
             if rows.count == events.count {
-                if inTransaction && !notifyAfterCommit {
-                    try connection.execute("SELECT pg_notify('ledger_events', '')")
-                } else {
+                if !inTransaction || notifyAfterCommit {
                     notifier.signal()
+                } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
+                    // A transaction the wrapper does not manage: notify inside it (this
+                    // serialises its commit with other notifying ones, but no event goes unannounced).
+                    try connection.execute("SELECT pg_notify('ledger_events', '')")
                 }
                 return try AppendResult(events: zip(events, rows).map { event, row in
                     AppendedEvent(

@@ -69,6 +69,45 @@ struct ErrorAndTransactionTests {
         }
     }
 
+    @Test("after-commit actions run once the transaction committed, never after a rollback or a rolled-back savepoint")
+    func afterCommitActions() async throws {
+        struct Boom: Error {}
+        try await withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE c (id int PRIMARY KEY)")
+            var ran: [String] = []
+            #expect(!connection.afterCommit { ran.append("outside") }, "nothing to wait for outside a transaction")
+            try connection.transaction { connection in
+                try connection.execute("INSERT INTO c VALUES (\(1))")
+                #expect(connection.afterCommit {
+                    // Committed and visible by the time the action runs.
+                    ran.append(connection.isInTransaction ? "inside" : "after commit")
+                })
+                _ = try? connection.savepoint { connection in
+                    #expect(connection.afterCommit { ran.append("rolled-back savepoint") })
+                    try connection.execute("INSERT INTO c VALUES (\(1))")
+                }
+                try connection.savepoint { connection in
+                    #expect(connection.afterCommit { ran.append("kept savepoint") })
+                }
+                #expect(ran.isEmpty)
+            }
+            #expect(ran == ["after commit", "kept savepoint"])
+            ran = []
+            #expect(throws: Boom.self) {
+                try connection.transaction { connection in
+                    connection.afterCommit { ran.append("rolled back") }
+                    throw Boom()
+                }
+            }
+            // A transaction the wrapper did not open: it cannot know when it commits.
+            try connection.run(script: "BEGIN")
+            #expect(!connection.afterCommit { ran.append("plain BEGIN") })
+            try connection.run(script: "COMMIT")
+            try connection.transaction { _ in }
+            #expect(ran.isEmpty)
+        }
+    }
+
     @Test("an unreachable server gives a clear connection error")
     func unreachableServer() {
         let error = #expect(throws: PostgresError.self) {

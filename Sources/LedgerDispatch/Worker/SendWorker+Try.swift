@@ -27,6 +27,8 @@ extension SendWorker {
 
     func attempt(_ claim: SendQueue.Claim) async throws {
         let provider = claim.request.provider.rawValue
+        // The claim carries the send's device: sealing the try's events need not look it up.
+        store.privacy.noteSubject(claim.request.deviceStreamID.rawValue, ofSendStream: claim.streamID)
         let context: SendContext
         do {
             context = try await loader.load(claim, now: clock.now(), jitter: jitter())

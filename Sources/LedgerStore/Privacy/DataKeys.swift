@@ -76,7 +76,11 @@ enum DataKeys {
             : try unwrap(try row.decode(Data.self, at: 1), id: id, subject: subject, with: masters.current)
         let dataKey = DataKey(id: id, subject: subject, key: key)
         // Only a committed key may be remembered: inside a transaction it could still roll back.
-        if !connection.isInTransaction { protection.cache(dataKey, for: subject, now: now) }
+        if !connection.isInTransaction {
+            protection.cache(dataKey, for: subject, now: now)
+        } else {
+            connection.afterCommit { protection.cache(dataKey, for: subject, now: now) }
+        }
         return dataKey
     }
 

@@ -118,6 +118,17 @@ public final class PersonalDataProtection: Sendable {
         catalog.entry(named: type, schemaVersion: schemaVersion)?.personalFields ?? []
     }
 
+    /// Tells the sealer which device a send stream is about, when the caller already knows it from
+    /// the send's `SendRequested` (the worker reads it with its claim): the stream's first append
+    /// then skips looking it up in the log.
+    public func noteSubject(_ deviceStream: String, ofSendStream stream: String) {
+        guard stream.hasPrefix("send-"), deviceStream.hasPrefix("device-") else { return }
+        subjects.withLock { map in
+            if map.count > 100_000 { map.removeAll(keepingCapacity: true) }
+            map[stream] = deviceStream
+        }
+    }
+
     /// The data subject (device stream) of `stream`, or nil when it has none: a device stream is its
     /// own subject; a send stream's is the `device_stream_id` of its `SendRequested` (in `batch`, or
     /// already stored).
