@@ -150,9 +150,16 @@ extension EventStore {
     static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws
         -> [RecordedEvent]
     {
-        let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
-        let rows = try connection.query(
-            "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY events.stream_id, events.stream_version")
+        let rows: PostgresRows
+        if ids.count == 1 {
+            // One id (the worker's cause read, on every try): a statement whose generic plan
+            // PostgreSQL keeps, instead of planning an `= ANY(array)` again on every call.
+            rows = try connection.query("SELECT \(unescaped: columns) FROM events WHERE event_id = \(ids[0])", prepare: true)
+        } else {
+            let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
+            rows = try connection.query(
+                "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY events.stream_id, events.stream_version")
+        }
         var events = try rows.map { try record(from: $0) }
         try privacy.reveal(&events, on: connection)
         let byID = Dictionary(uniqueKeysWithValues: events.map { ($0.id, $0) })

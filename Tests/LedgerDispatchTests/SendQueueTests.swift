@@ -75,6 +75,40 @@ struct SendQueueTests {
         }
     }
 
+    // Issue 6: an outcome is recorded "only if the attempt number still matches": the settling
+    // statement changes the queue only for the claim's own attempt and owner, while it runs.
+    @Test func settlingNeedsTheClaimStillHeld() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-s"
+            let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            let retried = try await enqueue(.google, .conversion, cause: open, device: device, key: "s1", now: testEpoch, store: store)
+            let finished = try await enqueue(.singular, .conversionValue, cause: open, device: device, key: "s2", now: testEpoch,
+                                             store: store)
+            let claims = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w1", now: testEpoch, lease: 60, on: $0)
+            }
+            let retry = try #require(claims.first { $0.sendID == retried.sendID })
+            let done = try #require(claims.first { $0.sendID == finished.sendID })
+            var older = retry
+            older.attempt += 1
+            let stale = older
+            let later = testEpoch.addingTimeInterval(30)
+            let (wrongAttempt, wrongOwner, retriedHeld, doneHeld, doneAgain) = try await store.pool.withConnection { connection in
+                (try SendQueue.settleIfHeld(stale, owner: "w1", retryAt: later, on: connection),
+                 try SendQueue.settleIfHeld(retry, owner: "w2", retryAt: later, on: connection),
+                 try SendQueue.settleIfHeld(retry, owner: "w1", retryAt: later, on: connection),
+                 try SendQueue.settleIfHeld(done, owner: "w1", retryAt: nil, on: connection),
+                 try SendQueue.settleIfHeld(done, owner: "w1", retryAt: nil, on: connection))
+            }
+            #expect(!wrongAttempt && !wrongOwner && retriedHeld && doneHeld && !doneAgain)
+            let rows = try await store.pool.query("SELECT state, not_before, lease_owner IS NULL FROM send_queue")
+            #expect(rows.count == 1)
+            let row = try #require(rows.first)
+            #expect(try row.decode(String.self, at: 0) == "pending" && row.decode(Date.self, at: 1) == later
+                    && row.decode(Bool.self, at: 2))
+        }
+    }
+
     // Issue 6: a dead worker's claims are rescued at once (its liveness lock is gone); a live
     // worker's are rescued only when the lease runs out; a recorded attempt becomes outcome-unknown.
     @Test func rescueDeadWorkersAndExpiredLeases() async throws {

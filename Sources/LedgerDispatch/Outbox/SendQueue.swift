@@ -64,6 +64,30 @@ public enum SendQueue {
         return !rows.isEmpty
     }
 
+    /// Settles a try while its claim still holds, in one statement that also locks the row: a
+    /// terminal outcome removes the send from the queue, a retry makes it pending again not before
+    /// `retryAt`. False, changing nothing, when the lease was rescued meanwhile (see
+    /// ``stillHeld(_:owner:on:)``). Run it first in the transaction that records the outcome.
+    public static func settleIfHeld(_ claim: Claim, owner: String, retryAt: Date?, on connection: PostgresConnection) throws
+        -> Bool
+    {
+        let rows: PostgresRows
+        if let retryAt {
+            rows = try connection.query("""
+                UPDATE send_queue SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, not_before = \(retryAt)
+                WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING 1
+                """, prepare: true)
+        } else {
+            rows = try connection.query("""
+                DELETE FROM send_queue
+                WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt) AND lease_owner = \(owner) AND state = 'running'
+                RETURNING 1
+                """, prepare: true)
+        }
+        return !rows.isEmpty
+    }
+
     /// The send is settled: it leaves the queue (in the transaction that records its terminal event).
     public static func remove(_ sendID: UUID, on connection: PostgresConnection) throws {
         try connection.execute("DELETE FROM send_queue WHERE send_id = \(sendID)", prepare: true)

@@ -111,14 +111,14 @@ extension SendWorker {
         do {
             written = try await store.pool.withConnection { [store, configuration] connection in
                 try connection.transaction { connection in
-                    guard try SendQueue.stillHeld(claim, owner: configuration.workerID, on: connection) else { return false }
+                    // The lease check and the queue change in one statement; the outcome's events
+                    // follow in the same transaction, so either both are written or neither.
+                    var retryAt: Date?
+                    if case .retry(let notBefore, _) = disposition { retryAt = notBefore }
+                    guard try SendQueue.settleIfHeld(claim, owner: configuration.workerID, retryAt: retryAt, on: connection)
+                    else { return false }
                     try store.append(batch, to: claim.streamID, on: connection)
-                    if case .retry(let notBefore, _) = disposition {
-                        try SendQueue.release(claim.sendID, notBefore: notBefore, on: connection)
-                        try connection.notify(channel: Outbox.channel)
-                    } else {
-                        try SendQueue.remove(claim.sendID, on: connection)
-                    }
+                    if retryAt != nil { try connection.notify(channel: Outbox.channel) }
                     return true
                 }
             }

@@ -89,11 +89,20 @@ enum DataKeys {
         -> [UUID: SymmetricKey]
     {
         guard !ids.isEmpty else { return [:] }
-        let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
-        let rows = try connection.query("""
-            SELECT key_id, subject, wrapped_key, master_key_id FROM privacy_keys
-            WHERE key_id = ANY(\(literal)::uuid[]) AND wrapped_key IS NOT NULL
-            """, prepare: true)
+        let rows: PostgresRows
+        if ids.count == 1, let id = ids.first {
+            // One key (a read of one device's events): a plan PostgreSQL keeps, unlike `= ANY(array)`.
+            rows = try connection.query("""
+                SELECT key_id, subject, wrapped_key, master_key_id FROM privacy_keys
+                WHERE key_id = \(id) AND wrapped_key IS NOT NULL
+                """, prepare: true)
+        } else {
+            let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
+            rows = try connection.query("""
+                SELECT key_id, subject, wrapped_key, master_key_id FROM privacy_keys
+                WHERE key_id = ANY(\(literal)::uuid[]) AND wrapped_key IS NOT NULL
+                """, prepare: true)
+        }
         guard !rows.isEmpty else { return [:] }
         let masters = try protection.masterKeys()
         var keys: [UUID: SymmetricKey] = [:]
