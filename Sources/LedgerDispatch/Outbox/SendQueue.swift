@@ -117,12 +117,24 @@ public enum SendQueue {
     /// many were rescued.
     public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
         try connection.transaction { connection in
+            // `ledger_worker_alive`'s rule (schema/0003), with the live workers' locks read from
+            // pg_locks once rather than once per running send: with four workers' 32 tries
+            // running, the per-row form cost 27 ms of server time on every rescue.
             let stale = try connection.query("""
-                SELECT send_id, stream_id, attempt, lease_expires_at, NOT ledger_worker_alive(lease_owner)
-                FROM send_queue
-                WHERE state = 'running' AND (lease_expires_at < \(now) OR NOT ledger_worker_alive(lease_owner))
-                ORDER BY lease_expires_at
-                FOR UPDATE SKIP LOCKED
+                WITH alive AS MATERIALIZED (
+                    SELECT (classid::bigint << 32) | objid::bigint AS lock_key FROM pg_locks
+                    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+                      AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                ), running AS (
+                    SELECT q.send_id, NOT EXISTS (
+                        SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0)) AS dead
+                    FROM send_queue AS q WHERE q.state = 'running'
+                )
+                SELECT q.send_id, q.stream_id, q.attempt, q.lease_expires_at, r.dead
+                FROM send_queue AS q JOIN running AS r ON r.send_id = q.send_id
+                WHERE q.state = 'running' AND (q.lease_expires_at < \(now) OR r.dead)
+                ORDER BY q.lease_expires_at
+                FOR UPDATE OF q SKIP LOCKED
                 """).map { row in
                 Stale(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                       attempt: try row.decode(Int.self, at: 2), leaseExpiresAt: try row.decode(Date.self, at: 3),
