@@ -124,18 +124,25 @@ public final class PostgresConnection {
         isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         try run(script: isolation == .readCommitted ? "BEGIN" : "BEGIN ISOLATION LEVEL \(isolation.rawValue)")
+        // A `transaction` inside another (a mistake: PostgreSQL only warns about the second BEGIN)
+        // must not lose the outer one's after-commit actions.
+        let outer = (inManagedTransaction, commitActions)
         inManagedTransaction = true
         commitActions = []
-        defer {
-            inManagedTransaction = false
-            commitActions = []
-        }
+        defer { (inManagedTransaction, commitActions) = outer }
         let result: T
         do {
             result = try body(self)
         } catch {
             rollbackQuietly()
             throw error
+        }
+        // A statement failed and the body went on (a swallowed error): PostgreSQL would answer
+        // COMMIT by rolling back. Say so instead of returning as if the work were stored.
+        if PQtransactionStatus(handle) == PQTRANS_INERROR {
+            rollbackQuietly()
+            throw PostgresError(code: .server, message: "the transaction failed earlier and was rolled back, not committed",
+                                sqlState: "25P02")
         }
         do {
             try run(script: "COMMIT")

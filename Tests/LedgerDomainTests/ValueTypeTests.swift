@@ -39,6 +39,11 @@ struct ValueTypeTests {
             #expect(throws: RuleViolation.self) { try Money(amount: bad, currency: usd) }
         }
         #expect(throws: RuleViolation.self) { try Money(amount: Decimal.nan, currency: usd) }
+        // What encodes must decode: a Decimal beyond 38 digits is refused when made, not when read back.
+        for huge in [Decimal(sign: .plus, exponent: 40, significand: 1), Decimal(sign: .minus, exponent: -40, significand: 7)] {
+            let error = #expect(throws: RuleViolation.self) { try Money(amount: huge, currency: usd) }
+            #expect(error?.rule == "decimal_amount")
+        }
         for bad in ["usd", "US", "USDT", "U$D", ""] {
             #expect(throws: RuleViolation.self) { try CurrencyCode(bad) }
         }

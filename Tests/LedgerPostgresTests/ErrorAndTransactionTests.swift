@@ -99,6 +99,17 @@ struct ErrorAndTransactionTests {
                     throw Boom()
                 }
             }
+            // A failed statement whose error the body swallowed: PostgreSQL would answer COMMIT with a
+            // rollback, so the wrapper throws instead of returning as if committed, and runs nothing.
+            let aborted = #expect(throws: PostgresError.self) {
+                try connection.transaction { connection in
+                    connection.afterCommit { ran.append("aborted") }
+                    try connection.execute("INSERT INTO c VALUES (\(2))")
+                    _ = try? connection.execute("INSERT INTO c VALUES (\(2))")
+                }
+            }
+            #expect(aborted?.sqlState == "25P02" && !connection.isInTransaction)
+            #expect(try connection.query("SELECT count(*) FROM c").single().decode(Int.self, at: 0) == 1)
             // A transaction the wrapper did not open: it cannot know when it commits.
             try connection.run(script: "BEGIN")
             #expect(!connection.afterCommit { ran.append("plain BEGIN") })

@@ -1,7 +1,7 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
-import LedgerStore
+@testable import LedgerStore
 import LedgerTestSupport
 import Testing
 
@@ -69,6 +69,10 @@ struct CatalogTests {
             let same = NewEvent(id: typed.id, type: typed.type, schemaVersion: typed.schemaVersion, data: typed.data,
                                 metadata: typed.metadata, occurredAt: typed.occurredAt)
             #expect(same == typed && same.hashValue == typed.hashValue)
+            // The store's catalog validator trusts exactly these: the typed event, not the copy made
+            // from its bytes, and not an event encoded by another catalog.
+            #expect(typed.wasEncoded(by: .standard) && !same.wasEncoded(by: .standard))
+            #expect(!typed.wasEncoded(by: EventCatalog([SessionStarted.self])))
             try await store.append([typed], to: stream)
             let stored = try #require(try await store.readStream(stream).first)
             #expect(try LedgerJSON.makeDecoder().decode(SessionStarted.self, from: stored.data) == SessionStarted(device: Self.device))
@@ -78,6 +82,7 @@ struct CatalogTests {
             var object = try #require(try JSONSerialization.jsonObject(with: changed.data) as? [String: Any])
             object["device"] = "not a device"
             changed.data = try JSONSerialization.data(withJSONObject: object)
+            #expect(!changed.wasEncoded(by: .standard))
             let changedError = await #expect(throws: EventStoreError.self) { try await store.append([changed], to: stream) }
             guard case .invalidEvent(0, "SessionStarted", "device", _, _)? = changedError else {
                 Issue.record("expected the changed payload to be checked, got \(String(describing: changedError))")

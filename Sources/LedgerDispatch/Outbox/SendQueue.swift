@@ -120,19 +120,19 @@ public enum SendQueue {
             // `ledger_worker_alive`'s rule (schema/0003), with the live workers' locks read from
             // pg_locks once rather than once per running send: with four workers' 32 tries
             // running, the per-row form cost 27 ms of server time on every rescue.
+            // Liveness is judged on the row itself, so that a row another worker claimed since this
+            // statement's snapshot is judged again by its new owner when it is locked.
             let stale = try connection.query("""
                 WITH alive AS MATERIALIZED (
                     SELECT (classid::bigint << 32) | objid::bigint AS lock_key FROM pg_locks
                     WHERE locktype = 'advisory' AND objsubid = 1 AND granted
                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                ), running AS (
-                    SELECT q.send_id, NOT EXISTS (
-                        SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0)) AS dead
-                    FROM send_queue AS q WHERE q.state = 'running'
                 )
-                SELECT q.send_id, q.stream_id, q.attempt, q.lease_expires_at, r.dead
-                FROM send_queue AS q JOIN running AS r ON r.send_id = q.send_id
-                WHERE q.state = 'running' AND (q.lease_expires_at < \(now) OR r.dead)
+                SELECT q.send_id, q.stream_id, q.attempt, q.lease_expires_at,
+                       NOT EXISTS (SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0))
+                FROM send_queue AS q
+                WHERE q.state = 'running' AND (q.lease_expires_at < \(now)
+                    OR NOT EXISTS (SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0)))
                 ORDER BY q.lease_expires_at
                 FOR UPDATE OF q SKIP LOCKED
                 """).map { row in

@@ -104,6 +104,9 @@ public struct DeviceEraser: Sendable {
                            keysDestroyed: destroyed, sendsCancelled: cancelled)
         }
         store.privacy.forgetCachedKeys(of: subject)
+        // Inside a caller's transaction, a key cached meanwhile (registered to be cached when that
+        // transaction commits) must be forgotten after it commits too.
+        connection.afterCommit { [privacy = store.privacy] in privacy.forgetCachedKeys(of: subject) }
         return outcome
     }
 

@@ -39,6 +39,13 @@ public struct Money: Codable, Sendable, Hashable, CustomStringConvertible {
         guard !amount.isNaN else {
             throw RuleViolation(field: "amount", rule: "finite", message: "An amount must be a finite number.")
         }
+        // What is encoded must decode: the stored text form obeys the same shape and digit limit
+        // as amounts read from JSON (the store trusts the catalog's own encodings).
+        guard Self.parseAmount(amount.description) != nil else {
+            throw RuleViolation(
+                field: "amount", rule: "decimal_amount",
+                message: "An amount has at most 38 significant digits in plain decimal notation.")
+        }
         self.amount = amount
         self.currency = currency
     }
