@@ -44,7 +44,7 @@ struct EraseTests {
         return [
             try new(FirstOpen(appID: try AppID(app), device: device,
                               deepLink: DeepLink(url: "https://example.com/o?gclid=gclid-PRIVATE-abc", gclid: "gclid-PRIVATE-abc"),
-                              adServicesToken: AdServicesToken(token: "adservices-token-not-personal", issuedAt: launch)), 0),
+                              adServicesToken: AdServicesToken(token: "YWRzZXJ2aWNlcy10b2tlbi1ub3QtcGVyc29uYWw=", issuedAt: launch)), 0),
             try new(SKANRegistered(skanVersion: "4.0"), 1),
             try new(SessionStarted(device: device), 60),
             try new(InAppEventRecorded(device: device, name: "level_up", customData: ["note": .string("secret-custom-value")]), 120),
@@ -168,7 +168,7 @@ struct EraseTests {
         let first = try #require(history.first)
         let firstOpen = try LedgerJSON.makeDecoder().decode(FirstOpen.self, from: first.data)
         #expect(firstOpen.device.idfa == nil && firstOpen.device.ip == nil && firstOpen.deepLink?.gclid == nil)
-        #expect(firstOpen.device.osVersion == "17.4.1" && firstOpen.adServicesToken?.token == "adservices-token-not-personal")
+        #expect(firstOpen.device.osVersion == "17.4.1" && firstOpen.adServicesToken?.token == "YWRzZXJ2aWNlcy10b2tlbi1ub3QtcGVyc29uYWw=")
         let marker = try #require(try JSONSerialization.jsonObject(with: first.data) as? [String: Any])
         #expect((marker["ledger_erased"] as? [String])?.contains("device.idfa") == true)
         let erasure = try #require(history.last { $0.type == ErasureCompleted.eventType })

@@ -128,6 +128,13 @@ struct DomainRuleTests {
         event.adServicesToken?.token = ""
         expectBroken(event, field: "adservices_token.token", rule: "non_empty")
         expectBroken(AdServicesTokenReceived(token: AdServicesToken(token: "", issuedAt: Samples.launch)), field: "token", rule: "non_empty")
+        // Seed 002: "a Base64 encoded string" (the provider's builder would refuse anything else).
+        for bad in ["adservices-token", "QUJD RA==", "QUJDR", "QU=JDRA=", "QUJDRA=", "===="] {
+            expectBroken(AdServicesTokenReceived(token: AdServicesToken(token: bad, issuedAt: Samples.launch)), field: "token", rule: "base64")
+        }
+        for good in ["QUJDRA==", "QUJDRA", "QUJDRE8=", "a+b/"] {
+            #expect(ruleError(AdServicesTokenReceived(token: AdServicesToken(token: good, issuedAt: Samples.launch))) == nil, "\(good)")
+        }
 
         event = try Samples.androidFirstOpen()
         event.adServicesToken = AdServicesToken(token: "dG9rZW4=", issuedAt: Samples.launch)

@@ -2,7 +2,7 @@
 /// stores for an existing schema version, which is never allowed: add a schema version instead.
 enum Golden {
     static let firstOpen = #"""
-        {"adservices_token":{"issued_at":"2024-05-01T12:34:56.123456Z","token":"eyJhbGciOiJSUzI1NiJ9+abc/def=="},"app_id":"com.example.game","deep_link":{"gbraid":"0AAAAAx","gclid":"abc","link_click_id":"1234567","url":"https://example.com/open?gclid=abc","wbraid":"1BBBBy"},"device":{"app_version":"3.2.0","att_status":"authorized","bundle_id":"com.example.game","custom_user_id":"user-1","idfa":"EA7583CD-A667-48BC-B806-42ECB2B48606","idfv":"9B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D","ip":"203.0.113.7","limit_ad_tracking":false,"os_version":"17.4.1","platform":"ios","sdk_version":"1.0.0","user_agent":{"app_name":"ExampleGame","app_version":"3.2.0","build":"21E236","device_model":"iPhone15,2","locale":"en_US","os_name":"iOS","os_version":"17.4.1"}}}
+        {"adservices_token":{"issued_at":"2024-05-01T12:34:56.123456Z","token":"eyJhbGciOiJSUzI1NiJ9+abc/de="},"app_id":"com.example.game","deep_link":{"gbraid":"0AAAAAx","gclid":"abc","link_click_id":"1234567","url":"https://example.com/open?gclid=abc","wbraid":"1BBBBy"},"device":{"app_version":"3.2.0","att_status":"authorized","bundle_id":"com.example.game","custom_user_id":"user-1","idfa":"EA7583CD-A667-48BC-B806-42ECB2B48606","idfv":"9B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D","ip":"203.0.113.7","limit_ad_tracking":false,"os_version":"17.4.1","platform":"ios","sdk_version":"1.0.0","user_agent":{"app_name":"ExampleGame","app_version":"3.2.0","build":"21E236","device_model":"iPhone15,2","locale":"en_US","os_name":"iOS","os_version":"17.4.1"}}}
         """#
 
     static let sendAttempted = #"""

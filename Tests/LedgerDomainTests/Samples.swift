@@ -42,7 +42,7 @@ enum Samples {
     static func firstOpen() throws -> FirstOpen {
         try FirstOpen(
             appID: app(), device: iosDevice, deepLink: deepLink,
-            adServicesToken: AdServicesToken(token: "eyJhbGciOiJSUzI1NiJ9+abc/def==", issuedAt: launch))
+            adServicesToken: AdServicesToken(token: "eyJhbGciOiJSUzI1NiJ9+abc/de=", issuedAt: launch))
     }
 
     static func androidFirstOpen() throws -> FirstOpen {

@@ -22,7 +22,7 @@ struct RunnerTests {
             var history = histories[index]
             let install = try history.add(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                          adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4t\(index)", issuedAt: start)), at: start)
+                          adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: start)), at: start)
             try history.add(SKANRegistered(), at: start)
             var clock = start
             for step in 0..<steps {

@@ -88,7 +88,38 @@ public struct AdServicesToken: Codable, Sendable, Hashable {
     public static let lifetime: TimeInterval = 24 * 60 * 60
 
     func validate(at path: String) throws(RuleViolation) {
-        try Check.text(token, FieldPath.join(path, "token"), max: Check.longText)
+        let field = FieldPath.join(path, "token")
+        try Check.text(token, field, max: Check.longText)
+        // Seed 002: "a Base64 encoded string". A token that is not one would only earn a 400 from
+        // Apple at send time (and the request builder refuses it first); refuse it here instead.
+        guard Self.isBase64(token) else {
+            throw RuleViolation(
+                field: field, rule: "base64",
+                message: "The attribution token is Base64 text (seed 002): A-Z a-z 0-9 + /, '=' padding only at the end, "
+                    + "and a length some bytes can have.")
+        }
+    }
+
+    /// Standard Base64 (the provider's own check, `LedgerProviders.AdServicesToken`): alphabet
+    /// characters, then at most two `=`; padded text is a multiple of 4 long, and no Base64 text
+    /// is 4n+1 long. Unpadded text is accepted (seed 002's printed sample is).
+    static func isBase64(_ text: String) -> Bool {
+        var count = 0
+        var padding = 0
+        for byte in text.utf8 {
+            count += 1
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
+                guard padding == 0 else { return false }
+            case UInt8(ascii: "="):
+                padding += 1
+            default:
+                return false
+            }
+        }
+        guard padding <= 2, count > padding else { return false }
+        return padding > 0 ? count % 4 == 0 : count % 4 != 1
     }
 }
 
