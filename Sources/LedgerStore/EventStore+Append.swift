@@ -48,11 +48,8 @@ extension EventStore {
 
     /// Appends a validated batch; tells a stored batch (idempotent retry), an id conflict and a
     /// version conflict apart when nothing was inserted.
-    ///
-    /// `notifyAfterCommit`: the caller opened the transaction for this append alone and signals
-    /// the notifier once it committed (a `NOTIFY` inside it would serialise the commit).
     func appendPrepared(_ payload: String, events: [NewEvent], to stream: String, expected: ExpectedVersion,
-                        on connection: PostgresConnection, notifyAfterCommit: Bool = false) throws -> AppendResult
+                        on connection: PostgresConnection) throws -> AppendResult
     {
         let inTransaction = connection.isInTransaction
         // With `.any`, losing a race for the next version just means reading the head again.
@@ -82,7 +79,7 @@ extension EventStore {
                 throw error
             }
             if rows.count == events.count {
-                if !inTransaction || notifyAfterCommit {
+                if !inTransaction {
                     notifier.signal()
                 } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
                     // A transaction the wrapper does not manage: notify inside it (this

@@ -74,14 +74,12 @@ public struct EventStore: Sendable {
             for attempt in 1...20 {
                 let sealer = privacy.sealer(stream: stream, events: events, on: connection)
                 do {
-                    let result = try connection.transaction { connection in
+                    // The new key is cached, and the append announced, once this commits
+                    // (both through `afterCommit`, as for any append inside a transaction).
+                    return try connection.transaction { connection in
                         let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)
-                        return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection,
-                                                  notifyAfterCommit: true)
+                        return try appendPrepared(payload, events: events, to: stream, expected: expected, on: connection)
                     }
-                    sealer?.rememberKey()
-                    notifier.signal()
-                    return result
                 } catch EventStoreError.wrongExpectedVersion(_, .any, _) where attempt < 20 {
                     continue  // another writer took the next version: read the head again, as outside a transaction
                 }

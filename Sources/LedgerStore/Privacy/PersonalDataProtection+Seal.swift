@@ -12,19 +12,12 @@ extension PersonalDataProtection {
         let connection: PostgresConnection
         private var resolved = false
         private var key: DataKey?
-        private var subject: String?
 
         init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection) {
             self.protection = protection
             self.stream = stream
             self.events = events
             self.connection = connection
-        }
-
-        /// Caches the key this sealer used, once its transaction committed.
-        func rememberKey() {
-            guard let key, let subject else { return }
-            protection.cache(key, for: subject, now: Date())
         }
 
         /// The data to store for `event` (after it was validated), or nil to store it unchanged
@@ -69,7 +62,6 @@ extension PersonalDataProtection {
             guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
                 throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
             }
-            self.subject = subject
             key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
         }
 

@@ -123,9 +123,14 @@ public final class PersonalDataProtection: Sendable {
     /// then skips looking it up in the log.
     public func noteSubject(_ deviceStream: String, ofSendStream stream: String) {
         guard stream.hasPrefix("send-"), deviceStream.hasPrefix("device-") else { return }
+        remember(subject: deviceStream, of: stream)
+    }
+
+    /// Maps a send stream to its device, in a bounded map (emptied when it grows past 100,000).
+    private func remember(subject: String, of stream: String) {
         subjects.withLock { map in
             if map.count > 100_000 { map.removeAll(keepingCapacity: true) }
-            map[stream] = deviceStream
+            map[stream] = subject
         }
     }
 
@@ -147,12 +152,7 @@ public final class PersonalDataProtection: Sendable {
                 WHERE stream_id = \(stream) AND stream_version = 1 AND event_type = 'SendRequested'
                 """, prepare: true).first?.decode(String?.self, at: 0)
         }
-        if let found {
-            subjects.withLock { map in
-                if map.count > 100_000 { map.removeAll(keepingCapacity: true) }
-                map[stream] = found
-            }
-        }
+        if let found { remember(subject: found, of: stream) }
         return found
     }
 }
