@@ -81,8 +81,8 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Pure provider protocols (no I/O).
-        .target(name: "LedgerProviders", swiftSettings: strict),
+        // Pure provider protocols (no I/O), on the domain's values.
+        .target(name: "LedgerProviders", dependencies: ["LedgerDomain"], swiftSettings: strict),
         // Projections: the checkpointed runner, online rebuild into shadow tables, and the
         // per-device states (SKAN 4, AdServices tokens, Branch identity, Google obligations).
         .target(

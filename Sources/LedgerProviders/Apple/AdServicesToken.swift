@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 
 /// The attribution token an app gets from `AAAttribution.attributionToken()` (seed 002): "a
 /// Base64 encoded string and has a 24-hour TTL".
@@ -26,31 +27,10 @@ public struct AdServicesToken: Sendable, Hashable, Codable, CustomStringConverti
         guard trimmed.utf8.count <= Self.maxLength else {
             throw Self.failure("max_length", "The attribution token is longer than \(Self.maxLength) characters.")
         }
-        guard Self.isBase64(trimmed) else {
+        guard LedgerDomain.AdServicesToken.isBase64(trimmed) else {
             throw Self.failure("base64", "The attribution token must be a Base64 encoded string (seed 002).")
         }
         self.text = trimmed
-    }
-
-    /// Standard Base64: alphabet characters, then at most two `=`, and a length that some byte
-    /// string could have (a length of 4n+1 never can).
-    static func isBase64(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var padding = 0
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"):
-                guard padding == 0 else { return false }
-            case UInt8(ascii: "="):
-                padding += 1
-            default:
-                return false
-            }
-        }
-        guard padding <= 2, bytes.count > padding else { return false }
-        if padding > 0 { return bytes.count % 4 == 0 }
-        return bytes.count % 4 != 1
     }
 
     /// A short form for logs (first 8 characters and the length): the whole token is not needed there.

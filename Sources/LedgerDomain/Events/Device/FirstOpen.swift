@@ -100,10 +100,10 @@ public struct AdServicesToken: Codable, Sendable, Hashable {
         }
     }
 
-    /// Standard Base64 (the provider's own check, `LedgerProviders.AdServicesToken`): alphabet
-    /// characters, then at most two `=`; padded text is a multiple of 4 long, and no Base64 text
-    /// is 4n+1 long. Unpadded text is accepted (seed 002's printed sample is).
-    static func isBase64(_ text: String) -> Bool {
+    /// Standard Base64, as seed 002's tokens are: alphabet characters, then at most two `=`;
+    /// padded text is a multiple of 4 long, and no Base64 text is 4n+1 long. Unpadded text is
+    /// accepted (seed 002's printed sample is). The Apple request builder checks with it too.
+    public static func isBase64(_ text: String) -> Bool {
         var count = 0
         var padding = 0
         for byte in text.utf8 {
