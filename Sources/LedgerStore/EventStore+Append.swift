@@ -1,7 +1,104 @@
 import Foundation
 import LedgerPostgres
 
+/// A validated batch: the events and the JSON texts the append statement stores for each
+/// (the payload sealed where it carries personal data).
+struct PreparedBatch {
+    struct Texts {
+        var data: String
+        var metadata: String
+    }
+
+    let events: [NewEvent]
+    let texts: [Texts]
+
+    /// The batch as the JSON array ``EventStore/appendSQL`` takes as `$3`.
+    var json: String {
+        var json = "["
+        json.reserveCapacity(texts.reduce(2) { $0 + $1.data.utf8.count + $1.metadata.utf8.count + 160 })
+        for (index, (event, text)) in zip(events, texts).enumerated() {
+            if index > 0 { json += "," }
+            json += "{\"event_id\":\"\(event.id.uuidString.lowercased())\",\"event_type\":\"\(event.type)\","
+            json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(PostgresTimestamp.format(event.occurredAt))\","
+            json += "\"data\":" + text.data + ",\"metadata\":" + text.metadata + "}"
+        }
+        return json + "]"
+    }
+
+    /// The statement and its parameters: a lone event takes the single-event statement, whose
+    /// server cost is about two thirds of the batch statement's for one event.
+    func query(stream: String, expected: ExpectedVersion) -> PostgresQuery {
+        let version = expected.sqlValue.map(PostgresValue.int64) ?? .null
+        if events.count == 1, let event = events.first, let text = texts.first {
+            return PostgresQuery(sql: EventStore.appendOneSQL, binds: [
+                .text(stream), version, .uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)),
+                .jsonb(text.data), .jsonb(text.metadata), .timestamptz(event.occurredAt),
+            ])
+        }
+        return PostgresQuery(sql: EventStore.appendSQL, binds: [.text(stream), version, .jsonb(json),
+                                                                .int64(Int64(events.count))])
+    }
+
+    /// The statement that appends a lone event right after `head` (``EventStore/appendNextSQL``),
+    /// when there is a hint and the expected version allows it.
+    func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?) -> PostgresQuery? {
+        guard events.count == 1, let event = events.first, let text = texts.first, let head else { return nil }
+        switch expected {
+        case .any: break
+        case .exact(let version) where version == head.version: break
+        case .exact, .noStream: return nil
+        }
+        return PostgresQuery(sql: EventStore.appendNextSQL, binds: [
+            .text(stream), .int64(head.version), .uuid(event.id), .text(event.type),
+            .int32(Int32(event.schemaVersion)), .jsonb(text.data), .jsonb(text.metadata),
+            .timestamptz(event.occurredAt), .bytea(head.hash),
+        ])
+    }
+}
+
 extension EventStore {
+    /// The append of one event: the same rules as ``appendSQL`` without the batch's JSON array
+    /// and recursion. `$1` stream, `$2` expected version (NULL: any), `$3` event id, `$4` type,
+    /// `$5` schema version, `$6` data, `$7` metadata, `$8` occurred at.
+    ///
+    /// `clock` is a subquery with a volatile target, so it is evaluated once and both the
+    /// column and the hash see the same `recorded_at`.
+    static let appendOneSQL = """
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
+               $8::timestamptz, clock.t,
+               ledger_event_hash(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
+                                 $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
+        FROM (SELECT clock_timestamp() AS t) AS clock
+        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
+                           ORDER BY stream_version DESC LIMIT 1) AS head ON true
+        WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
+          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
+        ON CONFLICT DO NOTHING
+        RETURNING position, stream_version, transaction_id::text, recorded_at, hash
+        """
+
+    /// The append of one event after a known head: `$9` the hash and `$2` the version of the
+    /// event the stream is believed to end with (``StreamHeads``), the other parameters as in
+    /// ``appendOneSQL``. It inserts only if that event is stored with that hash; the unique key
+    /// on `(stream_id, stream_version)` then guarantees it is the head (versions have no gaps),
+    /// and `ON CONFLICT DO NOTHING` turns a stale hint into zero rows, after which the store
+    /// runs ``appendOneSQL``, which also tells an idempotent retry from a conflict.
+    static let appendNextSQL = """
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        SELECT $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
+               clock.t,
+               ledger_event_hash($9::bytea, $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer,
+                                 $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
+        FROM (SELECT clock_timestamp() AS t) AS clock
+        WHERE EXISTS (SELECT 1 FROM events WHERE stream_id = $1::text AND stream_version = $2::bigint
+                                             AND hash = $9::bytea)
+        ON CONFLICT DO NOTHING
+        RETURNING position, stream_version, transaction_id::text, recorded_at, hash
+        """
+
     /// The append, as one statement. `$1` stream, `$2` expected version (NULL: any), `$3` the batch
     /// as a JSON array, `$4` its length.
     ///
@@ -48,18 +145,28 @@ extension EventStore {
 
     /// Appends a validated batch; tells a stored batch (idempotent retry), an id conflict and a
     /// version conflict apart when nothing was inserted.
-    func appendPrepared(_ payload: String, events: [NewEvent], to stream: String, expected: ExpectedVersion,
+    func appendPrepared(_ batch: PreparedBatch, to stream: String, expected: ExpectedVersion,
                         on connection: PostgresConnection) throws -> AppendResult
     {
+        let events = batch.events
         let inTransaction = connection.isInTransaction
+        // A lone event after the head this process last saw: no head read. Zero rows means the
+        // hint was stale (or the event is a retry): the statements below decide.
+        if let hinted = batch.query(stream: stream, expected: expected, after: heads.head(of: stream)) {
+            let rows: PostgresRows
+            switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(hinted, prepare: true) }) {
+            case .success(let returned): rows = returned
+            case .failure(let error) where Self.jsonRefusals.contains(error.sqlState ?? ""):
+                throw Self.diagnoseRefusedBatch(events) ?? error
+            case .failure(let error): throw error
+            }
+            if rows.count == 1 { return try appended(events, rows: rows, to: stream, on: connection) }
+        }
+        let query = batch.query(stream: stream, expected: expected)
         // With `.any`, losing a race for the next version just means reading the head again.
         for _ in 0..<20 {
             let attempt = Result { () throws(PostgresError) -> PostgresRows in
-                try connection.query(
-                    PostgresQuery(sql: Self.appendSQL, binds: [
-                        .text(stream), expected.sqlValue.map(PostgresValue.int64) ?? .null, .jsonb(payload),
-                        .int64(Int64(events.count)),
-                    ]), prepare: true)
+                try connection.query(query, prepare: true)
             }
             let rows: PostgresRows
             switch attempt {
@@ -72,28 +179,13 @@ extension EventStore {
                     throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected, actual: actual)
                 }
                 continue
-            case .failure(let error) where ["22P02", "22P05", "22023"].contains(error.sqlState ?? ""):
+            case .failure(let error) where Self.jsonRefusals.contains(error.sqlState ?? ""):
                 // jsonb refused a payload: name the event.
                 throw Self.diagnoseRefusedBatch(events) ?? error
             case .failure(let error):
                 throw error
             }
-            if rows.count == events.count {
-                if !inTransaction {
-                    notifier.signal()
-                } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
-                    // A transaction the wrapper does not manage: notify inside it (this
-                    // serialises its commit with other notifying ones, but no event goes unannounced).
-                    try connection.execute("SELECT pg_notify('ledger_events', '')")
-                }
-                return try AppendResult(events: zip(events, rows).map { event, row in
-                    AppendedEvent(
-                        id: event.id, position: try row.decode(Int64.self, at: 0),
-                        streamVersion: try row.decode(Int64.self, at: 1),
-                        transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
-                        recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
-                }, wasDuplicate: false)
-            }
+            if rows.count == events.count { return try appended(events, rows: rows, to: stream, on: connection) }
             // Nothing inserted: which rule stopped it?
             if try Self.anyStored(events.map(\.id), on: connection) {
                 if let stored = try Self.readBack(events, stream: stream, privacy: privacy, on: connection) { return stored }
@@ -111,6 +203,35 @@ extension EventStore {
         }
         throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected,
                                                    actual: try Self.currentVersion(stream, on: connection))
+    }
+
+    /// The SQLSTATEs with which jsonb refuses a payload's text.
+    static let jsonRefusals: Set<String> = ["22P02", "22P05", "22023"]
+
+    /// The result of a stored batch: announces it (after the commit, inside a transaction),
+    /// remembers the stream's new head, and decodes what the statement returned.
+    private func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String,
+                          on connection: PostgresConnection) throws -> AppendResult
+    {
+        if !connection.isInTransaction {
+            notifier.signal()
+        } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
+            // A transaction the wrapper does not manage: notify inside it (this
+            // serialises its commit with other notifying ones, but no event goes unannounced).
+            try connection.execute("SELECT pg_notify('ledger_events', '')")
+        }
+        let result = try AppendResult(events: zip(events, rows).map { event, row in
+            AppendedEvent(
+                id: event.id, position: try row.decode(Int64.self, at: 0),
+                streamVersion: try row.decode(Int64.self, at: 1),
+                transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
+                recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
+        }, wasDuplicate: false)
+        // Also inside a transaction that may yet roll back: the hint is checked where it is used.
+        if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {
+            heads.remember(stream, version: last.streamVersion, hash: last.hash)
+        }
+        return result
     }
 
     static func currentVersion(_ stream: String, on connection: PostgresConnection) throws -> Int64 {

@@ -93,15 +93,38 @@ extension PersonalDataProtection {
         }
     }
 
-    /// True when appending `events` to `stream` may have to make the subject's data key: some
-    /// event type declares personal fields, and no key for the subject is cached. (A send stream's
-    /// subject is looked up while sealing; it counts as unknown here unless already mapped.)
-    func mayCreateKey(stream: String, events: [NewEvent]) -> Bool {
+    /// What appending `events` to `stream` asks of sealing.
+    enum SealingNeed: Equatable {
+        /// Nothing to seal: privacy is off, or no event carries a value at a personal path.
+        case none
+        /// Seal with the subject's key, which is cached or known to exist.
+        case seal
+        /// Seal, and the subject's key may have to be made: the append and the new key should
+        /// commit together.
+        case sealMayCreateKey
+    }
+
+    /// What sealing `events` needs. A send stream's subject is looked up while sealing; it counts
+    /// as unknown here unless already mapped. Only when no key is cached are the payloads probed
+    /// for personal values (so a subject whose events never carry any does not pay a transaction
+    /// on every append, and the probe's answer spares the sealer a second look).
+    func sealingNeed(stream: String, events: [NewEvent]) -> SealingNeed {
         guard isEnabled, events.contains(where: { !personalFields(type: $0.type, schemaVersion: $0.schemaVersion).isEmpty })
-        else { return false }
+        else { return .none }
         let subject: String? = stream.hasPrefix("device-") ? stream : subjects.withLock { $0[stream] }
-        guard let subject else { return stream.hasPrefix("send-") }
-        return cachedKey(for: subject, now: Date()) == nil
+        guard let subject else { return stream.hasPrefix("send-") ? .sealMayCreateKey : .seal }
+        guard cachedKey(for: subject, now: Date()) == nil else { return .seal }
+        return events.contains(where: carriesPersonalValue) ? .sealMayCreateKey : .none
+    }
+
+    /// Whether sealing `event` would need its subject's key: some declared personal path holds a
+    /// value (when the byte-level splitter steps aside, assumed yes).
+    func carriesPersonalValue(_ event: NewEvent) -> Bool {
+        let paths = personalFields(type: event.type, schemaVersion: event.schemaVersion)
+        guard !paths.isEmpty else { return false }
+        let splitter = splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
+        guard splitter.pathsArePlain, let split = splitter.split(event.data) else { return true }
+        return !split.personal.isEmpty
     }
 
     /// A sealer for one append.

@@ -1,0 +1,84 @@
+import Foundation
+import LedgerPostgres
+@testable import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// The single-event append after a remembered head (`StreamHeads`, `EventStore.appendNextSQL`):
+/// a hint that is wrong must cost a statement, never a broken chain or a gap.
+@Suite("Appending after a remembered head")
+struct StreamHeadHintTests {
+    @Test("two stores (two processes) taking turns on one stream keep versions gapless and the chain intact")
+    func staleHintsFromAnotherWriter() async throws {
+        try await withStore { first, database throws in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let second = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            var versions: [Int64] = []
+            for n in 1...12 {
+                // Each store's hint goes stale whenever the other one appended in between.
+                let store = n % 3 == 0 ? first : second
+                let result = try await store.append([sampleEvent(n)], to: "device-app1-turns")
+                versions += result.events.map(\.streamVersion)
+            }
+            #expect(versions == Array(1...12))
+            #expect(first.heads.head(of: "device-app1-turns")?.version == 12)
+            let report = try await first.verify()
+            #expect(report.isIntact)
+            #expect(report.eventsChecked == 12)
+        }
+    }
+
+    @Test("a hint left by a rolled-back transaction is not trusted: the next append takes the stored head")
+    func hintFromARolledBackTransaction() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let stored = try store.append([sampleEvent(1)], to: "device-app1-rollback", on: connection)
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try connection.transaction { connection in
+                    try store.append([sampleEvent(2)], to: "device-app1-rollback", on: connection)
+                    try store.append([sampleEvent(3)], to: "device-app1-rollback", on: connection)
+                    throw Abandon()
+                }
+            }
+            // The hint now names version 3, which was never committed.
+            #expect(store.heads.head(of: "device-app1-rollback")?.version == 3)
+            let next = try store.append([sampleEvent(4)], to: "device-app1-rollback", on: connection)
+            #expect(next.events.map(\.streamVersion) == [2])
+            let read = try await store.readStream("device-app1-rollback")
+            #expect(read.map(\.streamVersion) == [1, 2])
+            #expect(read.first?.hash == stored.events.first?.hash)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("with a hint, expected versions, idempotent retries and id conflicts answer as without one")
+    func hintKeepsTheAppendRules() async throws {
+        try await withStore { store, database throws in
+            let first = sampleEvent(1)
+            try await store.append([first], to: "device-app1-rules", expected: .noStream)
+            #expect(store.heads.head(of: "device-app1-rules")?.version == 1)
+            // A wrong exact version is refused with the actual one, even though the hint would fit `.any`.
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-rules", expected: .exact(5), actual: 1)) {
+                try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .exact(5))
+            }
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-rules", expected: .noStream, actual: 1)) {
+                try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .noStream)
+            }
+            let second = try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .exact(1))
+            #expect(second.events.map(\.streamVersion) == [2])
+            // The retry of the first event, made after the hint moved on: the stored answer.
+            let retry = try await store.append([first], to: "device-app1-rules")
+            #expect(retry.wasDuplicate)
+            #expect(retry.events.map(\.streamVersion) == [1])
+            // The same id with another content: a conflict, nothing stored.
+            let changed = NewEvent(id: first.id, type: first.type, data: Data(#"{"n":99}"#.utf8), occurredAt: first.occurredAt)
+            await #expect(throws: EventStoreError.eventIDConflict(eventID: first.id)) {
+                try await store.append([changed], to: "device-app1-rules")
+            }
+            #expect(try eventCount(database) == 2)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+}
