@@ -4,7 +4,9 @@ import LedgerPostgres
 
 /// One data subject's data key, unwrapped.
 struct DataKey: Sendable {
-    var id: UUID
+    let id: UUID
+    /// `id` as the sealed envelope writes it (lowercase), made once per key.
+    let idText: String
     var subject: String
     /// The key's bytes (`SymmetricKey` is not `Sendable`).
     var bytes: Data
@@ -12,6 +14,7 @@ struct DataKey: Sendable {
 
     init(id: UUID, subject: String, key: SymmetricKey) {
         self.id = id
+        self.idText = id.uuidString.lowercased()
         self.subject = subject
         self.bytes = key.withUnsafeBytes { Data($0) }
     }

@@ -11,29 +11,53 @@ import Foundation
 /// the ledger's own markers, bytes that do not scan) returns nil, and the caller takes the
 /// tree-based path, which handles every input the same way it always did.
 struct PersonalJSONSplitter: Sendable {
-    /// Dotted paths (`device.idfa`) whose values are personal.
-    let paths: Set<String>
-    /// Every proper prefix of a path (`device`): objects to look inside.
-    let prefixes: Set<String>
+    /// One step of the personal paths: a member name, whether the value under it is personal,
+    /// and the names below it (for `device.idfa`: `device`, not personal, with child `idfa`).
+    /// Keys are matched as bytes against these few names: no `String` per member, no hashing.
+    struct PathNode: Sendable {
+        var name: [UInt8]
+        /// The dotted path from the top (`device.idfa`).
+        var path: String
+        var isPersonal: Bool
+        var children: [PathNode]
+
+        /// The child named by `key`'s bytes, if any.
+        func child(named key: ArraySlice<UInt8>) -> PathNode? {
+            children.first { $0.name.count == key.count && $0.name.elementsEqual(key) }
+        }
+    }
+
+    /// The top-level names on the way to (or at) a personal path.
+    let root: PathNode
     /// Top-level member names that make the fast path step aside.
-    let reserved: Set<String>
+    let reserved: [[UInt8]]
     /// Whether every path is letters, digits, `_` and `.`, so it is written into JSON unescaped;
     /// when not, the bytes path is not used for these paths at all.
     let pathsArePlain: Bool
 
     init(paths: [String], reserved: [String]) {
-        self.paths = Set(paths)
-        var prefixes = Set<String>()
+        var root = PathNode(name: [], path: "", isPersonal: false, children: [])
         for path in paths {
-            var prefix = ""
-            for part in path.split(separator: ".").dropLast() {
-                prefix = prefix.isEmpty ? String(part) : prefix + "." + part
-                prefixes.insert(prefix)
-            }
+            Self.insert(path.split(separator: ".").map(String.init), prefix: "", into: &root)
         }
-        self.prefixes = prefixes
-        self.reserved = Set(reserved)
+        self.root = root
+        self.reserved = reserved.map { Array($0.utf8) }
         self.pathsArePlain = paths.allSatisfy(Self.isPlain)
+    }
+
+    private static func insert(_ parts: [String], prefix: String, into node: inout PathNode) {
+        guard let first = parts.first else { return }
+        let path = prefix.isEmpty ? first : prefix + "." + first
+        let name = Array(first.utf8)
+        let index = node.children.firstIndex { $0.name == name } ?? {
+            node.children.append(PathNode(name: name, path: path, isPersonal: false, children: []))
+            return node.children.count - 1
+        }()
+        if parts.count == 1 {
+            node.children[index].isPersonal = true
+        } else {
+            insert(Array(parts.dropFirst()), prefix: path, into: &node.children[index])
+        }
     }
 
     /// Letters, digits, `_` and `.`: text that needs no escaping inside a JSON string.
@@ -60,32 +84,42 @@ struct PersonalJSONSplitter: Sendable {
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
         var personal: [(path: String, value: ArraySlice<UInt8>)] = []
-        guard let members = Self.members(of: bytes[...]), !members.contains(where: { reserved.contains($0.key) }),
-            let remaining = rebuild(bytes[...], members: members, prefix: "", personal: &personal),
-            Set(personal.map(\.path)).count == personal.count
+        guard let members = Self.members(of: bytes[...]),
+            !members.contains(where: { member in reserved.contains { $0.elementsEqual(member.keyBytes) } }),
+            let remaining = rebuild(bytes[...], members: members, node: root, personal: &personal),
+            !Self.hasRepeatedPath(personal)
         else { return nil }
         return Split(remaining: remaining, personal: personal)
+    }
+
+    /// A personal path met twice (a repeated key): only the tree can say which one counts.
+    private static func hasRepeatedPath(_ personal: [(path: String, value: ArraySlice<UInt8>)]) -> Bool {
+        guard personal.count > 1 else { return false }
+        for index in personal.indices.dropFirst() where personal[..<index].contains(where: { $0.path == personal[index].path }) {
+            return true
+        }
+        return false
     }
 
     /// The object `members` came from, written again without its personal members; the objects
     /// on the way to a personal path are rebuilt the same way, every other member is copied.
     private func rebuild(
-        _ object: ArraySlice<UInt8>, members: [Member], prefix: String, personal: inout [(path: String, value: ArraySlice<UInt8>)]
+        _ object: ArraySlice<UInt8>, members: [Member], node: PathNode, personal: inout [(path: String, value: ArraySlice<UInt8>)]
     ) -> [UInt8]? {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(object.count)
         var first = true
         for member in members {
-            let path = prefix.isEmpty ? member.key : prefix + "." + member.key
-            if paths.contains(path) && !member.raw.elementsEqual("null".utf8) {
-                personal.append((path, member.raw))
+            let step = node.child(named: member.keyBytes)
+            if let step, step.isPersonal, !member.raw.elementsEqual("null".utf8) {
+                personal.append((step.path, member.raw))
                 continue
             }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
-            if prefixes.contains(path) && member.raw.first == UInt8(ascii: "{") {
+            if let step, !step.children.isEmpty, member.raw.first == UInt8(ascii: "{") {
                 guard let inner = Self.members(of: member.raw),
-                    let rebuilt = rebuild(member.raw, members: inner, prefix: path, personal: &personal)
+                    let rebuilt = rebuild(member.raw, members: inner, node: step, personal: &personal)
                 else { return nil }
                 out.append(contentsOf: object[member.span.lowerBound..<member.raw.startIndex])  // `"key":`
                 out.append(contentsOf: rebuilt)
@@ -100,9 +134,12 @@ struct PersonalJSONSplitter: Sendable {
     /// One member of a scanned object: its key, its raw value, and the bytes from the key's
     /// opening quote to the value's end (indices of the scanned slice).
     struct Member {
-        var key: String
+        /// The key's bytes, between its quotes (never escaped: see ``members(of:)``).
+        var keyBytes: ArraySlice<UInt8>
         var raw: ArraySlice<UInt8>
         var span: Range<Int>
+
+        var key: String { String(decoding: keyBytes, as: UTF8.self) }
     }
 
     /// A cursor over JSON bytes that can step over whole values.
@@ -200,8 +237,7 @@ struct PersonalJSONSplitter: Sendable {
                 scanner.skipWhitespace()
                 let valueStart = scanner.index
                 guard scanner.skipValue() else { return nil }
-                members.append(Member(key: String(decoding: rawKey, as: UTF8.self), raw: bytes[valueStart..<scanner.index],
-                                      span: keyStart..<scanner.index))
+                members.append(Member(keyBytes: rawKey, raw: bytes[valueStart..<scanner.index], span: keyStart..<scanner.index))
                 scanner.skipWhitespace()
                 if scanner.take(UInt8(ascii: ",")) { continue }
                 guard scanner.take(UInt8(ascii: "}")) else { return nil }
