@@ -67,30 +67,23 @@ public struct EventStore: Sendable {
     }
 
     /// Seals, validates and appends. The first append of personal data for a subject whose key is
-    /// not known yet runs in a transaction of its own, so that the new key and the events commit
-    /// together: one commit flush instead of two, and no key without the events it was made for.
+    /// not known yet makes the key in a statement of its own just before the append, on the same
+    /// connection; the key's commit does not wait for a flush, the append's does, and that flush
+    /// covers the key too (``DataKeys/acquire(subject:protection:on:beforeAppend:)``). The key is
+    /// remembered only once the append has committed. (Inside a caller's transaction, the key
+    /// simply commits with it.)
     func appendSealing(_ events: [NewEvent], to stream: String, expected: ExpectedVersion,
                        on connection: PostgresConnection) throws -> AppendResult
     {
         let need = privacy.sealingNeed(stream: stream, events: events)
-        if !connection.isInTransaction, need == .sealMayCreateKey {
-            for attempt in 1...20 {
-                let sealer = privacy.sealer(stream: stream, events: events, on: connection)
-                do {
-                    // The new key is cached, and the append announced, once this commits
-                    // (both through `afterCommit`, as for any append inside a transaction).
-                    return try connection.transaction { connection in
-                        let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)
-                        return try appendPrepared(payload, to: stream, expected: expected, on: connection)
-                    }
-                } catch EventStoreError.wrongExpectedVersion(_, .any, _) where attempt < 20 {
-                    continue  // another writer took the next version: read the head again, as outside a transaction
-                }
-            }
-        }
-        let sealer = need == .none ? nil : privacy.sealer(stream: stream, events: events, on: connection)
+        let keyCommitsWithAppend = need == .sealMayCreateKey && !connection.isInTransaction
+        let sealer = need == .none
+            ? nil : privacy.sealer(stream: stream, events: events, on: connection, keyCommitsWithAppend: keyCommitsWithAppend)
         let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)
-        return try appendPrepared(payload, to: stream, expected: expected, on: connection)
+        let result = try appendPrepared(payload, to: stream, expected: expected, on: connection)
+        // A stored duplicate wrote (and flushed) nothing: a key made just now may not be durable yet.
+        if !result.wasDuplicate { sealer?.appendCommitted() }
+        return result
     }
 
     // MARK: Validation and encoding

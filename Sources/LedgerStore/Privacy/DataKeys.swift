@@ -50,8 +50,16 @@ enum DataKeys {
 
     /// The subject's key for appending: a live key wrapped by the current master key, or a new one
     /// (one statement either way). Nil when the subject was erased (no key can be made for it).
-    static func acquire(subject: String, protection: PersonalDataProtection, on connection: PostgresConnection) throws
-        -> DataKey?
+    ///
+    /// - Parameter beforeAppend: outside a transaction, the caller appends events sealed with the
+    ///   key right after, on the same connection. A new key then commits without waiting for its
+    ///   flush (`synchronous_commit` off for that statement alone): the append's durable commit
+    ///   flushes the log past the key's commit record, so the key is durable whenever an event
+    ///   sealed with it is. Such a key is not cached here; the caller caches it
+    ///   (``PersonalDataProtection/cache(_:for:now:)``) once its append has committed. Two round
+    ///   trips and no transaction, instead of `BEGIN`, the key, the append and `COMMIT`.
+    static func acquire(subject: String, protection: PersonalDataProtection, on connection: PostgresConnection,
+                        beforeAppend: Bool = false) throws -> DataKey?
     {
         let now = Date()
         if let cached = protection.cachedKey(for: subject, now: now) { return cached }
@@ -59,7 +67,21 @@ enum DataKeys {
         let candidate = SymmetricKey(size: .bits256)
         let candidateID = UUID()
         let wrapped = try wrap(candidate, id: candidateID, subject: subject, with: masters.current)
-        let rows = try connection.query("""
+        let deferred = beforeAppend && !connection.isInTransaction
+        let rows = try connection.query(deferred ? """
+            WITH existing AS (
+                SELECT key_id, wrapped_key FROM privacy_keys
+                WHERE subject = \(subject) AND wrapped_key IS NOT NULL AND master_key_id = \(masters.currentID)
+                ORDER BY created_at DESC LIMIT 1
+            ), created AS (
+                INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
+                SELECT \(candidateID), \(subject), \(wrapped), \(masters.currentID)
+                FROM (SELECT set_config('synchronous_commit', 'off', true)) AS flush_with_the_append
+                WHERE NOT EXISTS (SELECT 1 FROM existing)
+                RETURNING key_id, wrapped_key
+            )
+            SELECT key_id, wrapped_key FROM existing UNION ALL SELECT key_id, wrapped_key FROM created
+            """ : """
             WITH existing AS (
                 SELECT key_id, wrapped_key FROM privacy_keys
                 WHERE subject = \(subject) AND wrapped_key IS NOT NULL AND master_key_id = \(masters.currentID)
@@ -78,8 +100,11 @@ enum DataKeys {
             ? candidate
             : try unwrap(try row.decode(Data.self, at: 1), id: id, subject: subject, with: masters.current)
         let dataKey = DataKey(id: id, subject: subject, key: key)
-        // Only a committed key may be remembered: inside a transaction it could still roll back.
-        if !connection.isInTransaction {
+        // Only a committed (and, for a new key, durable) key may be remembered: inside a
+        // transaction it could still roll back; a deferred one waits for its append.
+        if deferred {
+            if id != candidateID { protection.cache(dataKey, for: subject, now: now) }  // an existing key
+        } else if !connection.isInTransaction {
             protection.cache(dataKey, for: subject, now: now)
         } else {
             connection.afterCommit { protection.cache(dataKey, for: subject, now: now) }

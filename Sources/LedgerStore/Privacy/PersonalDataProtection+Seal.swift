@@ -10,14 +10,26 @@ extension PersonalDataProtection {
         let stream: String
         let events: [NewEvent]
         let connection: PostgresConnection
+        /// The append follows on this connection outside a transaction: a new key commits with it
+        /// (see ``DataKeys/acquire(subject:protection:on:beforeAppend:)``).
+        let keyCommitsWithAppend: Bool
         private var resolved = false
         private var key: DataKey?
 
-        init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection) {
+        init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection,
+             keyCommitsWithAppend: Bool = false) {
             self.protection = protection
             self.stream = stream
             self.events = events
             self.connection = connection
+            self.keyCommitsWithAppend = keyCommitsWithAppend
+        }
+
+        /// Called once the append this sealer served has committed durably: a key it made is
+        /// now safe to remember.
+        func appendCommitted() {
+            guard keyCommitsWithAppend, let key else { return }
+            protection.cache(key, for: key.subject, now: Date())
         }
 
         /// The data to store for `event` (after it was validated), or nil to store it unchanged
@@ -85,7 +97,8 @@ extension PersonalDataProtection {
             guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
                 throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
             }
-            key = try DataKeys.acquire(subject: subject, protection: protection, on: connection)
+            key = try DataKeys.acquire(subject: subject, protection: protection, on: connection,
+                                       beforeAppend: keyCommitsWithAppend)
         }
 
         private func seal(_ plaintext: some DataProtocol, with key: DataKey, event: NewEvent) throws -> Data {
@@ -151,8 +164,10 @@ extension PersonalDataProtection {
     }
 
     /// A sealer for one append.
-    func sealer(stream: String, events: [NewEvent], on connection: PostgresConnection) -> BatchSealer? {
-        isEnabled ? BatchSealer(protection: self, stream: stream, events: events, connection: connection) : nil
+    func sealer(stream: String, events: [NewEvent], on connection: PostgresConnection,
+                keyCommitsWithAppend: Bool = false) -> BatchSealer? {
+        isEnabled ? BatchSealer(protection: self, stream: stream, events: events, connection: connection,
+                                keyCommitsWithAppend: keyCommitsWithAppend) : nil
     }
 
     /// What a sealed box authenticates besides its content: the event's id and type, so a box
