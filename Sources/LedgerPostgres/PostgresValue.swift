@@ -60,7 +60,7 @@ public enum PostgresValue: Sendable, Hashable {
             return bytes
         case .bytea(let value): return Array(value)
         case .timestamptz(let value): return Array(PostgresTimestamp.format(value).utf8)
-        case .uuid(let value): return Array(value.uuidString.lowercased().utf8)
+        case .uuid(let value): return Array(value.lowercasedText.utf8)
         }
     }
 
@@ -129,4 +129,25 @@ public struct PostgresJSONB: PostgresEncodable, Hashable {
         self.text = String(decoding: try encoder.encode(value), as: UTF8.self)
     }
     public var postgresValue: PostgresValue { .jsonb(text) }
+}
+
+extension UUID {
+    /// The lowercase text form (`8-4-4-4-12` hex digits), as PostgreSQL prints a `uuid`; written
+    /// from a table, without `uuidString`'s formatted printing.
+    public var lowercasedText: String {
+        let digits: StaticString = "0123456789abcdef"
+        return withUnsafeBytes(of: uuid) { raw in
+            digits.withUTF8Buffer { hex in
+                var bytes = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
+                var out = 0
+                for (index, byte) in raw.enumerated() {
+                    if index == 4 || index == 6 || index == 8 || index == 10 { out += 1 }
+                    bytes[out] = hex[Int(byte >> 4)]
+                    bytes[out + 1] = hex[Int(byte & 0x0F)]
+                    out += 2
+                }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+        }
+    }
 }

@@ -18,7 +18,7 @@ struct PreparedBatch {
         json.reserveCapacity(texts.reduce(2) { $0 + $1.data.utf8.count + $1.metadata.utf8.count + 160 })
         for (index, (event, text)) in zip(events, texts).enumerated() {
             if index > 0 { json += "," }
-            json += "{\"event_id\":\"\(event.id.uuidString.lowercased())\",\"event_type\":\"\(event.type)\","
+            json += "{\"event_id\":\"\(event.id.lowercasedText)\",\"event_type\":\"\(event.type)\","
             json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(PostgresTimestamp.format(event.occurredAt))\","
             json += "\"data\":" + text.data + ",\"metadata\":" + text.metadata + "}"
         }

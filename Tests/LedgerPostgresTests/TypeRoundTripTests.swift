@@ -154,6 +154,18 @@ struct TypeRoundTripTests {
         }
     }
 
+    @Test("a uuid's text is PostgreSQL's: lowercase 8-4-4-4-12, the same as uuidString lowercased")
+    func uuidText() async throws {
+        try await withFreshConnection { connection throws in
+            for uuid in (0..<50).map({ _ in UUID() }) + [UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)),
+                                                          UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))] {
+                #expect(uuid.lowercasedText == uuid.uuidString.lowercased())
+                let printed = try connection.query("SELECT \(uuid)::text").single().decode(String.self, at: 0)
+                #expect(printed == uuid.lowercasedText)
+            }
+        }
+    }
+
     @Test("unicode and a 1 MiB JSON value survive")
     func unicodeAndLargeJSON() async throws {
         try await withFreshConnection { connection throws in

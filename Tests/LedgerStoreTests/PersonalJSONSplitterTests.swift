@@ -46,6 +46,22 @@ struct PersonalJSONSplitterTests {
         #expect(try Self.value((personal + "}").utf8) == tree.personal)
     }
 
+    @Test("the quick look says 'no personal member' only when the tree finds none", arguments: [
+        (#"{"nothing":"personal","n":[1,2]}"#, true),
+        (#"{}"#, true),
+        (#"{"devices":{"idfa":"A"},"custom_user":"u"}"#, true),  // names that only start like personal ones
+        (#"{"device":{"idfa":"A"}}"#, false),
+        (#"{"x":{"custom_user_id":"u"}}"#, false),  // a personal name anywhere: the split decides
+        (#"{"dev\u0069ce":{"idfa":"A"}}"#, false),  // an escaped key may spell a personal name
+        (#"{"note":"a \"quoted\" word"}"#, false),  // any backslash: the split decides
+    ])
+    func quickLook(json: String, holdsNone: Bool) throws {
+        #expect(Self.splitter.certainlyHoldsNoPersonalMember(Data(json.utf8)) == holdsNone)
+        if holdsNone {
+            #expect(try Self.throughTree(json).personal == .object([:]))
+        }
+    }
+
     /// The plaintext a box would hold for these members.
     static func plaintext(_ personal: [(path: String, value: ArraySlice<UInt8>)]) -> Data {
         Data(("{" + personal.map { "\"\($0.path)\":" + String(decoding: $0.value, as: UTF8.self) }.joined(separator: ",") + "}").utf8)

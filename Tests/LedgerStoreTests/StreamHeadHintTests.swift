@@ -81,4 +81,14 @@ struct StreamHeadHintTests {
             #expect(try await store.verify().isIntact)
         }
     }
+
+    @Test("a new event's default id is a random version-4 UUID")
+    func defaultEventIDs() {
+        let ids = (0..<2000).map { _ in NewEvent(type: "Sample", data: Data("{}".utf8), occurredAt: Date()).id }
+        #expect(Set(ids).count == ids.count)
+        for id in ids {
+            #expect(id.uuid.6 >> 4 == 4)  // version
+            #expect(id.uuid.8 >> 6 == 0b10)  // RFC 4122 variant
+        }
+    }
 }

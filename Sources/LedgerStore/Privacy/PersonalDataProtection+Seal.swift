@@ -38,6 +38,7 @@ extension PersonalDataProtection {
             let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
             guard !paths.isEmpty else { return nil }
             let splitter = protection.splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
+            if splitter.pathsArePlain, splitter.certainlyHoldsNoPersonalMember(event.data) { return nil }
             guard splitter.pathsArePlain, let split = splitter.split(event.data) else {
                 return try sealThroughTree(event, paths: paths)
             }
@@ -159,7 +160,9 @@ extension PersonalDataProtection {
         let paths = personalFields(type: event.type, schemaVersion: event.schemaVersion)
         guard !paths.isEmpty else { return false }
         let splitter = splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
-        guard splitter.pathsArePlain, let split = splitter.split(event.data) else { return true }
+        guard splitter.pathsArePlain else { return true }
+        if splitter.certainlyHoldsNoPersonalMember(event.data) { return false }
+        guard let split = splitter.split(event.data) else { return true }
         return !split.personal.isEmpty
     }
 

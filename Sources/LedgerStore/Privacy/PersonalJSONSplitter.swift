@@ -81,6 +81,33 @@ struct PersonalJSONSplitter: Sendable {
         var personal: [(path: String, value: ArraySlice<UInt8>)]
     }
 
+    /// True when `data` certainly holds no personal member: no backslash anywhere (so no key is
+    /// escaped) and no top-level personal name appears as a quoted string. A cheap look before
+    /// ``split(_:)`` for payloads that carry none (false says nothing).
+    func certainlyHoldsNoPersonalMember(_ data: Data) -> Bool {
+        let names = root.children.map(\.name)
+        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Bool in
+            let count = bytes.count
+            var index = 0
+            while index < count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\\") { return false }
+                if byte == UInt8(ascii: "\"") {
+                    for name in names where index + name.count + 1 < count && bytes[index + name.count + 1] == UInt8(ascii: "\"") {
+                        var matches = true
+                        for offset in 0..<name.count where bytes[index + 1 + offset] != name[offset] {
+                            matches = false
+                            break
+                        }
+                        if matches { return false }
+                    }
+                }
+                index += 1
+            }
+            return true
+        }
+    }
+
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
         var personal: [(path: String, value: ArraySlice<UInt8>)] = []
