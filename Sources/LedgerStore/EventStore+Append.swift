@@ -102,37 +102,37 @@ extension EventStore {
     /// The append, as one statement. `$1` stream, `$2` expected version (NULL: any), `$3` the batch
     /// as a JSON array, `$4` its length.
     ///
-    /// `head` is the stream's last event; `chain` walks the batch, each hash covering the one
-    /// before (`ledger_event_hash`, inlined). The INSERT stores nothing when the expected version
-    /// does not hold or an id is already stored; a unique-key race with a concurrent append to
-    /// the same stream skips rows (`ON CONFLICT DO NOTHING`), and if that left the batch partly
-    /// stored, `ledger_batch_interrupted` fails the whole statement. (The check also accepts 0: the
+    /// `input` takes each event's fields out of the batch once; `head` is the stream's last event;
+    /// `chain` numbers the versions and chains the hashes in one pass, each covering the one
+    /// before (`ledger_chain`, schema/0005, over the same canonical bytes `ledger_event_hash`
+    /// hashes). The INSERT stores nothing when the expected version does not hold or an id is
+    /// already stored; a unique-key race with a concurrent append to the same stream skips rows
+    /// (`ON CONFLICT DO NOTHING`), and if that left the batch partly stored,
+    /// `ledger_batch_interrupted` fails the whole statement. (The check also accepts 0: the
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
     static let appendSQL = """
-        WITH RECURSIVE
-          input AS (SELECT n, e FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, n)),
-          clock AS (SELECT clock_timestamp() AS t),
-          head AS (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
-                   ORDER BY stream_version DESC LIMIT 1),
-          start AS (SELECT coalesce((SELECT v FROM head), 0) AS v, (SELECT h FROM head) AS h),
-          chain (n, v, h) AS (
-            SELECT 0::bigint, (SELECT v FROM start), (SELECT h FROM start)
-            UNION ALL
-            SELECT c.n + 1, c.v + 1,
-                   ledger_event_hash(c.h, $1::text, c.v + 1, (i.e->>'event_id')::uuid, i.e->>'event_type',
-                                     (i.e->>'schema_version')::integer, i.e->'data', i.e->'metadata',
-                                     (i.e->>'occurred_at')::timestamptz, (SELECT t FROM clock))
-            FROM chain AS c JOIN input AS i ON i.n = c.n + 1
-          ),
+        WITH
+          clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
+          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
+                                ORDER BY stream_version DESC LIMIT 1),
+          input AS MATERIALIZED (
+            SELECT n, (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
+                   e->'data' AS data, e->'metadata' AS md, (e->>'occurred_at')::timestamptz AS at
+            FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, n)),
+          chain AS (
+            SELECT i.n, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.n AS v, c.t AS recorded_at,
+                   ledger_chain(h.h, convert_to(concat_ws(E'\\n', $1::text, (coalesce(h.v, 0) + i.n)::text, i.id::text,
+                       i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
+                       (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8')) OVER (ORDER BY i.n) AS hash
+            FROM input AS i CROSS JOIN clock AS c LEFT JOIN head AS h ON true),
           ins AS (
             INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                                 occurred_at, recorded_at, hash)
-            SELECT $1::text, c.v, (i.e->>'event_id')::uuid, i.e->>'event_type', (i.e->>'schema_version')::integer,
-                   i.e->'data', i.e->'metadata', (i.e->>'occurred_at')::timestamptz, (SELECT t FROM clock), c.h
-            FROM chain AS c JOIN input AS i ON i.n = c.n
-            WHERE ($2::bigint IS NULL OR (SELECT v FROM start) = $2::bigint)
-              AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = (x.e->>'event_id')::uuid)
-            ORDER BY c.n
+            SELECT $1::text, v, id, type, sv, data, md, at, recorded_at, hash
+            FROM chain
+            WHERE ($2::bigint IS NULL OR coalesce((SELECT v FROM head), 0) = $2::bigint)
+              AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
+            ORDER BY n
             ON CONFLICT DO NOTHING
             RETURNING position, stream_version, transaction_id, recorded_at, hash
           ),

@@ -101,4 +101,21 @@ struct IntegrityTests {
             #expect(try await store.verify().sealsChecked == first.count + second.count)
         }
     }
+
+    @Test("batches chain from the stream's head (new stream, after single appends, after batches): verify recomputes every hash")
+    func batchChainsVerify() async throws {
+        try await withStore { store, _ throws in
+            try await store.append((0..<7).map { sampleEvent($0) }, to: "device-app1-chain")
+            try await store.append([sampleEvent(7)], to: "device-app1-chain")
+            try await store.append([sampleEvent(8)], to: "device-app1-chain")
+            try await store.append((9..<12).map { sampleEvent($0) }, to: "device-app1-chain", expected: .exact(9))
+            let last = try await store.append((12..<14).map { sampleEvent($0) }, to: "device-app1-chain")
+            #expect(last.events.map(\.streamVersion) == [13, 14])
+            let read = try await store.readStream("device-app1-chain")
+            #expect(read.map(\.streamVersion) == Array(1...14))
+            let report = try await store.verify()
+            #expect(report.isIntact)
+            #expect(report.eventsChecked == 14)
+        }
+    }
 }
