@@ -12,18 +12,39 @@ struct PreparedBatch {
     let events: [NewEvent]
     let texts: [Texts]
 
-    /// The batch as the JSON array ``EventStore/appendSQL`` takes as `$3`.
+    /// The batch as the JSON array ``EventStore/appendSQL`` takes as `$3`, written as bytes.
     var json: String {
-        var json = "["
+        var json: [UInt8] = []
         json.reserveCapacity(texts.reduce(2) { $0 + $1.data.utf8.count + $1.metadata.utf8.count + 160 })
+        json.append(UInt8(ascii: "["))
         for (index, (event, text)) in zip(events, texts).enumerated() {
-            if index > 0 { json += "," }
-            json += "{\"event_id\":\"\(event.id.lowercasedText)\",\"event_type\":\"\(event.type)\","
-            json += "\"schema_version\":\(event.schemaVersion),\"occurred_at\":\"\(PostgresTimestamp.format(event.occurredAt))\","
-            json += "\"data\":" + text.data + ",\"metadata\":" + text.metadata + "}"
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: Self.eventIDKey)
+            json.append(contentsOf: event.id.lowercasedText.utf8)
+            json.append(contentsOf: Self.eventTypeKey)
+            json.append(contentsOf: event.type.utf8)
+            json.append(contentsOf: Self.schemaVersionKey)
+            json.append(contentsOf: String(event.schemaVersion).utf8)
+            json.append(contentsOf: Self.occurredAtKey)
+            json.append(contentsOf: PostgresTimestamp.format(event.occurredAt).utf8)
+            json.append(contentsOf: Self.dataKey)
+            json.append(contentsOf: text.data.utf8)
+            json.append(contentsOf: Self.metadataKey)
+            json.append(contentsOf: text.metadata.utf8)
+            json.append(UInt8(ascii: "}"))
         }
-        return json + "]"
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
     }
+
+    // The envelope's keys, between the values (type names and ids need no escaping: both are
+    // checked against their character rules first).
+    private static let eventIDKey = Array(#"{"event_id":""#.utf8)
+    private static let eventTypeKey = Array(#"","event_type":""#.utf8)
+    private static let schemaVersionKey = Array(#"","schema_version":"#.utf8)
+    private static let occurredAtKey = Array(#","occurred_at":""#.utf8)
+    private static let dataKey = Array(#"","data":"#.utf8)
+    private static let metadataKey = Array(#","metadata":"#.utf8)
 
     /// The statement and its parameters: a lone event takes the single-event statement, whose
     /// server cost is about two thirds of the batch statement's for one event.
