@@ -90,9 +90,18 @@ struct WorkerCrashTests {
                 kill(worker.processIdentifier, SIGKILL)
                 worker.waitUntilExit()
             }
-            // A last worker finishes the job, then stops on SIGTERM.
+            // A last worker finishes the job, then stops on SIGTERM. It is sent only once the worker
+            // holds its liveness lock (it catches signals before taking it): the killed workers may
+            // have drained everything already, and a SIGTERM during start-up is another test.
             let last = try Self.startWorker(conninfo: database.conninfo, fakes: fakes, id: "finisher")
             let deadline = ContinuousClock.now + .seconds(120)
+            while ContinuousClock.now < deadline, try await Self.count("""
+                SELECT count(*) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted
+                  AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('ledger.worker.finisher', 0)
+                """, pool) == 0 {
+                try await Task.sleep(for: .milliseconds(50))
+            }
             while ContinuousClock.now < deadline, try await Self.count("SELECT count(*) FROM send_queue", pool) > 0 {
                 try await Task.sleep(for: .milliseconds(200))
             }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import Synchronization
 import LedgerAttribution
 import LedgerDispatch
 import LedgerDomain
@@ -102,6 +103,11 @@ struct WorkerCommand: AsyncParsableCommand {
                     let decided = decide ? try await decider.decidePending(now: Date()).count : 0
                     print("drained: \(tries) tries" + (decide ? ", decided: \(decided)" : ""))
                 } else {
+                    // The signals are caught before the worker starts (and so before it takes its
+                    // liveness lock): a SIGTERM that arrives at once still stops it gracefully.
+                    let stop = StopRequest()
+                    let signals = Self.stopOnSignals { stop.request() }
+                    defer { signals.forEach { $0.cancel() } }
                     let running = Task { [decide] in
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask { try await worker.run() }
@@ -109,8 +115,7 @@ struct WorkerCommand: AsyncParsableCommand {
                             try await group.waitForAll()
                         }
                     }
-                    let signals = Self.stopOnSignals { running.cancel() }
-                    defer { signals.forEach { $0.cancel() } }
+                    stop.attach(running)
                     try await running.value
                 }
             } catch {
@@ -130,5 +135,28 @@ struct WorkerCommand: AsyncParsableCommand {
             source.resume()
             return source
         }
+    }
+}
+
+/// A stop asked for by a signal, before or after the task it stops exists.
+final class StopRequest: Sendable {
+    private let state = Mutex<(requested: Bool, task: Task<Void, any Error>?)>((false, nil))
+
+    /// Cancels the attached task, now or as soon as it is attached.
+    func request() {
+        let task = state.withLock { state -> Task<Void, any Error>? in
+            state.requested = true
+            return state.task
+        }
+        task?.cancel()
+    }
+
+    /// The task a request cancels; cancelled at once if a request came first.
+    func attach(_ task: Task<Void, any Error>) {
+        let requested = state.withLock { state -> Bool in
+            state.task = task
+            return state.requested
+        }
+        if requested { task.cancel() }
     }
 }

@@ -90,19 +90,20 @@ public struct ProjectionRebuilder: Sendable {
             SELECT count(*) FROM events WHERE event_type = ANY(\(Self.arrayLiteral(projection.eventTypes))::text[])
             """).single().decode(Int64.self, at: 0)
 
-        // Bulk: fold in memory, write once.
+        // Bulk: fold in memory, write once. The chunks are read (and their personal fields opened,
+        // docs/privacy.md) on a session of their own, ahead of the fold.
         var builder = projection.makeBulkBuilder()
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
-        while true {
-            var chunk = try LogScan.chunk(after: checkpoint, types: projection.eventTypes, limit: chunkSize, on: connection)
-            try store.privacy.reveal(&chunk, on: connection)  // personal fields opened as every read does (docs/privacy.md)
-            guard let last = chunk.last else { break }
+        let reader = ChunkPrefetcher(conninfo: store.pool.configuration.conninfo, store: store,
+                                     types: projection.eventTypes, chunkSize: chunkSize, logger: logger)
+        reader.start()
+        defer { reader.cancel() }
+        while let chunk = try reader.next(), let last = chunk.last {
             try builder.fold(chunk)
             checkpoint = last.checkpoint
             done += Int64(chunk.count)
             progress(Progress(phase: "bulk", eventsDone: done, eventsTotal: max(total, done)))
-            if chunk.count < chunkSize { break }
         }
         try connection.transaction { try builder.write(to: .shadow, on: $0) }
 
