@@ -120,4 +120,24 @@ struct PersonalJSONSplitterTests {
             #expect((split != nil) == (length == json.count))
         }
     }
+
+    @Test("the sealed envelope read from its bytes equals the one read through a tree; anything unusual steps aside", arguments: [
+        (#"{"box":"AAEC","fields":["custom_user_id","device.idfa"],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d","v":1}"#, true),
+        (#"{"v":1,"key":"0C3C2D55-4F3A-4C1E-9D2B-5F0B7A1E2C3D","fields":[],"box":"AAEC"}"#, true),
+        (#"{ "box" : "AAEC" , "fields" : [ "device.ip" , "device.idfa" ] , "key" : "not a uuid" }"#, true),
+        (#"{"box":"AAEC","fields":["a,b"],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
+        (#"{"box":"AA\u0045C","fields":[],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
+        (#"{"box":1,"fields":[],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
+        (#"{"fields":["device.ip"]}"#, false),
+    ])
+    func sealedEnvelope(json: String, readsAsBytes: Bool) throws {
+        let bytes = Array(json.utf8)[...]
+        let fromBytes = PersonalDataProtection.SealedEnvelope(bytes: bytes)
+        #expect((fromBytes != nil) == readsAsBytes)
+        if let fromBytes {
+            let tree = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+            let fromTree = PersonalDataProtection.SealedEnvelope(tree: tree)
+            #expect(fromBytes.box == fromTree.box && fromBytes.fields == fromTree.fields && fromBytes.keyID == fromTree.keyID)
+        }
+    }
 }

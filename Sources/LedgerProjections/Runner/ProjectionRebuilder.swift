@@ -53,7 +53,7 @@ public struct ProjectionRebuilder: Sendable {
     let logger: Logger
 
     /// A rebuilder over `store`'s log.
-    public init(store: EventStore, chunkSize: Int = 50_000, batchSize: Int = 1000,
+    public init(store: EventStore, chunkSize: Int = 10_000, batchSize: Int = 1000,
                 logger: Logger = Logger(label: "ledger.projections.rebuild")) {
         self.store = store
         self.chunkSize = chunkSize

@@ -188,36 +188,36 @@ extension PersonalDataProtection {
     /// - Throws: ``PrivacyError`` when a key or box does not open with the configured master keys.
     public func reveal(_ events: inout [RecordedEvent], on connection: PostgresConnection) throws {
         guard isEnabled else { return }
-        let marker = Data("\"\(Self.sealedKey)\"".utf8)
-        var sealed: [(index: Int, rest: [UInt8]?, envelope: [String: Any])] = []
+        var sealed: [(index: Int, rest: [UInt8]?, envelope: SealedEnvelope)] = []
         var ids = Set<UUID>()
-        for index in events.indices where events[index].data.range(of: marker) != nil {
-            let envelope: [String: Any]
+        for index in events.indices where Self.mentionsSealedKey(events[index].data) {
+            let envelope: SealedEnvelope
             var rest: [UInt8]?
             if let cut = PersonalJSONSplitter.extract(Self.sealedKey, from: [UInt8](events[index].data)),
-                let parsed = try? JSONSerialization.jsonObject(with: Data(cut.value)) as? [String: Any]
+                let parsed = SealedEnvelope(bytes: cut.value)
+                    ?? (try? JSONSerialization.jsonObject(with: Data(cut.value)) as? [String: Any]).map(SealedEnvelope.init(tree:))
             {
                 envelope = parsed
                 rest = cut.rest
             } else if let object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
                 let parsed = object[Self.sealedKey] as? [String: Any]
             {
-                envelope = parsed
+                envelope = SealedEnvelope(tree: parsed)
             } else {
                 continue
             }
-            if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)) { ids.insert(id) }
+            if let id = envelope.keyID { ids.insert(id) }
             sealed.append((index, rest, envelope))
         }
         guard !sealed.isEmpty else { return }
         let keys = try DataKeys.fetch(ids, protection: self, on: connection)
         for (index, rest, envelope) in sealed {
             let event = events[index]
-            let fields = envelope["fields"] as? [String] ?? []
+            let fields = envelope.fields
             var opened: Data?
-            if let id = (envelope["key"] as? String).flatMap(UUID.init(uuidString:)), let key = keys[id] {
+            if let id = envelope.keyID, let key = keys[id] {
                 do {
-                    let box = try AES.GCM.SealedBox(combined: Data(base64Encoded: envelope["box"] as? String ?? "") ?? Data())
+                    let box = try AES.GCM.SealedBox(combined: Data(base64Encoded: envelope.box) ?? Data())
                     opened = try AES.GCM.open(box, using: key, authenticating: Self.sealingContext(event.id, event.type))
                 } catch {
                     throw PrivacyError.integrity(what: "the personal fields of event \(event.id.uuidString.lowercased())")
@@ -228,6 +228,82 @@ extension PersonalDataProtection {
             } else {
                 events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: fields)
             }
+        }
+    }
+
+    /// Whether `data` holds the text `"ledger_personal"` (a plain scan; `Data.range(of:)` was a
+    /// visible share of reading).
+    static func mentionsSealedKey(_ data: Data) -> Bool {
+        let marker = sealedKeyMarker
+        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Bool in
+            guard bytes.count >= marker.count else { return false }
+            var index = 0
+            while index + marker.count <= bytes.count {
+                if bytes[index] == marker[0] && bytes[index + 1] == marker[1] {
+                    var matches = true
+                    for offset in 2..<marker.count where bytes[index + offset] != marker[offset] {
+                        matches = false
+                        break
+                    }
+                    if matches { return true }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    private static let sealedKeyMarker = Array("\"\(sealedKey)\"".utf8)
+
+    /// The sealed envelope (`{"box":…,"fields":[…],"key":…,"v":1}`), read from its bytes when they
+    /// are plain (no escapes anywhere), else from a parsed tree.
+    struct SealedEnvelope {
+        var box: String
+        var fields: [String]
+        var keyID: UUID?
+
+        init(tree: [String: Any]) {
+            box = tree["box"] as? String ?? ""
+            fields = tree["fields"] as? [String] ?? []
+            keyID = (tree["key"] as? String).flatMap(UUID.init(uuidString:))
+        }
+
+        /// Nil when the bytes are not the plain form the sealer writes (the tree then decides).
+        init?(bytes: ArraySlice<UInt8>) {
+            guard !bytes.contains(UInt8(ascii: "\\")), let members = PersonalJSONSplitter.members(of: bytes) else { return nil }
+            func plainString(_ raw: ArraySlice<UInt8>) -> String? {
+                guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\"") else { return nil }
+                return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
+            }
+            var box: String?
+            var fields: [String]?
+            var keyID: UUID?
+            for member in members {
+                switch member.key {
+                case "box": box = plainString(member.raw)
+                case "key": keyID = plainString(member.raw).flatMap(UUID.init(uuidString:))
+                case "fields":
+                    let inner = member.raw.drop(while: { $0 == 0x20 })
+                    guard inner.first == UInt8(ascii: "["), inner.last == UInt8(ascii: "]") else { return nil }
+                    let body = inner.dropFirst().dropLast()
+                    if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+                        fields = []
+                    } else {
+                        var list: [String] = []
+                        for item in body.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
+                            let trimmed = item.drop(while: { $0 == 0x20 }).reversed().drop(while: { $0 == 0x20 }).reversed()
+                            guard let text = plainString(ArraySlice(trimmed)), !text.utf8.contains(UInt8(ascii: "\"")) else { return nil }
+                            list.append(text)
+                        }
+                        fields = list
+                    }
+                default: break
+                }
+            }
+            guard let box, let fields else { return nil }
+            self.box = box
+            self.fields = fields
+            self.keyID = keyID
         }
     }
 
