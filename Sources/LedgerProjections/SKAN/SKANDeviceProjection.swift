@@ -76,9 +76,12 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         case SKANRegistered.eventType:
             state.skan.register(at: event.occurredAt)
         case RevenueRecorded.eventType:
-            try applyRevenue(try event.decode(RevenueFields.self), at: event, to: &state)
+            // Only the three members SKAN reads are decoded; the device context is stepped over.
+            let slim = PayloadMembers(event.record.data).map { $0.object(keeping: RevenueFields.memberNames) }
+            try applyRevenue(try slim.map { try event.decoder.decode(RevenueFields.self, from: $0) }
+                             ?? event.decode(RevenueFields.self), at: event, to: &state)
         case SKANConversionValueUpdated.eventType:
-            let update = try event.decode(SKANConversionValueUpdated.self)
+            let update = try Self.quickUpdate(event.record.data) ?? event.decode(SKANConversionValueUpdated.self)
             let coarse = update.coarseValue.map(Self.coarseNumber)
             if let answer = state.lastSingularAnswer, !answer.confirmedByDevice, answer.lockWindow == update.lockWindow,
                 answer.coarseValue == coarse, update.fineValue == nil || update.fineValue == answer.conversionValue {
@@ -117,10 +120,30 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         var revenue: Money
         var kind: RevenueKind
         var transactionID: String?
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case revenue, kind
             case transactionID = "transaction_id"
         }
+        static let memberNames = Set(CodingKeys.allCases.map(\.rawValue))
+    }
+
+    /// `SKANConversionValueUpdated` read from its bytes (most of a SKAN history's events): nil
+    /// unless they hold exactly what `JSONDecoder` would read without fuss (plain integer, a
+    /// known coarse value or null, a boolean lock), so the decoder decides everything else.
+    static func quickUpdate(_ data: Data) -> SKANConversionValueUpdated? {
+        guard let payload = PayloadMembers(data), let lockRaw = payload.raw("lock_window"),
+            let lock = PayloadMembers.bool(lockRaw) else { return nil }
+        var fine: Int?
+        if let raw = payload.raw("fine_value"), !PayloadMembers.isNull(raw) {
+            guard let value = PayloadMembers.integer(raw) else { return nil }
+            fine = value
+        }
+        var coarse: LedgerDomain.SKANCoarseValue?
+        if let raw = payload.raw("coarse_value"), !PayloadMembers.isNull(raw) {
+            guard let value = PayloadMembers.plainString(raw).flatMap(LedgerDomain.SKANCoarseValue.init(rawValue:)) else { return nil }
+            coarse = value
+        }
+        return SKANConversionValueUpdated(fineValue: fine, coarseValue: coarse, lockWindow: lock)
     }
 
     func applyRevenue(_ revenue: RevenueFields, at event: DeviceEvent, to state: inout State) throws {
