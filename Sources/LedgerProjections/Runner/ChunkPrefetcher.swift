@@ -3,86 +3,92 @@ import LedgerPostgres
 import LedgerStore
 import Logging
 
-/// Reads a rebuild's bulk chunks on a thread and a session of its own, a chunk or two ahead of
-/// the fold: scanning and parsing the log (and opening personal fields) overlaps with folding,
-/// so the bulk phase takes about the longer of the two instead of their sum.
+/// Reads a rebuild's bulk chunks ahead of the fold, in two stages on threads and sessions of
+/// their own: one scans the log (the server's `COPY` and the parsing of its lines), the next
+/// opens personal fields (docs/privacy.md). With the fold on the rebuild's thread, the three
+/// overlap, so the bulk phase takes about as long as the slowest of them, not their sum.
 ///
-/// The reader follows the same gap-safe order and horizon rule as every scan
+/// Both stages follow the same gap-safe order and horizon rule as every scan
 /// (``LogScan/chunk(after:types:limit:on:)``); the rebuild's own checkpoint stays the last event
 /// it folded, so nothing read ahead is skipped or counted twice.
-final class ChunkPrefetcher: @unchecked Sendable {
+final class ChunkPrefetcher: Sendable {
+    private let scanned = ChunkPipe()
+    private let opened = ChunkPipe()
+    private let conninfo: String
+    private let store: EventStore
+    private let types: [String]
+    private let chunkSize: Int
+    private let logger: Logger
+
+    /// A prefetcher of `types`' events from the start of `store`'s log, `chunkSize` at a time.
+    init(conninfo: String, store: EventStore, types: [String], chunkSize: Int, logger: Logger) {
+        self.conninfo = conninfo
+        self.store = store
+        self.types = types
+        self.chunkSize = chunkSize
+        self.logger = logger
+    }
+
+    /// Starts both stages.
+    func start() {
+        Thread { [self] in scan() }.start()
+        Thread { [self] in open() }.start()
+    }
+
+    /// The next chunk in log order, its personal fields opened; nil after the last. Rethrows a
+    /// stage's error.
+    func next() throws -> [RecordedEvent]? { try opened.next() }
+
+    /// Stops both stages; chunks not taken are dropped.
+    func cancel() {
+        scanned.cancel()
+        opened.cancel()
+    }
+
+    private func scan() {
+        defer { scanned.finish() }
+        do {
+            let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
+            var checkpoint = GlobalCheckpoint.start
+            while true {
+                let chunk = try LogScan.chunk(after: checkpoint, types: types, limit: chunkSize, on: connection)
+                guard scanned.hand(.success(chunk)), let last = chunk.last, chunk.count == chunkSize else { return }
+                checkpoint = last.checkpoint
+            }
+        } catch {
+            _ = scanned.hand(.failure(error))
+        }
+    }
+
+    private func open() {
+        defer { opened.finish() }
+        do {
+            let connection = store.privacy.isEnabled ? try PostgresConnection(conninfo: conninfo, logger: logger) : nil
+            while var chunk = try scanned.next() {
+                if let connection { try store.privacy.reveal(&chunk, on: connection) }
+                guard opened.hand(.success(chunk)) else { return }
+            }
+            _ = opened.hand(.success([]))
+        } catch {
+            _ = opened.hand(.failure(error))
+        }
+    }
+}
+
+/// A bounded hand-over of chunks between two threads.
+final class ChunkPipe: @unchecked Sendable {
     // `@unchecked`: every mutable member is read and written under `condition`.
     private let condition = NSCondition()
     private var ready: [Result<[RecordedEvent], any Error>] = []
     private var finished = false
     private var cancelled = false
-
-    private let conninfo: String
-    private let store: EventStore
-    private let types: [String]
-    private let chunkSize: Int
     private let depth: Int
-    private let logger: Logger
 
-    /// A prefetcher of `types`' events from the start of the log, `chunkSize` at a time, holding
-    /// at most `depth` chunks that were read but not yet taken.
-    init(conninfo: String, store: EventStore, types: [String], chunkSize: Int, depth: Int = 2, logger: Logger) {
-        self.conninfo = conninfo
-        self.store = store
-        self.types = types
-        self.chunkSize = chunkSize
-        self.depth = max(1, depth)
-        self.logger = logger
-    }
+    /// A pipe holding at most `depth` chunks handed over but not yet taken.
+    init(depth: Int = 2) { self.depth = max(1, depth) }
 
-    /// Starts the reading thread.
-    func start() {
-        Thread { [self] in read() }.start()
-    }
-
-    /// The next chunk in log order; nil after the last. Rethrows the reader's error.
-    func next() throws -> [RecordedEvent]? {
-        condition.lock()
-        defer { condition.unlock() }
-        while ready.isEmpty && !finished { condition.wait() }
-        guard !ready.isEmpty else { return nil }
-        let chunk = try ready.removeFirst().get()
-        condition.broadcast()
-        return chunk.isEmpty ? nil : chunk
-    }
-
-    /// Stops the reader (after the chunk it is reading); chunks not taken are dropped.
-    func cancel() {
-        condition.lock()
-        cancelled = true
-        ready.removeAll()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    private func read() {
-        defer {
-            condition.lock()
-            finished = true
-            condition.broadcast()
-            condition.unlock()
-        }
-        do {
-            let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
-            var checkpoint = GlobalCheckpoint.start
-            while true {
-                var chunk = try LogScan.chunk(after: checkpoint, types: types, limit: chunkSize, on: connection)
-                try store.privacy.reveal(&chunk, on: connection)  // personal fields opened as every read does
-                guard hand(.success(chunk)), let last = chunk.last, chunk.count == chunkSize else { return }
-                checkpoint = last.checkpoint
-            }
-        } catch {
-            _ = hand(.failure(error))
-        }
-    }
-
-    /// Hands a chunk to the fold, waiting while `depth` chunks are already waiting; false once cancelled.
-    private func hand(_ chunk: Result<[RecordedEvent], any Error>) -> Bool {
+    /// Hands a chunk over, waiting while `depth` are already waiting; false once cancelled.
+    func hand(_ chunk: Result<[RecordedEvent], any Error>) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         while ready.count >= depth && !cancelled { condition.wait() }
@@ -90,5 +96,34 @@ final class ChunkPrefetcher: @unchecked Sendable {
         ready.append(chunk)
         condition.broadcast()
         return true
+    }
+
+    /// The next chunk; nil after the last (an empty chunk, or the sender finished). Rethrows the
+    /// sender's error.
+    func next() throws -> [RecordedEvent]? {
+        condition.lock()
+        defer { condition.unlock() }
+        while ready.isEmpty && !finished && !cancelled { condition.wait() }
+        guard !ready.isEmpty else { return nil }
+        let chunk = try ready.removeFirst().get()
+        condition.broadcast()
+        return chunk.isEmpty ? nil : chunk
+    }
+
+    /// No more chunks will come.
+    func finish() {
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Stops both sides; chunks not taken are dropped.
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        ready.removeAll()
+        condition.broadcast()
+        condition.unlock()
     }
 }

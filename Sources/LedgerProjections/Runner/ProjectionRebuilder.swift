@@ -90,8 +90,8 @@ public struct ProjectionRebuilder: Sendable {
             SELECT count(*) FROM events WHERE event_type = ANY(\(Self.arrayLiteral(projection.eventTypes))::text[])
             """).single().decode(Int64.self, at: 0)
 
-        // Bulk: fold in memory, write once. The chunks are read (and their personal fields opened,
-        // docs/privacy.md) on a session of their own, ahead of the fold.
+        // Bulk: fold in memory, write once. The chunks are read, and their personal fields opened
+        // as every read does (docs/privacy.md), on sessions of their own, ahead of the fold.
         var builder = projection.makeBulkBuilder()
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
