@@ -140,4 +140,14 @@ struct PersonalJSONSplitterTests {
             #expect(fromBytes.box == fromTree.box && fromBytes.fields == fromTree.fields && fromBytes.keyID == fromTree.keyID)
         }
     }
+
+    @Test("deep nesting is not scanned (nil, the general path decides) and never exhausts the stack")
+    func deepNesting() {
+        let depth = 200_000
+        let deep = "{\"device\":" + String(repeating: "[", count: depth) + String(repeating: "]", count: depth) + "}"
+        #expect(JSONObjectBytes.members(of: Array(deep.utf8)[...]) == nil)
+        #expect(Self.splitter.split(Data(deep.utf8)) == nil)
+        let shallow = "{\"device\":" + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}"
+        #expect(JSONObjectBytes.members(of: Array(shallow.utf8)[...])?.count == 1)
+    }
 }

@@ -68,27 +68,17 @@ enum DataKeys {
         let candidateID = UUID()
         let wrapped = try wrap(candidate, id: candidateID, subject: subject, with: masters.current)
         let deferred = beforeAppend && !connection.isInTransaction
-        let rows = try connection.query(deferred ? """
+        // The subquery runs once, before the insert's row is formed: `set_config(…, true)` then
+        // holds for the rest of this statement's own transaction, its commit included.
+        let flushWithTheAppend = deferred ? "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS flush_later" : ""
+        let rows = try connection.query("""
             WITH existing AS (
                 SELECT key_id, wrapped_key FROM privacy_keys
                 WHERE subject = \(subject) AND wrapped_key IS NOT NULL AND master_key_id = \(masters.currentID)
                 ORDER BY created_at DESC LIMIT 1
             ), created AS (
                 INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
-                SELECT \(candidateID), \(subject), \(wrapped), \(masters.currentID)
-                FROM (SELECT set_config('synchronous_commit', 'off', true)) AS flush_with_the_append
-                WHERE NOT EXISTS (SELECT 1 FROM existing)
-                RETURNING key_id, wrapped_key
-            )
-            SELECT key_id, wrapped_key FROM existing UNION ALL SELECT key_id, wrapped_key FROM created
-            """ : """
-            WITH existing AS (
-                SELECT key_id, wrapped_key FROM privacy_keys
-                WHERE subject = \(subject) AND wrapped_key IS NOT NULL AND master_key_id = \(masters.currentID)
-                ORDER BY created_at DESC LIMIT 1
-            ), created AS (
-                INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
-                SELECT \(candidateID), \(subject), \(wrapped), \(masters.currentID)
+                SELECT \(candidateID), \(subject), \(wrapped), \(masters.currentID) \(unescaped: flushWithTheAppend)
                 WHERE NOT EXISTS (SELECT 1 FROM existing)
                 RETURNING key_id, wrapped_key
             )

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The members of a JSON object found by a byte scan that steps over nested values without
+/// parsing them: for code that needs a few members of a payload (sealing, opening, projections'
+/// hot paths) without building a tree of it.
+///
+/// It reads only what it can read exactly as a JSON parser would, and gives up (nil) otherwise:
+/// a key with an escape (`"dev\u0069ce"` may spell a name the caller looks for), bytes that do not
+/// scan, or nesting deeper than ``maximumDepth``. Callers then take the slow, general path.
+public enum JSONObjectBytes {
+    /// Nesting deeper than this is not scanned (the recursion stays small on any thread's stack).
+    public static let maximumDepth = 256
+
+    /// One member of a scanned object: its key, its raw value, and the bytes from the key's
+    /// opening quote to the value's end (indices of the scanned slice).
+    public struct Member: Sendable {
+        /// The key's bytes, between its quotes (never escaped).
+        public var keyBytes: ArraySlice<UInt8>
+        /// The value's bytes, exactly as written.
+        public var raw: ArraySlice<UInt8>
+        /// From the key's opening quote to the value's last byte.
+        public var span: Range<Int>
+
+        /// The key as text.
+        public var key: String { String(decoding: keyBytes, as: UTF8.self) }
+    }
+
+    /// The members of the JSON object that is all of `bytes` (whitespace aside), in order; nil
+    /// when it does not scan, a key is escaped, or it nests too deep.
+    public static func members(of bytes: ArraySlice<UInt8>) -> [Member]? {
+        var scanner = Scanner(bytes: bytes)
+        scanner.skipWhitespace()
+        guard scanner.take(UInt8(ascii: "{")) else { return nil }
+        var members: [Member] = []
+        scanner.skipWhitespace()
+        if !scanner.take(UInt8(ascii: "}")) {
+            while true {
+                scanner.skipWhitespace()
+                let keyStart = scanner.index
+                guard scanner.skipString() else { return nil }
+                let rawKey = bytes[(keyStart + 1)..<(scanner.index - 1)]
+                guard !rawKey.contains(UInt8(ascii: "\\")) else { return nil }
+                scanner.skipWhitespace()
+                guard scanner.take(UInt8(ascii: ":")) else { return nil }
+                scanner.skipWhitespace()
+                let valueStart = scanner.index
+                guard scanner.skipValue(depth: 1) else { return nil }
+                members.append(Member(keyBytes: rawKey, raw: bytes[valueStart..<scanner.index], span: keyStart..<scanner.index))
+                scanner.skipWhitespace()
+                if scanner.take(UInt8(ascii: ",")) { continue }
+                guard scanner.take(UInt8(ascii: "}")) else { return nil }
+                break
+            }
+        }
+        scanner.skipWhitespace()
+        return scanner.atEnd ? members : nil
+    }
+
+    /// A cursor over JSON bytes that can step over whole values.
+    struct Scanner {
+        let bytes: ArraySlice<UInt8>
+        var index: Int
+
+        init(bytes: ArraySlice<UInt8>) {
+            self.bytes = bytes
+            self.index = bytes.startIndex
+        }
+
+        var atEnd: Bool { index >= bytes.endIndex }
+        var peek: UInt8? { index < bytes.endIndex ? bytes[index] : nil }
+
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard peek == byte else { return false }
+            index += 1
+            return true
+        }
+
+        mutating func skipWhitespace() {
+            while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+        }
+
+        /// Steps over a string, escapes included.
+        mutating func skipString() -> Bool {
+            guard take(UInt8(ascii: "\"")) else { return false }
+            while index < bytes.endIndex {
+                switch bytes[index] {
+                case UInt8(ascii: "\""):
+                    index += 1
+                    return true
+                case UInt8(ascii: "\\"): index += 2
+                default: index += 1
+                }
+            }
+            return false
+        }
+
+        /// Steps over any value: string, object, array, number or literal; false past
+        /// ``JSONObjectBytes/maximumDepth``.
+        mutating func skipValue(depth: Int) -> Bool {
+            guard let byte = peek, depth <= JSONObjectBytes.maximumDepth else { return false }
+            switch byte {
+            case UInt8(ascii: "\""):
+                return skipString()
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                let close = byte == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
+                index += 1
+                skipWhitespace()
+                if take(close) { return true }
+                while true {
+                    skipWhitespace()
+                    if byte == UInt8(ascii: "{") {
+                        guard skipString() else { return false }
+                        skipWhitespace()
+                        guard take(UInt8(ascii: ":")) else { return false }
+                        skipWhitespace()
+                    }
+                    guard skipValue(depth: depth + 1) else { return false }
+                    skipWhitespace()
+                    if take(UInt8(ascii: ",")) { continue }
+                    return take(close)
+                }
+            default:
+                let start = index
+                while let next = peek, next != UInt8(ascii: ","), next != UInt8(ascii: "}"), next != UInt8(ascii: "]"),
+                    next != 0x20, next != 0x0A, next != 0x0D, next != 0x09
+                {
+                    index += 1
+                }
+                return index > start
+            }
+        }
+    }
+}
