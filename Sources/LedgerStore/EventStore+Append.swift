@@ -181,7 +181,10 @@ extension EventStore {
                 throw Self.diagnoseRefusedBatch(events) ?? error
             case .failure(let error): throw error
             }
-            if rows.count == 1 { return try appended(events, rows: rows, to: stream, on: connection) }
+            if rows.count == 1 {
+                heads.noteHit()
+                return try appended(events, rows: rows, to: stream, on: connection)
+            }
         }
         let query = batch.query(stream: stream, expected: expected)
         // With `.any`, losing a race for the next version just means reading the head again.

@@ -19,6 +19,13 @@ final class StreamHeads: Sendable {
     static let capacity = 50_000
 
     private let heads = Mutex<[String: Head]>([:])
+    private let hits = Atomic<Int>(0)
+
+    /// Appends that went in through a hint (``EventStore/appendNextSQL`` inserted the event).
+    var hitCount: Int { hits.load(ordering: .relaxed) }
+
+    /// Counts an append that went in through its hint.
+    func noteHit() { hits.add(1, ordering: .relaxed) }
 
     /// The hint for `stream`, if any.
     func head(of stream: String) -> Head? {

@@ -92,7 +92,8 @@ struct WorkerCrashTests {
             }
             // A last worker finishes the job, then stops on SIGTERM. It is sent only once the worker
             // holds its liveness lock (it catches signals before taking it): the killed workers may
-            // have drained everything already, and a SIGTERM during start-up is another test.
+            // have drained everything already, and a SIGTERM before the worker set up its handlers
+            // (while it reads its configuration) is not what this test is about.
             let last = try Self.startWorker(conninfo: database.conninfo, fakes: fakes, id: "finisher")
             let deadline = ContinuousClock.now + .seconds(120)
             while ContinuousClock.now < deadline, try await Self.count("""

@@ -23,6 +23,10 @@ struct StreamHeadHintTests {
             }
             #expect(versions == Array(1...12))
             #expect(first.heads.head(of: "device-app1-turns")?.version == 12)
+            // The hint was used where it held: `second` appended 8 events, 4 of them right after
+            // one of its own (n = 2, 5, 8, 11), each after an append of `first` in between.
+            #expect(second.heads.hitCount == 4)
+            #expect(first.heads.hitCount == 0)
             let report = try await first.verify()
             #expect(report.isIntact)
             #expect(report.eventsChecked == 12)
@@ -68,6 +72,7 @@ struct StreamHeadHintTests {
             }
             let second = try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .exact(1))
             #expect(second.events.map(\.streamVersion) == [2])
+            #expect(store.heads.hitCount == 1)  // after the hint, not a head read
             // The retry of the first event, made after the hint moved on: the stored answer.
             let retry = try await store.append([first], to: "device-app1-rules")
             #expect(retry.wasDuplicate)

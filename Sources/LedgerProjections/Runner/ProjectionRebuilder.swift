@@ -69,7 +69,9 @@ public struct ProjectionRebuilder: Sendable {
         }
     }
 
-    /// Rebuilds `projection` on a connection the caller holds (which must not be in a transaction).
+    /// Rebuilds `projection` on a connection the caller holds (which must not be in a transaction,
+    /// and must reach the store's database: the bulk phase reads ahead on two sessions of its own
+    /// opened from the store pool's connection string, outside the pool's limit).
     public func rebuild(_ projection: any Projection, on connection: PostgresConnection,
                         progress: (Progress) -> Void = { _ in }) throws -> Report {
         let started = ContinuousClock.now

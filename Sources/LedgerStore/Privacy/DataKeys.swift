@@ -55,9 +55,10 @@ enum DataKeys {
     ///   key right after, on the same connection. A new key then commits without waiting for its
     ///   flush (`synchronous_commit` off for that statement alone): the append's durable commit
     ///   flushes the log past the key's commit record, so the key is durable whenever an event
-    ///   sealed with it is. Such a key is not cached here; the caller caches it
-    ///   (``PersonalDataProtection/cache(_:for:now:)``) once its append has committed. Two round
-    ///   trips and no transaction, instead of `BEGIN`, the key, the append and `COMMIT`.
+    ///   sealed with it is. No key is cached here on that path (not even one found: another
+    ///   session may have made it the same way a moment ago); the caller caches it once its own
+    ///   append has committed. Two round trips and no transaction, instead of `BEGIN`, the key,
+    ///   the append and `COMMIT`.
     static func acquire(subject: String, protection: PersonalDataProtection, on connection: PostgresConnection,
                         beforeAppend: Bool = false) throws -> DataKey?
     {
@@ -90,10 +91,11 @@ enum DataKeys {
             ? candidate
             : try unwrap(try row.decode(Data.self, at: 1), id: id, subject: subject, with: masters.current)
         let dataKey = DataKey(id: id, subject: subject, key: key)
-        // Only a committed (and, for a new key, durable) key may be remembered: inside a
-        // transaction it could still roll back; a deferred one waits for its append.
+        // Only a committed and durable key may be remembered: inside a transaction it could
+        // still roll back; on the deferred path neither a new key nor one another session just
+        // made (also without waiting for its flush) is known durable before the append commits.
         if deferred {
-            if id != candidateID { protection.cache(dataKey, for: subject, now: now) }  // an existing key
+            // The caller caches it (``PersonalDataProtection/BatchSealer/appendCommitted()``).
         } else if !connection.isInTransaction {
             protection.cache(dataKey, for: subject, now: now)
         } else {

@@ -15,6 +15,10 @@ extension PersonalDataProtection {
         let keyCommitsWithAppend: Bool
         private var resolved = false
         private var key: DataKey?
+        /// A key this append looked up on the deferred path, with the forget generation seen
+        /// before the lookup: cached only after the append's durable commit, and only if no
+        /// erasure in this process forgot keys meanwhile.
+        private var keyToCache: (key: DataKey, generation: Int)?
 
         init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection,
              keyCommitsWithAppend: Bool = false) {
@@ -28,8 +32,8 @@ extension PersonalDataProtection {
         /// Called once the append this sealer served has committed durably: a key it made is
         /// now safe to remember.
         func appendCommitted() {
-            guard keyCommitsWithAppend, let key else { return }
-            protection.cache(key, for: key.subject, now: Date())
+            guard let (key, generation) = keyToCache else { return }
+            protection.cache(key, for: key.subject, now: Date(), unlessForgottenSince: generation)
         }
 
         /// The data to store for `event` (after it was validated), or nil to store it unchanged
@@ -98,8 +102,12 @@ extension PersonalDataProtection {
             guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
                 throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
             }
+            let generation = protection.forgetGeneration
+            let wasCached = protection.cachedKey(for: subject, now: Date()) != nil
             key = try DataKeys.acquire(subject: subject, protection: protection, on: connection,
                                        beforeAppend: keyCommitsWithAppend)
+            // A key that came from the cache keeps its expiry (caching it again would extend it).
+            if keyCommitsWithAppend, !wasCached, let key { keyToCache = (key, generation) }
         }
 
         private func seal(_ plaintext: some DataProtocol, with key: DataKey, event: NewEvent) throws -> Data {

@@ -32,6 +32,8 @@ public final class PersonalDataProtection: Sendable {
     /// False only for ``disabled`` (benchmark baselines).
     public let isEnabled: Bool
     let writeCache = Mutex<[String: CachedKey]>([:])
+    /// Counts ``forgetCachedKeys(of:)`` calls (``forgetGeneration``).
+    let forgettings = Atomic<Int>(0)
     let subjects = Mutex<[String: String]>([:])
     let splitters = Mutex<[String: PersonalJSONSplitter]>([:])
 
@@ -83,7 +85,22 @@ public final class PersonalDataProtection: Sendable {
 
     /// Forgets any cached key of `subject` (called by erasure in this process).
     public func forgetCachedKeys(of subject: String) {
+        forgettings.add(1, ordering: .sequentiallyConsistent)
         _ = writeCache.withLock { $0.removeValue(forKey: subject) }
+    }
+
+    /// How many times keys were forgotten so far: a key looked up before a forget must not be
+    /// cached after it (see ``cache(_:for:now:unlessForgottenSince:)``).
+    var forgetGeneration: Int { forgettings.load(ordering: .sequentiallyConsistent) }
+
+    /// Caches `key` unless keys were forgotten since `generation` (an erasure in this process
+    /// between the key's lookup and its append's commit: the key may be destroyed now).
+    func cache(_ key: DataKey, for subject: String, now: Date, unlessForgottenSince generation: Int) {
+        writeCache.withLock { cache in
+            guard forgettings.load(ordering: .sequentiallyConsistent) == generation else { return }
+            if cache.count > 50_000 { cache.removeAll(keepingCapacity: true) }
+            cache[subject] = CachedKey(key: key, expires: now.addingTimeInterval(Self.writeCacheLifetime))
+        }
     }
 
     func cachedKey(for subject: String, now: Date) -> DataKey? {
