@@ -50,11 +50,8 @@ struct PreparedBatch {
     /// server cost is about two thirds of the batch statement's for one event.
     func query(stream: String, expected: ExpectedVersion) -> PostgresQuery {
         let version = expected.sqlValue.map(PostgresValue.int64) ?? .null
-        if events.count == 1, let event = events.first, let text = texts.first {
-            return PostgresQuery(sql: EventStore.appendOneSQL, binds: [
-                .text(stream), version, .uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)),
-                .jsonb(text.data), .jsonb(text.metadata), .timestamptz(event.occurredAt),
-            ])
+        if let event = loneEventBinds {
+            return PostgresQuery(sql: EventStore.appendOneSQL, binds: [.text(stream), version] + event)
         }
         return PostgresQuery(sql: EventStore.appendSQL, binds: [.text(stream), version, .jsonb(json),
                                                                 .int64(Int64(events.count))])
@@ -63,17 +60,22 @@ struct PreparedBatch {
     /// The statement that appends a lone event right after `head` (``EventStore/appendNextSQL``),
     /// when there is a hint and the expected version allows it.
     func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?) -> PostgresQuery? {
-        guard events.count == 1, let event = events.first, let text = texts.first, let head else { return nil }
+        guard let event = loneEventBinds, let head else { return nil }
         switch expected {
         case .any: break
         case .exact(let version) where version == head.version: break
         case .exact, .noStream: return nil
         }
-        return PostgresQuery(sql: EventStore.appendNextSQL, binds: [
-            .text(stream), .int64(head.version), .uuid(event.id), .text(event.type),
-            .int32(Int32(event.schemaVersion)), .jsonb(text.data), .jsonb(text.metadata),
-            .timestamptz(event.occurredAt), .bytea(head.hash),
-        ])
+        return PostgresQuery(sql: EventStore.appendNextSQL,
+                             binds: [.text(stream), .int64(head.version)] + event + [.bytea(head.hash)])
+    }
+
+    /// `$3`–`$8` of the single-event statements (id, type, schema version, data, metadata,
+    /// occurred at); nil for a batch of more than one.
+    private var loneEventBinds: [PostgresValue]? {
+        guard events.count == 1, let event = events.first, let text = texts.first else { return nil }
+        return [.uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)), .jsonb(text.data),
+                .jsonb(text.metadata), .timestamptz(event.occurredAt)]
     }
 }
 
@@ -177,9 +179,7 @@ extension EventStore {
             let rows: PostgresRows
             switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(hinted, prepare: true) }) {
             case .success(let returned): rows = returned
-            case .failure(let error) where Self.jsonRefusals.contains(error.sqlState ?? ""):
-                throw Self.diagnoseRefusedBatch(events) ?? error
-            case .failure(let error): throw error
+            case .failure(let error): throw Self.diagnosed(error, events)
             }
             if rows.count == 1 {
                 heads.noteHit()
@@ -203,11 +203,8 @@ extension EventStore {
                     throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected, actual: actual)
                 }
                 continue
-            case .failure(let error) where Self.jsonRefusals.contains(error.sqlState ?? ""):
-                // jsonb refused a payload: name the event.
-                throw Self.diagnoseRefusedBatch(events) ?? error
             case .failure(let error):
-                throw error
+                throw Self.diagnosed(error, events)
             }
             if rows.count == events.count { return try appended(events, rows: rows, to: stream, on: connection) }
             // Nothing inserted: which rule stopped it?
@@ -230,7 +227,14 @@ extension EventStore {
     }
 
     /// The SQLSTATEs with which jsonb refuses a payload's text.
-    static let jsonRefusals: Set<String> = ["22P02", "22P05", "22023"]
+    private static let jsonRefusals: Set<String> = ["22P02", "22P05", "22023"]
+
+    /// An append statement's failure as thrown: when jsonb refused a payload, the typed error
+    /// naming the event; otherwise the database's error.
+    static func diagnosed(_ error: PostgresError, _ events: [NewEvent]) -> any Error {
+        guard jsonRefusals.contains(error.sqlState ?? ""), let refused = diagnoseRefusedBatch(events) else { return error }
+        return refused
+    }
 
     /// The result of a stored batch: announces it (after the commit, inside a transaction),
     /// remembers the stream's new head, and decodes what the statement returned.

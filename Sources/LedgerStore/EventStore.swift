@@ -155,30 +155,14 @@ public struct EventStore: Sendable {
         guard endsWithItsFirstObject(bytes) else {
             throw refuse(field, "json_object", "must be one JSON object, with nothing after its closing brace")
         }
-        if bytes.count >= 6, containsEscapedNUL(bytes) {
+        if bytes.contains(bytes: escapedNUL) {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
         return text
     }
 
-    /// Whether the text `\u0000` occurs in `bytes` (a plain scan: `Data.range(of:)` was
-    /// a measurable share of a single append's client time).
-    static func containsEscapedNUL(_ bytes: Data) -> Bool {
-        bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
-            let count = buffer.count
-            var index = 0
-            while index + 6 <= count {
-                if buffer[index] == UInt8(ascii: "\\"), buffer[index + 1] == UInt8(ascii: "u"),
-                   buffer[index + 2] == UInt8(ascii: "0"), buffer[index + 3] == UInt8(ascii: "0"),
-                   buffer[index + 4] == UInt8(ascii: "0"), buffer[index + 5] == UInt8(ascii: "0")
-                {
-                    return true
-                }
-                index += 1
-            }
-            return false
-        }
-    }
+    /// The text `\u0000`, which no jsonb value can hold.
+    private static let escapedNUL = Array("\\u0000".utf8)
 
     /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
     /// parse, as a typed error.

@@ -56,6 +56,14 @@ public enum JSONObjectBytes {
         return scanner.atEnd ? members : nil
     }
 
+    /// The text of a raw JSON string value with no escapes (`"abc"` → `abc`); nil for any other
+    /// value, and for a string with a backslash (only a parser can read those).
+    public static func plainString(_ raw: ArraySlice<UInt8>) -> String? {
+        guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
+            !raw.contains(UInt8(ascii: "\\")) else { return nil }
+        return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
+    }
+
     /// A cursor over JSON bytes that can step over whole values.
     struct Scanner {
         let bytes: ArraySlice<UInt8>
@@ -128,6 +136,26 @@ public enum JSONObjectBytes {
                 }
                 return index > start
             }
+        }
+    }
+}
+
+extension Data {
+    /// Whether `needle` occurs in these bytes (a plain scan: `Data.range(of:)` was a visible share
+    /// of an append's and of a read's client time).
+    func contains(bytes needle: [UInt8]) -> Bool {
+        guard let first = needle.first else { return true }
+        return withUnsafeBytes { (haystack: UnsafeRawBufferPointer) -> Bool in
+            guard haystack.count >= needle.count else { return false }
+            for start in 0...(haystack.count - needle.count) where haystack[start] == first {
+                var matches = true
+                for offset in 1..<needle.count where haystack[start + offset] != needle[offset] {
+                    matches = false
+                    break
+                }
+                if matches { return true }
+            }
+            return false
         }
     }
 }

@@ -150,4 +150,15 @@ struct PersonalJSONSplitterTests {
         let shallow = "{\"device\":" + String(repeating: "[", count: 100) + String(repeating: "]", count: 100) + "}"
         #expect(JSONObjectBytes.members(of: Array(shallow.utf8)[...])?.count == 1)
     }
+
+    @Test("the byte search finds a sequence at the start, the middle and the end, and not a partial one")
+    func byteSearch() {
+        let needle = Array(#""ledger_personal""#.utf8)
+        #expect(Data(#""ledger_personal":1"#.utf8).contains(bytes: needle))
+        #expect(Data(#"{"a":1,"ledger_personal":{}}"#.utf8).contains(bytes: needle))
+        #expect(Data(#"{"x":"ledger_personal""#.utf8).contains(bytes: needle))
+        #expect(!Data(#"{"ledger_personal_x":1}"#.utf8).contains(bytes: needle))
+        #expect(!Data(#""ledger_persona"#.utf8).contains(bytes: needle))
+        #expect(!Data().contains(bytes: needle))
+    }
 }

@@ -59,13 +59,6 @@ struct PayloadMembers {
         return negative ? -value : value
     }
 
-    /// A string with no escapes; nil for anything else.
-    static func plainString(_ raw: ArraySlice<UInt8>) -> String? {
-        guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
-            !raw.contains(UInt8(ascii: "\\")) else { return nil }
-        return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
-    }
-
     /// `null`.
     static func isNull(_ raw: ArraySlice<UInt8>) -> Bool { raw.elementsEqual("null".utf8) }
 }

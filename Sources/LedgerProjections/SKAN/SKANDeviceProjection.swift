@@ -140,7 +140,7 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         }
         var coarse: LedgerDomain.SKANCoarseValue?
         if let raw = payload.raw("coarse_value"), !PayloadMembers.isNull(raw) {
-            guard let value = PayloadMembers.plainString(raw).flatMap(LedgerDomain.SKANCoarseValue.init(rawValue:)) else { return nil }
+            guard let value = JSONObjectBytes.plainString(raw).flatMap(LedgerDomain.SKANCoarseValue.init(rawValue:)) else { return nil }
             coarse = value
         }
         return SKANConversionValueUpdated(fineValue: fine, coarseValue: coarse, lockWindow: lock)

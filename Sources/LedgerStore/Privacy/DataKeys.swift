@@ -14,7 +14,7 @@ struct DataKey: Sendable {
 
     init(id: UUID, subject: String, key: SymmetricKey) {
         self.id = id
-        self.idText = id.uuidString.lowercased()
+        self.idText = id.lowercasedText
         self.subject = subject
         self.bytes = key.withUnsafeBytes { Data($0) }
     }

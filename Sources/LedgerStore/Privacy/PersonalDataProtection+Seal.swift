@@ -102,12 +102,15 @@ extension PersonalDataProtection {
             guard let subject = try protection.subject(of: stream, batch: events, on: connection) else {
                 throw PrivacyError.noDataSubject(stream: stream, eventType: event.type)
             }
+            // A key that comes from the cache keeps its expiry (caching it again would extend it).
+            if let cached = protection.cachedKey(for: subject, now: Date()) {
+                key = cached
+                return
+            }
             let generation = protection.forgetGeneration
-            let wasCached = protection.cachedKey(for: subject, now: Date()) != nil
             key = try DataKeys.acquire(subject: subject, protection: protection, on: connection,
                                        beforeAppend: keyCommitsWithAppend)
-            // A key that came from the cache keeps its expiry (caching it again would extend it).
-            if keyCommitsWithAppend, !wasCached, let key { keyToCache = (key, generation) }
+            if keyCommitsWithAppend, let key { keyToCache = (key, generation) }
         }
 
         private func seal(_ plaintext: some DataProtocol, with key: DataKey, event: NewEvent) throws -> Data {
@@ -198,7 +201,7 @@ extension PersonalDataProtection {
         guard isEnabled else { return }
         var sealed: [(index: Int, rest: [UInt8]?, envelope: SealedEnvelope)] = []
         var ids = Set<UUID>()
-        for index in events.indices where Self.mentionsSealedKey(events[index].data) {
+        for index in events.indices where events[index].data.contains(bytes: Self.sealedKeyMarker) {
             let envelope: SealedEnvelope
             var rest: [UInt8]?
             if let cut = PersonalJSONSplitter.extract(Self.sealedKey, from: [UInt8](events[index].data)),
@@ -239,28 +242,7 @@ extension PersonalDataProtection {
         }
     }
 
-    /// Whether `data` holds the text `"ledger_personal"` (a plain scan; `Data.range(of:)` was a
-    /// visible share of reading).
-    static func mentionsSealedKey(_ data: Data) -> Bool {
-        let marker = sealedKeyMarker
-        return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Bool in
-            guard bytes.count >= marker.count else { return false }
-            var index = 0
-            while index + marker.count <= bytes.count {
-                if bytes[index] == marker[0] && bytes[index + 1] == marker[1] {
-                    var matches = true
-                    for offset in 2..<marker.count where bytes[index + offset] != marker[offset] {
-                        matches = false
-                        break
-                    }
-                    if matches { return true }
-                }
-                index += 1
-            }
-            return false
-        }
-    }
-
+    /// `"ledger_personal"`: an event whose bytes hold it may carry a sealed envelope.
     private static let sealedKeyMarker = Array("\"\(sealedKey)\"".utf8)
 
     /// The sealed envelope (`{"box":…,"fields":[…],"key":…,"v":1}`), read from its bytes when they
@@ -279,10 +261,7 @@ extension PersonalDataProtection {
         /// Nil when the bytes are not the plain form the sealer writes (the tree then decides).
         init?(bytes: ArraySlice<UInt8>) {
             guard !bytes.contains(UInt8(ascii: "\\")), let members = PersonalJSONSplitter.members(of: bytes) else { return nil }
-            func plainString(_ raw: ArraySlice<UInt8>) -> String? {
-                guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\"") else { return nil }
-                return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
-            }
+            let plainString = JSONObjectBytes.plainString
             var box: String?
             var fields: [String]?
             var keyID: UUID?
