@@ -15,31 +15,43 @@ struct PreparedBatch {
     /// The batch as the JSON array ``EventStore/appendSQL`` takes as `$3`, written as bytes.
     var json: String {
         var json: [UInt8] = []
-        json.reserveCapacity(texts.reduce(2) { $0 + $1.data.utf8.count + $1.metadata.utf8.count + 160 })
+        json.reserveCapacity(estimatedJSONBytes + 2)
         json.append(UInt8(ascii: "["))
-        for (index, (event, text)) in zip(events, texts).enumerated() {
+        for index in events.indices {
             if index > 0 { json.append(UInt8(ascii: ",")) }
-            json.append(contentsOf: Self.eventIDKey)
-            json.append(contentsOf: event.id.lowercasedText.utf8)
-            json.append(contentsOf: Self.eventTypeKey)
-            json.append(contentsOf: event.type.utf8)
-            json.append(contentsOf: Self.schemaVersionKey)
-            json.append(contentsOf: String(event.schemaVersion).utf8)
-            json.append(contentsOf: Self.occurredAtKey)
-            json.append(contentsOf: PostgresTimestamp.format(event.occurredAt).utf8)
-            json.append(contentsOf: Self.dataKey)
-            json.append(contentsOf: text.data.utf8)
-            json.append(contentsOf: Self.metadataKey)
-            json.append(contentsOf: text.metadata.utf8)
+            json.append(UInt8(ascii: "{"))
+            writeMembers(of: index, into: &json)
             json.append(UInt8(ascii: "}"))
         }
         json.append(UInt8(ascii: "]"))
         return String(decoding: json, as: UTF8.self)
     }
 
+    /// About how many bytes the events' JSON takes (to reserve once).
+    var estimatedJSONBytes: Int { texts.reduce(0) { $0 + $1.data.utf8.count + $1.metadata.utf8.count + 200 } }
+
+    /// Writes the members of event `index`'s JSON object (id, type, schema version, occurred at,
+    /// data, metadata), without the braces.
+    func writeMembers(of index: Int, into json: inout [UInt8]) {
+        let event = events[index]
+        let text = texts[index]
+        json.append(contentsOf: Self.eventIDKey)
+        json.append(contentsOf: event.id.lowercasedText.utf8)
+        json.append(contentsOf: Self.eventTypeKey)
+        json.append(contentsOf: event.type.utf8)
+        json.append(contentsOf: Self.schemaVersionKey)
+        json.append(contentsOf: String(event.schemaVersion).utf8)
+        json.append(contentsOf: Self.occurredAtKey)
+        json.append(contentsOf: PostgresTimestamp.format(event.occurredAt).utf8)
+        json.append(contentsOf: Self.dataKey)
+        json.append(contentsOf: text.data.utf8)
+        json.append(contentsOf: Self.metadataKey)
+        json.append(contentsOf: text.metadata.utf8)
+    }
+
     // The envelope's keys, between the values (type names and ids need no escaping: both are
     // checked against their character rules first).
-    private static let eventIDKey = Array(#"{"event_id":""#.utf8)
+    private static let eventIDKey = Array(#""event_id":""#.utf8)
     private static let eventTypeKey = Array(#"","event_type":""#.utf8)
     private static let schemaVersionKey = Array(#"","schema_version":"#.utf8)
     private static let occurredAtKey = Array(#","occurred_at":""#.utf8)

@@ -104,6 +104,76 @@ enum DataKeys {
         return dataKey
     }
 
+    /// ``acquire(subject:protection:on:beforeAppend:)`` for several subjects in one statement,
+    /// inside the caller's transaction: each subject's live key wrapped by the current master key,
+    /// or a new one. Nil for a subject that was erased. The keys are cached once the transaction
+    /// commits.
+    static func acquire(subjects: [String], protection: PersonalDataProtection, on connection: PostgresConnection) throws
+        -> [String: DataKey?]
+    {
+        precondition(connection.isInTransaction, "several keys are acquired inside the append's transaction")
+        let now = Date()
+        let masters = try protection.masterKeys()
+        var candidates: [String: (id: UUID, key: SymmetricKey)] = [:]
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        for subject in subjects {
+            let key = SymmetricKey(size: .bits256)
+            let id = UUID.randomVersion4()
+            candidates[subject] = (id, key)
+            if json.count > 1 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: #"{"subject":"#.utf8)
+            json.append(contentsOf: jsonString(subject).utf8)
+            json.append(contentsOf: #","candidate":""#.utf8)
+            json.append(contentsOf: id.lowercasedText.utf8)
+            json.append(contentsOf: #"","wrapped":""#.utf8)
+            json.append(contentsOf: try wrap(key, id: id, subject: subject, with: masters.current).base64EncodedData())
+            json.append(contentsOf: #""}"#.utf8)
+        }
+        json.append(UInt8(ascii: "]"))
+        let rows = try connection.query(PostgresQuery(sql: """
+            WITH wanted AS (
+                SELECT w.subject COLLATE "C" AS subject, w.candidate, decode(w.wrapped, 'base64') AS wrapped
+                FROM jsonb_to_recordset($1::jsonb) AS w(subject text, candidate uuid, wrapped text)
+            ), existing AS (
+                SELECT DISTINCT ON (k.subject) k.subject, k.key_id, k.wrapped_key FROM privacy_keys AS k
+                WHERE k.subject IN (SELECT subject FROM wanted) AND k.wrapped_key IS NOT NULL
+                  AND k.master_key_id = $2::text
+                ORDER BY k.subject, k.created_at DESC
+            ), created AS (
+                INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
+                SELECT w.candidate, w.subject, w.wrapped, $2::text FROM wanted AS w
+                WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.subject = w.subject)
+                RETURNING subject, key_id, wrapped_key
+            )
+            SELECT subject, key_id, wrapped_key FROM existing UNION ALL SELECT subject, key_id, wrapped_key FROM created
+            """, binds: [.jsonb(String(decoding: json, as: UTF8.self)), .text(masters.currentID)]), prepare: true)
+        var keys: [String: DataKey?] = [:]
+        for subject in subjects { keys[subject] = .some(nil) }  // erased unless a row says otherwise
+        for row in rows {
+            let subject = try row.decode(String.self, at: 0)
+            let id = try row.decode(UUID.self, at: 1)
+            let key: SymmetricKey
+            if let candidate = candidates[subject], candidate.id == id {
+                key = candidate.key
+            } else {
+                key = try unwrap(try row.decode(Data.self, at: 2), id: id, subject: subject, with: masters.current)
+            }
+            keys[subject] = DataKey(id: id, subject: subject, key: key)
+        }
+        let found = keys.compactMap { $0.value }
+        connection.afterCommit {
+            for key in found { protection.cache(key, for: key.subject, now: now) }
+        }
+        return keys
+    }
+
+    /// `text` as a JSON string.
+    private static func jsonString(_ text: String) -> String {
+        let plain = text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        if plain { return "\"" + text + "\"" }
+        return String(decoding: (try? JSONEncoder().encode(text)) ?? Data("\"\"".utf8), as: UTF8.self)
+    }
+
     /// The keys with these ids, unwrapped; a destroyed or missing key is absent from the result.
     static func fetch(_ ids: Set<UUID>, protection: PersonalDataProtection, on connection: PostgresConnection) throws
         -> [UUID: SymmetricKey]

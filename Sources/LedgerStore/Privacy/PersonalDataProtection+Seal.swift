@@ -13,6 +13,9 @@ extension PersonalDataProtection {
         /// The append follows on this connection outside a transaction: a new key commits with it
         /// (see ``DataKeys/acquire(subject:protection:on:beforeAppend:)``).
         let keyCommitsWithAppend: Bool
+        /// Keys already looked up (or made) for this append's transaction, by subject; nil for an
+        /// erased subject (``PersonalDataProtection/acquireKeys(for:on:)``).
+        let acquired: [String: DataKey?]
         private var resolved = false
         private var key: DataKey?
         /// A key this append looked up on the deferred path, with the forget generation seen
@@ -21,8 +24,9 @@ extension PersonalDataProtection {
         private var keyToCache: (key: DataKey, generation: Int)?
 
         init(protection: PersonalDataProtection, stream: String, events: [NewEvent], connection: PostgresConnection,
-             keyCommitsWithAppend: Bool = false) {
+             keyCommitsWithAppend: Bool = false, acquired: [String: DataKey?] = [:]) {
             self.protection = protection
+            self.acquired = acquired
             self.stream = stream
             self.events = events
             self.connection = connection
@@ -107,6 +111,10 @@ extension PersonalDataProtection {
                 key = cached
                 return
             }
+            if let known = acquired[subject] {
+                key = known
+                return
+            }
             let generation = protection.forgetGeneration
             key = try DataKeys.acquire(subject: subject, protection: protection, on: connection,
                                        beforeAppend: keyCommitsWithAppend)
@@ -179,9 +187,29 @@ extension PersonalDataProtection {
 
     /// A sealer for one append.
     func sealer(stream: String, events: [NewEvent], on connection: PostgresConnection,
-                keyCommitsWithAppend: Bool = false) -> BatchSealer? {
+                keyCommitsWithAppend: Bool = false, acquired: [String: DataKey?] = [:]) -> BatchSealer? {
         isEnabled ? BatchSealer(protection: self, stream: stream, events: events, connection: connection,
-                                keyCommitsWithAppend: keyCommitsWithAppend) : nil
+                                keyCommitsWithAppend: keyCommitsWithAppend, acquired: acquired) : nil
+    }
+
+    /// The keys the appends of several streams will seal with, looked up or made in one statement
+    /// inside the caller's transaction (cached once it commits), by subject; nil for an erased
+    /// subject. Subjects with a cached key, and parts with nothing to seal, are left out.
+    func acquireKeys(for parts: [(stream: String, events: [NewEvent])], on connection: PostgresConnection) throws
+        -> [String: DataKey?]
+    {
+        guard isEnabled else { return [:] }
+        let now = Date()
+        var subjects: [String] = []
+        var seen = Set<String>()
+        for part in parts where sealingNeed(stream: part.stream, events: part.events) != .none {
+            guard let subject = try subject(of: part.stream, batch: part.events, on: connection),
+                  cachedKey(for: subject, now: now) == nil, seen.insert(subject).inserted
+            else { continue }
+            subjects.append(subject)
+        }
+        guard subjects.count > 1 else { return [:] }  // one subject: the sealer's own lookup is as cheap
+        return try DataKeys.acquire(subjects: subjects, protection: self, on: connection)
     }
 
     /// What a sealed box authenticates besides its content: the event's id and type, so a box

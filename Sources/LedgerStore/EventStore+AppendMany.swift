@@ -1,0 +1,177 @@
+import Foundation
+import LedgerPostgres
+
+/// One stream's part of an append to several streams (``EventStore/append(_:on:)``).
+public struct StreamAppend: Sendable {
+    /// The stream.
+    public var stream: String
+    /// Its events, in order.
+    public var events: [NewEvent]
+    /// What the stream's version must be.
+    public var expected: ExpectedVersion
+
+    /// A stream's part.
+    public init(_ events: [NewEvent], to stream: String, expected: ExpectedVersion = .any) {
+        self.stream = stream
+        self.events = events
+        self.expected = expected
+    }
+}
+
+extension EventStore {
+    /// Appends to several streams in one statement and one transaction: the send worker records
+    /// the tries of a whole claim, or a group of outcomes, this way — one round trip and one
+    /// commit where one append per stream would take as many of each.
+    ///
+    /// Each stream's part follows the rules of ``append(_:to:expected:on:)``: its expected version,
+    /// idempotency by event id (a part already stored answers `wasDuplicate`), its hash chain.
+    /// The statement stores every part or none; when a rule stops it (a version moved, an id is
+    /// already stored), each part is appended on its own instead, in order, and decides as a lone
+    /// append would. Runs inside the caller's transaction if one is open, else in one of its own.
+    ///
+    /// - Returns: one result per part, in order.
+    /// - Throws: ``EventStoreError`` for the first part that is refused (nothing of the call is
+    ///   then stored, once the caller's transaction rolls back), ``PostgresError`` otherwise.
+    @discardableResult
+    public func append(_ appends: [StreamAppend], on connection: PostgresConnection) throws -> [AppendResult] {
+        guard connection.isInTransaction else {
+            return try connection.transaction { connection in try append(appends, on: connection) }
+        }
+        switch appends.count {
+        case 0: return []
+        case 1: return [try appendSealing(appends[0].events, to: appends[0].stream, expected: appends[0].expected, on: connection)]
+        default: break
+        }
+        var streams = Set<String>()
+        var ids = Set<UUID>()
+        let distinct = appends.allSatisfy { part in
+            streams.insert(part.stream).inserted && part.events.allSatisfy { ids.insert($0.id).inserted }
+        }
+        // A stream named twice, or an id used twice: the parts' own appends tell what that means.
+        guard distinct else { return try appendEachPart(appends, on: connection) }
+
+        let keys = try privacy.acquireKeys(for: appends.map { ($0.stream, $0.events) }, on: connection)
+        var prepared: [PreparedBatch] = []
+        prepared.reserveCapacity(appends.count)
+        for part in appends {
+            let sealer = privacy.sealingNeed(stream: part.stream, events: part.events) == .none
+                ? nil : privacy.sealer(stream: part.stream, events: part.events, on: connection, acquired: keys)
+            prepared.append(try Self.preparePayload(part.events, stream: part.stream, validator: validator, sealer: sealer))
+        }
+        let total = prepared.reduce(0) { $0 + $1.events.count }
+        let query = PostgresQuery(sql: Self.appendManySQL,
+                                  binds: [.jsonb(Self.manyJSON(prepared, appends)), .int64(Int64(total))])
+        let rows: PostgresRows
+        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
+        case .success(let returned): rows = returned
+        case .failure(let error): throw Self.diagnosed(error, appends.flatMap(\.events))
+        }
+        // Nothing stored: a part's version or an id stopped the statement; each part decides.
+        guard rows.count == total else { return try appendEachPart(appends, on: connection) }
+
+        var placed: [UUID: AppendedEvent] = [:]
+        placed.reserveCapacity(total)
+        for row in rows {
+            let id = try row.decode(UUID.self, at: 0)
+            placed[id] = AppendedEvent(
+                id: id, position: try row.decode(Int64.self, at: 1), streamVersion: try row.decode(Int64.self, at: 2),
+                transactionID: UInt64(try row.decode(String.self, at: 3)) ?? 0,
+                recordedAt: try row.decode(Date.self, at: 4), hash: try row.decode(Data.self, at: 5))
+        }
+        if !connection.afterCommit({ [notifier] in notifier.signal() }) {
+            try connection.execute("SELECT pg_notify('ledger_events', '')")
+        }
+        return try appends.map { part in
+            let events = try part.events.map { event in
+                guard let stored = placed[event.id] else {
+                    throw PostgresError(code: .unexpectedResponse, message: "the append returned no row for event \(event.id)")
+                }
+                return stored
+            }
+            if let last = events.last { heads.remember(part.stream, version: last.streamVersion, hash: last.hash) }
+            return AppendResult(events: events, wasDuplicate: false)
+        }
+    }
+
+    /// Each part appended on its own, in order, on the caller's transaction.
+    private func appendEachPart(_ appends: [StreamAppend], on connection: PostgresConnection) throws -> [AppendResult] {
+        try appends.map { try appendSealing($0.events, to: $0.stream, expected: $0.expected, on: connection) }
+    }
+
+    /// The parts as the JSON array ``appendManySQL`` takes: each event's object also names its
+    /// stream, its place in its stream's part (`k`, from 1) and the part's expected version.
+    static func manyJSON(_ prepared: [PreparedBatch], _ appends: [StreamAppend]) -> String {
+        var json: [UInt8] = []
+        json.reserveCapacity(prepared.reduce(2) { $0 + $1.estimatedJSONBytes + 300 })
+        json.append(UInt8(ascii: "["))
+        for (batch, part) in zip(prepared, appends) {
+            let expected = Array((part.expected.sqlValue.map { String($0) } ?? "null").utf8)
+            for index in batch.events.indices {
+                if json.count > 1 { json.append(UInt8(ascii: ",")) }
+                json.append(contentsOf: streamKey)
+                json.append(contentsOf: part.stream.utf8)
+                json.append(contentsOf: placeKey)
+                json.append(contentsOf: String(index + 1).utf8)
+                json.append(contentsOf: expectedKey)
+                json.append(contentsOf: expected)
+                json.append(UInt8(ascii: ","))
+                batch.writeMembers(of: index, into: &json)
+                json.append(UInt8(ascii: "}"))
+            }
+        }
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
+    }
+
+    // Stream ids need no escaping: they are checked against their character rule first.
+    private static let streamKey = Array(#"{"stream_id":""#.utf8)
+    private static let placeKey = Array(#"","k":"#.utf8)
+    private static let expectedKey = Array(#","expected":"#.utf8)
+
+    /// The append to several streams, as one statement. `$1` the events as a JSON array (each
+    /// naming its stream, its place `k` in its stream's part, and the part's expected version),
+    /// `$2` their number.
+    ///
+    /// As ``appendSQL``, per stream: `head` is each stream's last event, `chain` numbers the
+    /// versions and chains the hashes with the same canonical bytes, partitioned by stream. The
+    /// INSERT stores nothing when any part's expected version does not hold or any id is already
+    /// stored (the caller then appends part by part, which tells the cases apart); a unique-key
+    /// race with a concurrent append skips rows, and `ledger_batch_interrupted` then fails the
+    /// whole statement.
+    static let appendManySQL = """
+        WITH
+          clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
+          input AS MATERIALIZED (
+            SELECT n, e->>'stream_id' AS stream, (e->>'k')::bigint AS k, (e->>'expected')::bigint AS expected,
+                   (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
+                   e->'data' AS data, e->'metadata' AS md, (e->>'occurred_at')::timestamptz AS at
+            FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n)),
+          head AS MATERIALIZED (
+            SELECT s.stream, s.expected, h.v, h.h
+            FROM (SELECT DISTINCT stream, expected FROM input) AS s
+            LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = s.stream
+                               ORDER BY stream_version DESC LIMIT 1) AS h ON true),
+          chain AS (
+            SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v, c.t AS recorded_at,
+                   ledger_chain(h.h, convert_to(concat_ws(E'\\n', i.stream, (coalesce(h.v, 0) + i.k)::text, i.id::text,
+                       i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
+                       (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8'))
+                       OVER (PARTITION BY i.stream ORDER BY i.k) AS hash
+            FROM input AS i CROSS JOIN clock AS c JOIN head AS h ON h.stream = i.stream),
+          ins AS (
+            INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                                occurred_at, recorded_at, hash)
+            SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash
+            FROM chain
+            WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
+              AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
+            ORDER BY n
+            ON CONFLICT DO NOTHING
+            RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash
+          ),
+          checked AS (SELECT count(*) AS inserted FROM ins)
+        SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash
+        FROM ins, checked
+        WHERE checked.inserted IN (0, $2::bigint) OR ledger_batch_interrupted('(several)', checked.inserted, $2::bigint)
+        """
+}

@@ -1,0 +1,142 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+@testable import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// Appending to several streams in one statement (`EventStore.append(_:on:)`, issue 3's "appends
+/// to many streams in one transaction"; the send worker records a claim's tries this way): each
+/// part keeps the rules of a lone append, and the whole call stores all or nothing.
+@Suite("Appending to several streams at once")
+struct AppendManyTests {
+    @Test("parts on new and existing streams get gapless versions and an intact hash chain")
+    func versionsAndChain() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1-many-a", on: connection)
+            let results = try store.append([
+                StreamAppend([sampleEvent(3)], to: "device-app1-many-a", expected: .exact(2)),
+                StreamAppend([sampleEvent(4), sampleEvent(5), sampleEvent(6)], to: "device-app1-many-b", expected: .noStream),
+                StreamAppend([sampleEvent(7)], to: "device-app1-many-c"),
+            ], on: connection)
+            try #require(results.count == 3)
+            #expect(results.map { $0.events.map(\.streamVersion) } == [[3], [1, 2, 3], [1]])
+            #expect(results.allSatisfy { !$0.wasDuplicate })
+            let positions = results.flatMap { $0.events.map(\.position) }
+            #expect(positions == positions.sorted() && Set(positions).count == 5)
+            let b = try await store.readStream("device-app1-many-b")
+            #expect(b.map(\.streamVersion) == [1, 2, 3])
+            #expect(b.map(\.hash) == results[1].events.map(\.hash))
+            // Every hash is recomputed from the stored bytes and the event before it.
+            let report = try await store.verify()
+            #expect(report.isIntact)
+            #expect(report.eventsChecked == 7)
+            // The hint remembers each stream's new head: a lone append next goes through it.
+            #expect(store.heads.head(of: "device-app1-many-b")?.version == 3)
+            try store.append([sampleEvent(8)], to: "device-app1-many-b", on: connection)
+            #expect(store.heads.hitCount == 1)
+        }
+    }
+
+    @Test("one part's expected version does not hold: a typed conflict naming its stream, and no part is stored")
+    func conflictStoresNothing() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try store.append([sampleEvent(1)], to: "device-app1-many-x", on: connection)
+            #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-many-x", expected: .exact(5), actual: 1)) {
+                try store.append([
+                    StreamAppend([sampleEvent(2)], to: "device-app1-many-y"),
+                    StreamAppend([sampleEvent(3)], to: "device-app1-many-x", expected: .exact(5)),
+                ], on: connection)
+            }
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
+    @Test("a retried call answers with the first call's positions and stores nothing new; a stored part beside a new one is a duplicate")
+    func idempotentRetry() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let parts = [StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1-many-r1"),
+                         StreamAppend([sampleEvent(3)], to: "device-app1-many-r2")]
+            let first = try store.append(parts, on: connection)
+            let again = try store.append(parts, on: connection)
+            #expect(again.map { $0.events.map(\.position) } == first.map { $0.events.map(\.position) })
+            #expect(again.allSatisfy { $0.wasDuplicate })
+            #expect(try eventCount(database) == 3)
+
+            let mixed = try store.append([parts[1], StreamAppend([sampleEvent(4)], to: "device-app1-many-r3")], on: connection)
+            #expect(mixed.map(\.wasDuplicate) == [true, false])
+            #expect(try eventCount(database) == 4)
+            // The same id in another stream is a conflict, whichever part carries it.
+            let reused = parts[1].events[0]
+            #expect(throws: EventStoreError.eventIDConflict(eventID: reused.id)) {
+                try store.append([StreamAppend([sampleEvent(5)], to: "device-app1-many-r4"),
+                                  StreamAppend([reused], to: "device-app1-many-r5")], on: connection)
+            }
+            #expect(try eventCount(database) == 4)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("a stream named twice is appended part after part")
+    func sameStreamTwice() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let results = try store.append([StreamAppend([sampleEvent(1)], to: "device-app1-many-twice"),
+                                            StreamAppend([sampleEvent(2)], to: "device-app1-many-other"),
+                                            StreamAppend([sampleEvent(3)], to: "device-app1-many-twice", expected: .exact(1))],
+                                           on: connection)
+            #expect(results.map { $0.events.map(\.streamVersion) } == [[1], [1], [2]])
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("inside the caller's transaction a rollback takes every part back")
+    func insideCallersTransaction() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try connection.transaction { connection in
+                    try store.append([StreamAppend([sampleEvent(1)], to: "device-app1-many-t1"),
+                                      StreamAppend([sampleEvent(2)], to: "device-app1-many-t2")], on: connection)
+                    throw Abandon()
+                }
+            }
+            #expect(try eventCount(database) == 0)
+        }
+    }
+
+    @Test("personal fields of several devices are sealed with each device's own key, made in one statement; an erased device gets none")
+    func sealsPerDevice() async throws {
+        try await TestDatabase.with { database in
+            let store = try PrivacyTests.store(database)
+            defer { store.pool.close() }
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let devices = ["device-com.example.game-many-1", "device-com.example.game-many-2", "device-com.example.game-many-3"]
+            try connection.execute("""
+                INSERT INTO privacy_erasures (subject, requested_by, requested_at, event_id)
+                VALUES (\(devices[2]), 'test', now(), \(UUID()))
+                """)
+            let events = try devices.map { _ in try PrivacyTests.firstOpen() }
+            try store.append(zip(devices, events).map { StreamAppend([$1], to: $0) }, on: connection)
+            let keys = try connection.query("SELECT subject FROM privacy_keys ORDER BY subject").map { try $0.decode(String.self, at: 0) }
+            #expect(keys == Array(devices.prefix(2)))
+            let raw = try PrivacyTests.rawData(database).joined()
+            #expect(!raw.contains(PrivacyTests.idfa) && !raw.contains(PrivacyTests.ip))
+            for device in devices.prefix(2) {
+                let read = try await store.readStream(device)
+                #expect(read.count == 1 && String(decoding: read[0].data, as: UTF8.self).contains(PrivacyTests.idfa))
+            }
+            let erased = try await store.readStream(devices[2])
+            #expect(erased.count == 1 && String(decoding: erased[0].data, as: UTF8.self).contains("\"ledger_erased\""))
+            // The keys are remembered once the call's transaction committed: the next append of
+            // personal data to these devices makes no key and looks none up.
+            let cached = devices.prefix(2).compactMap { store.privacy.cachedKey(for: $0, now: Date()) }
+            #expect(cached.count == 2)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+}
