@@ -94,7 +94,9 @@ func enqueueBareSends(conninfo: String, count: Int, tag: String) throws {
 
 /// Drains the ledger's queue with `plan.workers` `SendWorker.run()` loops; returns the seconds
 /// from their start until the queue is empty (every send's outcome committed).
-func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected: Int, tag: String) async throws -> Double {
+func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected: Int, tag: String) async throws
+    -> (seconds: Double, cpu: (client: Double, server: Double))
+{
     let rules = ProviderSendRules(adServices: fakes.appleEndpoint)
     let monitor = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
     try monitor.execute("VACUUM ANALYZE send_queue")
@@ -110,6 +112,7 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
             logger: TestDatabase.quietLogger)
         parts.append((pool, transport, worker))
     }
+    let cpuBefore = CPUUsage.now()
     let start = ContinuousClock.now
     let running = parts.map { part in Task { try await part.2.run() } }
     // The calls are counted in memory (cheap to watch); then the last outcomes' commits.
@@ -122,6 +125,7 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
         if ContinuousClock.now - start > .seconds(600) { throw DrainBenchError.stuck("ledger: queue not empty") }
     }
     let elapsed = ContinuousClock.now - start
+    let cpu = CPUUsage.now().since(cpuBefore)
     for task in running { task.cancel() }
     for task in running { try await task.value }
     for part in parts {
@@ -133,17 +137,20 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
             SELECT stream_id FROM events WHERE event_type = 'SendRequested' AND data ->> 'device_stream_id' LIKE \("device-bench-\(tag)-%"))
         """).single().decode(Int.self, at: 0)
     guard succeeded == expected else { throw DrainBenchError.stuck("ledger: \(succeeded) of \(expected) sends succeeded") }
-    return elapsed.seconds
+    return (elapsed.seconds, cpu)
 }
 
 /// Drains the bare table with `plan.workers × plan.slots` claim–call–delete loops; returns seconds.
-func drainBare(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected: Int) async throws -> Double {
+func drainBare(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected: Int) async throws
+    -> (seconds: Double, cpu: (client: Double, server: Double))
+{
     let endpoint = fakes.appleEndpoint
     var parts: [(PostgresPool, HTTPProviderTransport)] = []
     for _ in 0..<plan.workers {
         parts.append((PostgresPool(conninfo: conninfo, maxConnections: plan.slots + 2, logger: TestDatabase.quietLogger),
                       HTTPProviderTransport(logger: TestDatabase.quietLogger)))
     }
+    let cpuBefore = CPUUsage.now()
     let start = ContinuousClock.now
     let done = try await withThrowingTaskGroup(of: Int.self) { group in
         for (pool, transport) in parts {
@@ -176,12 +183,13 @@ func drainBare(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected
         return try await group.reduce(0, +)
     }
     let elapsed = ContinuousClock.now - start
+    let cpu = CPUUsage.now().since(cpuBefore)
     for part in parts {
         await part.1.shutdown()
         part.0.close()
     }
     guard done == expected else { throw DrainBenchError.stuck("bare: \(done) of \(expected) sent") }
-    return elapsed.seconds
+    return (elapsed.seconds, cpu)
 }
 
 enum DrainBenchError: Error, CustomStringConvertible {
@@ -218,10 +226,13 @@ func benchDrain(conninfo: String, plan: DrainPlan, fakes: FakeProviders) async t
         let ledger = try await drainLedger(conninfo: conninfo, plan: plan, fakes: fakes, expected: perRound, tag: tag)
         try enqueueBareSends(conninfo: conninfo, count: perRound, tag: tag)
         let bare = try await drainBare(conninfo: conninfo, plan: plan, fakes: fakes, expected: perRound)
-        drainNote("\(plan.workers) worker(s), round \(round): ledger \(Int(Double(perRound) / ledger)) sends/s, "
-                  + "bare \(Int(Double(perRound) / bare)) sends/s")
-        ledgerSeconds += ledger
-        bareSeconds += bare
+        func perSend(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000 / Double(perRound)) }
+        drainNote("\(plan.workers) worker(s), round \(round): ledger \(Int(Double(perRound) / ledger.seconds)) sends/s "
+                  + "(CPU per send: worker \(perSend(ledger.cpu.client)) ms, PostgreSQL \(perSend(ledger.cpu.server)) ms), "
+                  + "bare \(Int(Double(perRound) / bare.seconds)) sends/s "
+                  + "(CPU per send: loop \(perSend(bare.cpu.client)) ms, PostgreSQL \(perSend(bare.cpu.server)) ms)")
+        ledgerSeconds += ledger.seconds
+        bareSeconds += bare.seconds
     }
     let total = Double(perRound * plan.rounds)
     return Measurement(

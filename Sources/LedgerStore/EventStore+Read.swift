@@ -171,6 +171,14 @@ extension EventStore {
         try await pool.withConnection { [privacy] in try Self.fetchByIDs([id], privacy: privacy, on: $0).first }
     }
 
+    /// The events with these ids, by id (an id not in the log is absent): one query, and one key
+    /// lookup for all their sealed fields.
+    public func events(ids: [UUID]) async throws -> [UUID: RecordedEvent] {
+        guard !ids.isEmpty else { return [:] }
+        let found = try await pool.withConnection { [privacy] in try Self.fetchByIDs(ids, privacy: privacy, on: $0) }
+        return Dictionary(found.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+    }
+
     /// The stream's current version (0 when it does not exist).
     public func streamVersion(_ stream: String) async throws -> Int64 {
         try await pool.withConnection { try Self.currentVersion(stream, on: $0) }

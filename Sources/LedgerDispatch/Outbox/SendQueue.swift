@@ -88,6 +88,69 @@ public enum SendQueue {
         return !rows.isEmpty
     }
 
+    /// Locks the rows of `claims` that are still this worker's tries (same attempt, same owner,
+    /// running), in one statement, and returns their ids: ``stillHeld(_:owner:on:)`` for a whole
+    /// claim. Run it first in the transaction that records the tries.
+    public static func held(_ claims: [Claim], owner: String, on connection: PostgresConnection) throws -> Set<UUID> {
+        guard !claims.isEmpty else { return [] }
+        let rows = try connection.query(PostgresQuery(sql: """
+            SELECT q.send_id FROM send_queue AS q
+            JOIN jsonb_to_recordset($1::jsonb) AS c(send_id uuid, attempt integer)
+              ON q.send_id = c.send_id AND q.attempt = c.attempt
+            WHERE q.lease_owner = $2::text AND q.state = 'running'
+            FOR UPDATE OF q
+            """, binds: [.jsonb(tries(claims.map { ($0, nil) })), .text(owner)]), prepare: true)
+        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    /// ``settleIfHeld(_:owner:retryAt:on:)`` for several tries in one statement: each whose claim
+    /// still holds is settled (`retryAt` nil: the row leaves the queue; else it is pending again
+    /// not before then). Returns the ids of the tries settled; the others changed nothing.
+    public static func settle(_ tries: [(claim: Claim, retryAt: Date?)], owner: String, on connection: PostgresConnection)
+        throws -> Set<UUID>
+    {
+        guard !tries.isEmpty else { return [] }
+        let rows = try connection.query(PostgresQuery(sql: """
+            WITH outcome AS MATERIALIZED (
+                SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(send_id uuid, attempt integer, retry_at timestamptz)
+            ), finished AS (
+                DELETE FROM send_queue AS q USING outcome AS o
+                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NULL
+                  AND q.lease_owner = $2::text AND q.state = 'running'
+                RETURNING q.send_id
+            ), retried AS (
+                UPDATE send_queue AS q SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+                    not_before = o.retry_at
+                FROM outcome AS o
+                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NOT NULL
+                  AND q.lease_owner = $2::text AND q.state = 'running'
+                RETURNING q.send_id
+            )
+            SELECT send_id FROM finished UNION ALL SELECT send_id FROM retried
+            """, binds: [.jsonb(Self.tries(tries)), .text(owner)]), prepare: true)
+        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+    }
+
+    /// `[{"send_id":…,"attempt":…,"retry_at":…}]`, written as bytes (ids and timestamps need no escaping).
+    private static func tries(_ tries: [(claim: Claim, retryAt: Date?)]) -> String {
+        var json: [UInt8] = [UInt8(ascii: "[")]
+        for (index, (claim, retryAt)) in tries.enumerated() {
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            json.append(contentsOf: #"{"send_id":""#.utf8)
+            json.append(contentsOf: claim.sendID.lowercasedText.utf8)
+            json.append(contentsOf: #"","attempt":"#.utf8)
+            json.append(contentsOf: String(claim.attempt).utf8)
+            if let retryAt {
+                json.append(contentsOf: #","retry_at":""#.utf8)
+                json.append(contentsOf: PostgresTimestamp.format(retryAt).utf8)
+                json.append(UInt8(ascii: "\""))
+            }
+            json.append(UInt8(ascii: "}"))
+        }
+        json.append(UInt8(ascii: "]"))
+        return String(decoding: json, as: UTF8.self)
+    }
+
     /// The send is settled: it leaves the queue (in the transaction that records its terminal event).
     public static func remove(_ sendID: UUID, on connection: PostgresConnection) throws {
         try connection.execute("DELETE FROM send_queue WHERE send_id = \(sendID)", prepare: true)

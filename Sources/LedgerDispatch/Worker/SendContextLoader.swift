@@ -10,9 +10,11 @@ import LedgerStore
 struct SendContextLoader: Sendable {
     let store: EventStore
 
-    func load(_ claim: SendQueue.Claim, now: Date, jitter: Double) async throws -> SendContext {
+    /// The context of `claim`'s try; `cause` is its cause event, read beforehand with the rest of
+    /// its claim's (nil: not in the log).
+    func load(_ claim: SendQueue.Claim, cause: RecordedEvent?, now: Date, jitter: Double) async throws -> SendContext {
         let request = claim.request
-        guard let cause = try await store.event(id: request.causeEventID) else {
+        guard let cause else {
             throw SendBuildError(rule: "cause_missing", detail: "the cause event \(request.causeEventID) is not in the log")
         }
         let device = request.deviceStreamID.rawValue

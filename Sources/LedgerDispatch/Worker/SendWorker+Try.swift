@@ -9,58 +9,135 @@ import LedgerProjections
 import Synchronization
 
 extension SendWorker {
-    /// One try of a claimed send. Errors (the database unreachable) are logged and the claim is
-    /// left to its lease: a later rescue makes the send pending again, so nothing is lost.
-    func process(_ claim: SendQueue.Claim) async {
-        defer {
+    /// What a claimed send needs next, once its context is gathered.
+    enum NextStep {
+        /// Call the provider with this request (the try's `SendAttempted` is recorded first).
+        case call(ProviderRequest, SendContext)
+        /// Settle without a call: the request could not be built, the deadline passed, or the
+        /// rules' preflight decided (Apple's token past its 24 h).
+        case settle(SendDisposition)
+    }
+
+    /// The tries of one claim, together: the claimed sends' cause events are read in one query,
+    /// their `SendAttempted` events are recorded in one transaction (one statement, one commit)
+    /// before any call leaves, the calls run concurrently, and each outcome joins the next group
+    /// commit of ``OutcomeRecorder``. A claim's slot is freed when its outcome is recorded.
+    ///
+    /// If recording the attempts together fails (a database error, or one send's stream moved
+    /// under it), nothing of it was stored, and each send is tried on its own instead; a try that
+    /// still fails is left to its lease, which a rescue makes pending again: nothing is lost.
+    func process(_ claims: [SendQueue.Claim], alone: Bool = false) async {
+        var slots = Set(claims.map(\.sendID))
+        func release(_ sendID: UUID) {
+            guard slots.remove(sendID) != nil else { return }
             inFlight.subtract(1, ordering: .relaxed)
             bell.ring()
         }
+        defer {
+            // A try that ended without its outcome (an error) gives its slot back here.
+            for _ in slots { inFlight.subtract(1, ordering: .relaxed) }
+            if !slots.isEmpty { bell.ring() }
+        }
+        let steps: [(SendQueue.Claim, NextStep)]
+        let held: Set<UUID>
         do {
-            try await attempt(claim)
+            steps = try await prepare(claims)
+            held = try await recordAttempts(steps)
         } catch {
-            logger.error("a try failed before its outcome was recorded; its lease will be rescued", metadata: [
-                "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",
+            guard !alone, claims.count > 1 else {
+                logger.error("a try failed before its outcome was recorded; its lease will be rescued", metadata: [
+                    "ledger.send": "\(claims.map(\.sendID))", "ledger.error": "\(error)",
+                ])
+                return
+            }
+            logger.warning("recording a claim's attempts together failed; trying each send on its own", metadata: [
+                "ledger.error": "\(error)",
             ])
+            slots.removeAll()  // each lone try frees its own slot
+            for claim in claims { await process([claim], alone: true) }
+            return
+        }
+        await withTaskGroup(of: UUID.self) { group in
+            for (claim, step) in steps {
+                guard held.contains(claim.sendID) else {
+                    logger.warning("a claim's lease was rescued before its try was recorded; nothing sent", metadata: [
+                        "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
+                    ])
+                    release(claim.sendID)
+                    continue
+                }
+                switch step {
+                case .settle(let disposition):
+                    group.addTask {
+                        await self.recordOutcome(claim, answer: nil, disposition: disposition, attempted: false)
+                        return claim.sendID
+                    }
+                case .call(let request, let context):
+                    group.addTask {
+                        await self.call(claim, request: request, context: context)
+                        return claim.sendID
+                    }
+                }
+            }
+            // Each slot is free as soon as its outcome is recorded.
+            for await finished in group { release(finished) }
         }
     }
 
-    func attempt(_ claim: SendQueue.Claim) async throws {
-        let provider = claim.request.provider.rawValue
-        // The claim carries the send's device: sealing the try's events need not look it up.
-        store.privacy.noteSubject(claim.request.deviceStreamID.rawValue, ofSendStream: claim.streamID)
-        let context: SendContext
-        do {
-            context = try await loader.load(claim, now: clock.now(), jitter: jitter())
-        } catch let error as SendBuildError {
-            return try await settle(claim, answer: nil, disposition: .failed(rule: error.rule, detail: error.detail), attempted: false)
+    /// Gathers each claimed send's context and decides its next step (pure but for the reads).
+    func prepare(_ claims: [SendQueue.Claim]) async throws -> [(SendQueue.Claim, NextStep)] {
+        for claim in claims {
+            // The claim carries the send's device: sealing the try's events need not look it up.
+            store.privacy.noteSubject(claim.request.deviceStreamID.rawValue, ofSendStream: claim.streamID)
         }
-        if context.now >= claim.deadline {
-            return try await settle(claim, answer: nil, disposition: .failed(rule: "deadline_passed", detail: "the send's deadline passed"),
-                                    attempted: false)
-        }
-        if let disposition = rules.preflight(context) {
-            return try await settle(claim, answer: nil, disposition: disposition, attempted: false)
-        }
-        let request: ProviderRequest
-        do {
-            request = try rules.buildRequest(context)
-        } catch {
-            return try await settle(claim, answer: nil, disposition: .failed(rule: error.rule, detail: error.detail), attempted: false)
-        }
-
-        // The attempt is on the record before the request leaves.
-        let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
-        let attemptEvent = try NewEvent(attempted, occurredAt: context.now)
-        let held = try await store.pool.withConnection { [store, configuration] connection in
-            try connection.transaction { connection in
-                guard try SendQueue.stillHeld(claim, owner: configuration.workerID, on: connection) else { return false }
-                try store.append([attemptEvent], to: claim.streamID, on: connection)
-                return true
+        let causes = try await store.events(ids: claims.map(\.request.causeEventID))
+        var steps: [(SendQueue.Claim, NextStep)] = []
+        steps.reserveCapacity(claims.count)
+        for claim in claims {
+            let context: SendContext
+            do {
+                context = try await loader.load(claim, cause: causes[claim.request.causeEventID], now: clock.now(), jitter: jitter())
+            } catch let error as SendBuildError {
+                steps.append((claim, .settle(.failed(rule: error.rule, detail: error.detail))))
+                continue
+            }
+            if context.now >= claim.deadline {
+                steps.append((claim, .settle(.failed(rule: "deadline_passed", detail: "the send's deadline passed"))))
+            } else if let disposition = rules.preflight(context) {
+                steps.append((claim, .settle(disposition)))
+            } else {
+                do {
+                    steps.append((claim, .call(try rules.buildRequest(context), context)))
+                } catch {
+                    steps.append((claim, .settle(.failed(rule: error.rule, detail: error.detail))))
+                }
             }
         }
-        guard held else { return }
+        return steps
+    }
 
+    /// Records the `SendAttempted` of every send about to be called, in one transaction that
+    /// commits before any call: only for claims still held (same attempt, same owner, running;
+    /// their rows locked). Returns the ids of the claims still held.
+    func recordAttempts(_ steps: [(SendQueue.Claim, NextStep)]) async throws -> Set<UUID> {
+        var attempts: [(SendQueue.Claim, NewEvent)] = []
+        for (claim, step) in steps {
+            guard case .call(let request, let context) = step else { continue }
+            let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
+            attempts.append((claim, try NewEvent(attempted, occurredAt: context.now)))
+        }
+        return try await store.pool.withConnection { [store, configuration, attempts] connection in
+            try connection.transaction { connection in
+                let held = try SendQueue.held(steps.map(\.0), owner: configuration.workerID, on: connection)
+                let parts = attempts.filter { held.contains($0.0.sendID) }.map { StreamAppend([$0.1], to: $0.0.streamID) }
+                try store.append(parts, on: connection)
+                return held
+            }
+        }
+    }
+
+    /// The call of one try, then its outcome recorded.
+    func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext) async {
         let answer: SendAnswer
         do {
             answer = .response(try await transport.send(request, timeout: configuration.requestTimeout))
@@ -68,7 +145,7 @@ extension SendWorker {
             answer = .failure(error)
         }
         if case .response(let response) = answer {
-            Timer(label: "ledger_send_attempt_seconds", dimensions: [("provider", provider)])
+            Timer(label: "ledger_send_attempt_seconds", dimensions: [("provider", claim.request.provider.rawValue)])
                 .recordNanoseconds(Int64(response.latency.components.seconds) * 1_000_000_000
                                    + response.latency.components.attoseconds / 1_000_000_000)
         }
@@ -78,63 +155,23 @@ extension SendWorker {
         if case .retry(let notBefore, let rule) = disposition, notBefore > claim.deadline {
             disposition = .failed(rule: "deadline_passed", detail: "\(rule): the next try would fall after the send's deadline")
         }
-        try await settle(claim, answer: answer, disposition: disposition, attempted: true)
+        await recordOutcome(claim, answer: answer, disposition: disposition, attempted: true)
     }
 
-    /// Records a try's outcome and moves the queue row, in one transaction, only while the claim
-    /// still holds: a late answer from a rescued try never writes a second outcome.
-    func settle(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, attempted: Bool) async throws {
-        let now = clock.now()
-        var events: [NewEvent] = []
-        func add(_ event: some LedgerEvent) throws {
-            events.append(try NewEvent(event, occurredAt: now))
-        }
-        if case .response(let response) = answer {
-            try add(Self.received(response, attempt: claim.attempt))
-        }
-        let outcome: String
-        switch disposition {
-        case .succeeded:
-            outcome = "succeeded"
-            try add(SendSucceeded(attempt: claim.attempt))
-        case .retry(let notBefore, let rule):
-            outcome = "retry"
-            var detail: String?
-            if case .failure(let error) = answer { detail = error.description }
-            try add(RetryScheduled(attempt: claim.attempt, rule: rule, detail: detail, notBefore: notBefore))
-        case .failed(let rule, let detail):
-            outcome = "failed"
-            try add(SendFailed(attempt: attempted ? claim.attempt : nil, rule: rule, detail: String(detail.prefix(4096))))
-        }
-        let batch = events
-        let written: Bool
+    /// Records a try's outcome (``OutcomeRecorder``): returns once it is committed, or known not
+    /// to be written (the lease was rescued meanwhile, or the database failed: the lease then
+    /// decides).
+    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, attempted: Bool) async {
+        let outcome: Outcome
         do {
-            written = try await store.pool.withConnection { [store, configuration] connection in
-                try connection.transaction { connection in
-                    // The lease check and the queue change in one statement; the outcome's events
-                    // follow in the same transaction, so either both are written or neither.
-                    var retryAt: Date?
-                    if case .retry(let notBefore, _) = disposition { retryAt = notBefore }
-                    guard try SendQueue.settleIfHeld(claim, owner: configuration.workerID, retryAt: retryAt, on: connection)
-                    else { return false }
-                    try store.append(batch, to: claim.streamID, on: connection)
-                    if retryAt != nil { try connection.notify(channel: Outbox.channel) }
-                    return true
-                }
-            }
-        } catch let error as PostgresError where error.sqlState == "LE004" {
-            written = false  // the send already has its terminal event (cancelled meanwhile): nothing more to write
-        }
-        var status = "none"
-        if case .response(let response) = answer { status = String(response.response.status) }
-        if written {
-            Counter(label: "ledger_send_outcomes_total",
-                    dimensions: [("provider", claim.request.provider.rawValue), ("outcome", outcome), ("status", status)]).increment()
-        } else {
-            logger.warning("an answer came after the try's lease was rescued; not recorded", metadata: [
-                "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
+            outcome = try Outcome(claim, answer: answer, disposition: disposition, attempted: attempted, now: clock.now())
+        } catch {
+            logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
+                "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",
             ])
+            return
         }
+        await outcomes.record(outcome) { group in await self.writeOutcomes(group) }
     }
 
     /// The request as stored: the redacted form, byte for byte otherwise.

@@ -11,15 +11,17 @@ import Synchronization
 /// Drains pending sends to the providers: **where the worker loops**.
 ///
 /// Each try of a send, in order, never holding a transaction across the call:
-/// 1. **claim** (one transaction): `FOR UPDATE SKIP LOCKED`, a lease, the attempt bumped;
+/// 1. **claim** (one transaction, for as many sends as there are free slots): `FOR UPDATE SKIP
+///    LOCKED`, a lease, the attempt bumped;
 /// 2. gather the context from the log (the cause, and what the provider needs that the log knows
 ///    now) and ask the provider's rules for a preflight decision and the request;
-/// 3. **record the attempt** (one transaction, only while the claim still holds):
-///    `SendAttempted` with the request as sent, credentials redacted;
+/// 3. **record the attempt** (one transaction for the whole claim, only for sends whose claim
+///    still holds): `SendAttempted` with the request as sent, credentials redacted;
 /// 4. **call** the provider through the transport, with a timeout;
-/// 5. **record the outcome** (one transaction, only while the claim still holds):
-///    `ResponseReceived`, then `RetryScheduled` (the queue row goes back to pending) or a terminal
-///    `SendSucceeded` / `SendFailed` (the row leaves the queue).
+/// 5. **record the outcome** (one transaction per group of outcomes that finished together, each
+///    written only while its claim still holds): `ResponseReceived`, then `RetryScheduled` (the
+///    queue row goes back to pending) or a terminal `SendSucceeded` / `SendFailed` (the row
+///    leaves the queue).
 ///
 /// A worker that dies leaves leases behind; any worker rescues them (``SendQueue/rescue(now:store:on:)``)
 /// as soon as the dead worker's liveness lock is gone, or when the lease runs out. Time comes from
@@ -60,6 +62,7 @@ public final class SendWorker: Sendable {
     let loader: SendContextLoader
     let inFlight = Atomic<Int>(0)
     let bell = WakeUpBell()
+    let outcomes = OutcomeRecorder()
 
     /// A worker over `store`'s queue.
     public init(store: EventStore, rules: any SendRules, transport: any ProviderTransport,
@@ -100,10 +103,11 @@ public final class SendWorker: Sendable {
                     let started = ContinuousClock.now
                     let housekeeping = lastHousekeeping.map { started - $0 >= configuration.pollInterval } ?? true
                     if housekeeping { lastHousekeeping = started }
-                    let wait = try await step(housekeeping: housekeeping) { claim in
-                        // A try runs in a task of its own, shielded from the loop's cancellation
-                        // (SIGTERM): it finishes and records its outcome; the loop waits for it.
-                        group.addTask { await Task { await self.process(claim) }.value }
+                    let wait = try await step(housekeeping: housekeeping) { claims in
+                        // A claim's tries run in a task of their own, shielded from the loop's
+                        // cancellation (SIGTERM): they finish and record their outcomes; the loop
+                        // waits for them.
+                        group.addTask { await Task { await self.process(claims) }.value }
                     }
                     _ = await bell.wait(upTo: wait)
                 } catch {
@@ -126,9 +130,9 @@ public final class SendWorker: Sendable {
             var claimed = 0
             await withTaskGroup(of: Void.self) { group in
                 do {
-                    _ = try await step(housekeeping: true) { claim in
-                        claimed += 1
-                        group.addTask { await self.process(claim) }
+                    _ = try await step(housekeeping: true) { claims in
+                        claimed += claims.count
+                        group.addTask { await self.process(claims) }
                     }
                 } catch {
                     logger.error("worker step failed", metadata: ["ledger.error": "\(error)"])
@@ -143,7 +147,7 @@ public final class SendWorker: Sendable {
     /// One turn of the loop: rescue and report queue metrics (when `housekeeping`), claim into
     /// free slots; returns how long to wait before the next turn (a finished try or a
     /// notification rings the bell sooner).
-    func step(housekeeping: Bool, _ start: (SendQueue.Claim) -> Void) async throws -> Duration {
+    func step(housekeeping: Bool, _ start: ([SendQueue.Claim]) -> Void) async throws -> Duration {
         let now = clock.now()
         let free = configuration.slots - inFlight.load(ordering: .relaxed)
         // Every slot busy: nothing to claim; the next finished try rings the bell.
@@ -175,9 +179,9 @@ public final class SendWorker: Sendable {
             let age = provider.oldestEnqueuedAt.map { now.timeIntervalSince($0) } ?? 0
             Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: [("provider", provider.provider)]).record(age)
         }
-        for claim in claims {
-            inFlight.add(1, ordering: .relaxed)
-            start(claim)
+        if !claims.isEmpty {
+            inFlight.add(claims.count, ordering: .relaxed)
+            start(claims)
         }
         // Slots filled: more may be due at once.
         if free > 0 && claims.count == free { return .zero }

@@ -135,10 +135,12 @@ enum DataKeys {
                 SELECT w.subject COLLATE "C" AS subject, w.candidate, decode(w.wrapped, 'base64') AS wrapped
                 FROM jsonb_to_recordset($1::jsonb) AS w(subject text, candidate uuid, wrapped text)
             ), existing AS (
-                SELECT DISTINCT ON (k.subject) k.subject, k.key_id, k.wrapped_key FROM privacy_keys AS k
-                WHERE k.subject IN (SELECT subject FROM wanted) AND k.wrapped_key IS NOT NULL
-                  AND k.master_key_id = $2::text
-                ORDER BY k.subject, k.created_at DESC
+                -- Each subject's newest live key, one index probe per subject (as the one-subject form).
+                SELECT w.subject, k.key_id, k.wrapped_key FROM wanted AS w
+                CROSS JOIN LATERAL (
+                    SELECT key_id, wrapped_key FROM privacy_keys
+                    WHERE subject = w.subject AND wrapped_key IS NOT NULL AND master_key_id = $2::text
+                    ORDER BY created_at DESC LIMIT 1) AS k
             ), created AS (
                 INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
                 SELECT w.candidate, w.subject, w.wrapped, $2::text FROM wanted AS w

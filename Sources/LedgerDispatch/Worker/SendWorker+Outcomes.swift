@@ -1,0 +1,145 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerProviders
+import LedgerStore
+import Logging
+import Metrics
+import Synchronization
+
+/// One try's outcome, encoded and ready to record: the events for its send stream and what
+/// becomes of its queue row.
+struct Outcome: Sendable {
+    let claim: SendQueue.Claim
+    /// `ResponseReceived` (when there was an answer), then `RetryScheduled`, `SendSucceeded` or `SendFailed`.
+    let events: [NewEvent]
+    /// When the send is tried again; nil when the outcome is terminal (the row leaves the queue).
+    let retryAt: Date?
+    /// `succeeded`, `retry` or `failed` (the outcome metric's label).
+    let label: String
+    /// The answer's HTTP status, or `none`.
+    let status: String
+
+    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, attempted: Bool, now: Date) throws {
+        var events: [NewEvent] = []
+        if case .response(let response) = answer {
+            events.append(try NewEvent(SendWorker.received(response, attempt: claim.attempt), occurredAt: now))
+        }
+        switch disposition {
+        case .succeeded:
+            label = "succeeded"
+            retryAt = nil
+            events.append(try NewEvent(SendSucceeded(attempt: claim.attempt), occurredAt: now))
+        case .retry(let notBefore, let rule):
+            label = "retry"
+            retryAt = notBefore
+            var detail: String?
+            if case .failure(let error) = answer { detail = error.description }
+            events.append(try NewEvent(RetryScheduled(attempt: claim.attempt, rule: rule, detail: detail, notBefore: notBefore),
+                                       occurredAt: now))
+        case .failed(let rule, let detail):
+            label = "failed"
+            retryAt = nil
+            events.append(try NewEvent(SendFailed(attempt: attempted ? claim.attempt : nil, rule: rule,
+                                                  detail: String(detail.prefix(4096))), occurredAt: now))
+        }
+        if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }
+        self.claim = claim
+        self.events = events
+    }
+}
+
+/// Records outcomes in group commits: the first outcome to arrive is written at once, and the
+/// outcomes that arrive while a write is under way are written together by the next one (one
+/// transaction, one statement for the queue rows, one for the events, one commit). Nothing
+/// waits for a group to fill: an outcome alone is written alone.
+final class OutcomeRecorder: Sendable {
+    private struct Waiting: Sendable {
+        var outcome: Outcome
+        var done: CheckedContinuation<Void, Never>
+    }
+
+    private struct State: Sendable {
+        var waiting: [Waiting] = []
+        var writing = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Returns once `outcome` has been written by `write` (alone or with others that arrived
+    /// meanwhile). `write` handles its own failures.
+    func record(_ outcome: Outcome, write: @escaping @Sendable ([Outcome]) async -> Void) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let leads = state.withLock { state -> Bool in
+                state.waiting.append(Waiting(outcome: outcome, done: done))
+                guard !state.writing else { return false }
+                state.writing = true
+                return true
+            }
+            // Unstructured, so a cancelled worker loop (SIGTERM) still writes what finished.
+            if leads { Task { await self.writeWhileWaiting(write) } }
+        }
+    }
+
+    private func writeWhileWaiting(_ write: @Sendable ([Outcome]) async -> Void) async {
+        while true {
+            let group = state.withLock { state -> [Waiting] in
+                let group = state.waiting
+                state.waiting = []
+                if group.isEmpty { state.writing = false }
+                return group
+            }
+            guard !group.isEmpty else { return }
+            await write(group.map(\.outcome))
+            for waiting in group { waiting.done.resume() }
+        }
+    }
+}
+
+extension SendWorker {
+    /// Writes a group of outcomes in one transaction: the queue rows of the claims that still
+    /// hold are settled in one statement (a terminal outcome removes the row, a retry makes it
+    /// pending again), and their events are appended in one statement; a late answer from a
+    /// rescued try writes nothing. If the group fails (one send already has its terminal event,
+    /// or the database failed), each outcome is written on its own.
+    func writeOutcomes(_ group: [Outcome]) async {
+        let written: Set<UUID>
+        do {
+            written = try await store.pool.withConnection { [store, configuration] connection in
+                try connection.transaction { connection in
+                    let held = try SendQueue.settle(group.map { ($0.claim, $0.retryAt) }, owner: configuration.workerID,
+                                                    on: connection)
+                    let kept = group.filter { held.contains($0.claim.sendID) }
+                    try store.append(kept.map { StreamAppend($0.events, to: $0.claim.streamID) }, on: connection)
+                    if kept.contains(where: { $0.retryAt != nil }) { try connection.notify(channel: Outbox.channel) }
+                    return held
+                }
+            }
+        } catch {
+            if group.count > 1 {
+                for outcome in group { await writeOutcomes([outcome]) }
+                return
+            }
+            if let failure = error as? PostgresError, failure.sqlState == "LE004" {
+                // The send already has its terminal event (cancelled meanwhile): nothing more to write.
+                written = []
+            } else {
+                logger.error("an outcome could not be recorded; the lease will be rescued", metadata: [
+                    "ledger.send": "\(group[0].claim.sendID)", "ledger.error": "\(error)",
+                ])
+                return
+            }
+        }
+        for outcome in group {
+            if written.contains(outcome.claim.sendID) {
+                Counter(label: "ledger_send_outcomes_total", dimensions: [
+                    ("provider", outcome.claim.request.provider.rawValue), ("outcome", outcome.label), ("status", outcome.status),
+                ]).increment()
+            } else {
+                logger.warning("an answer came after the try's lease was rescued; not recorded", metadata: [
+                    "ledger.send": "\(outcome.claim.sendID)", "ledger.attempt": "\(outcome.claim.attempt)",
+                ])
+            }
+        }
+    }
+}
