@@ -50,27 +50,91 @@ extension EventStore {
         // A stream named twice, or an id used twice: the parts' own appends tell what that means.
         guard distinct else { return try appendEachPart(appends, on: connection) }
 
+        let statement = try prepareMany(appends, condition: nil, on: connection)
+        let rows: PostgresRows
+        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(statement.query, prepare: true) }) {
+        case .success(let returned): rows = returned
+        case .failure(let error): throw Self.diagnosed(error, appends.flatMap(\.events))
+        }
+        // Nothing stored: a part's version or an id stopped the statement; each part decides.
+        guard rows.count == statement.total else { return try appendEachPart(appends, on: connection) }
+        let placed = try manyAppended(appends, rows: rows, on: connection)
+        return try appends.map { part in
+            guard let result = placed[part.stream] else {
+                throw PostgresError(code: .unexpectedResponse, message: "the append returned no rows for stream \(part.stream)")
+            }
+            return result
+        }
+    }
+
+    /// Appends the parts whose streams `condition` allows, in one statement that also runs the
+    /// condition (which may change other tables: the send worker settles its queue rows in it),
+    /// so the condition's changes and the events commit together or not at all. Each part must
+    /// name a stream of its own and new event ids: the statement fails (nothing of it stored)
+    /// rather than store some of an allowed part, when a part's expected version does not hold,
+    /// an id is already stored, or a concurrent append took a version. Outside a transaction it
+    /// commits on its own, one round trip in all.
+    ///
+    /// - Returns: the results of the parts the condition allowed, by stream.
+    /// - Throws: ``EventStoreError`` for a malformed part or a statement stopped by a rule
+    ///   (``EventStoreError/wrongExpectedVersion(stream:expected:actual:)`` with actual -1, as
+    ///   inside a transaction), ``PostgresError`` otherwise.
+    public func append(_ appends: [StreamAppend], where condition: AppendCondition, on connection: PostgresConnection) throws
+        -> [String: AppendResult]
+    {
+        guard !appends.isEmpty else { return [:] }
+        var streams = Set<String>()
+        var ids = Set<UUID>()
+        for part in appends {
+            guard streams.insert(part.stream).inserted else {
+                throw EventStoreError.invalidStreamID(part.stream, rule: "once_per_conditional_append")
+            }
+            for (index, event) in part.events.enumerated() where !ids.insert(event.id).inserted {
+                throw EventStoreError.invalidEvent(index: index, eventType: event.type, field: "id", rule: "unique_in_batch",
+                                                   message: "the id appears twice in the append")
+            }
+        }
+        let statement = try prepareMany(appends, condition: condition, on: connection)
+        let rows: PostgresRows
+        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(statement.query, prepare: true) }) {
+        case .success(let returned):
+            rows = returned
+        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
+            throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
+        case .failure(let error):
+            throw Self.diagnosed(error, appends.flatMap(\.events))
+        }
+        if !connection.isInTransaction { statement.keys.appendCommitted() }
+        return try manyAppended(appends, rows: rows, on: connection)
+    }
+
+    /// The statement for `appends` (sealed, validated), the number of events, and the keys it sealed with.
+    private func prepareMany(_ appends: [StreamAppend], condition: AppendCondition?, on connection: PostgresConnection) throws
+        -> (query: PostgresQuery, total: Int, keys: AcquiredKeys)
+    {
         let keys = try privacy.acquireKeys(for: appends.map { ($0.stream, $0.events) }, on: connection)
         var prepared: [PreparedBatch] = []
         prepared.reserveCapacity(appends.count)
         for part in appends {
             let sealer = privacy.sealingNeed(stream: part.stream, events: part.events) == .none
-                ? nil : privacy.sealer(stream: part.stream, events: part.events, on: connection, acquired: keys)
+                ? nil : privacy.sealer(stream: part.stream, events: part.events, on: connection, acquired: keys.keys)
             prepared.append(try Self.preparePayload(part.events, stream: part.stream, validator: validator, sealer: sealer))
         }
         let total = prepared.reduce(0) { $0 + $1.events.count }
-        let query = PostgresQuery(sql: Self.appendManySQL,
-                                  binds: [.jsonb(Self.manyJSON(prepared, appends)), .int64(Int64(total))])
-        let rows: PostgresRows
-        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
-        case .success(let returned): rows = returned
-        case .failure(let error): throw Self.diagnosed(error, appends.flatMap(\.events))
+        let json = PostgresValue.jsonb(Self.manyJSON(prepared, appends))
+        guard let condition else {
+            return (PostgresQuery(sql: Self.appendManySQL(condition: nil), binds: [json, .int64(Int64(total))]), total, keys)
         }
-        // Nothing stored: a part's version or an id stopped the statement; each part decides.
-        guard rows.count == total else { return try appendEachPart(appends, on: connection) }
+        return (PostgresQuery(sql: Self.appendManySQL(condition: condition), binds: [json] + condition.binds), total, keys)
+    }
 
+    /// The results of a multi-stream statement's rows, by stream: announces the append (after
+    /// the commit, inside a transaction) and remembers each stream's new head.
+    private func manyAppended(_ appends: [StreamAppend], rows: PostgresRows, on connection: PostgresConnection) throws
+        -> [String: AppendResult]
+    {
         var placed: [UUID: AppendedEvent] = [:]
-        placed.reserveCapacity(total)
+        placed.reserveCapacity(rows.count)
         for row in rows {
             let id = try row.decode(UUID.self, at: 0)
             placed[id] = AppendedEvent(
@@ -78,19 +142,23 @@ extension EventStore {
                 transactionID: UInt64(try row.decode(String.self, at: 3)) ?? 0,
                 recordedAt: try row.decode(Date.self, at: 4), hash: try row.decode(Data.self, at: 5))
         }
-        if !connection.afterCommit({ [notifier] in notifier.signal() }) {
+        guard !placed.isEmpty else { return [:] }
+        if !connection.isInTransaction {
+            notifier.signal()
+        } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
             try connection.execute("SELECT pg_notify('ledger_events', '')")
         }
-        return try appends.map { part in
-            let events = try part.events.map { event in
-                guard let stored = placed[event.id] else {
-                    throw PostgresError(code: .unexpectedResponse, message: "the append returned no row for event \(event.id)")
-                }
-                return stored
+        var results: [String: AppendResult] = [:]
+        for part in appends {
+            let events = part.events.compactMap { placed[$0.id] }
+            guard !events.isEmpty else { continue }  // a part the condition left out
+            guard events.count == part.events.count else {
+                throw PostgresError(code: .unexpectedResponse, message: "the append stored part of stream \(part.stream)")
             }
             if let last = events.last { heads.remember(part.stream, version: last.streamVersion, hash: last.hash) }
-            return AppendResult(events: events, wasDuplicate: false)
+            results[part.stream] = AppendResult(events: events, wasDuplicate: false)
         }
+        return results
     }
 
     /// Each part appended on its own, in order, on the caller's transaction.
@@ -129,49 +197,82 @@ extension EventStore {
     private static let expectedKey = Array(#","expected":"#.utf8)
 
     /// The append to several streams, as one statement. `$1` the events as a JSON array (each
-    /// naming its stream, its place `k` in its stream's part, and the part's expected version),
-    /// `$2` their number.
+    /// naming its stream, its place `k` in its stream's part, and the part's expected version);
+    /// without a condition `$2` their number, with one its parameters from `$2`.
     ///
     /// As ``appendSQL``, per stream: `head` is each stream's last event, `chain` numbers the
-    /// versions and chains the hashes with the same canonical bytes, partitioned by stream. The
-    /// INSERT stores nothing when any part's expected version does not hold or any id is already
-    /// stored (the caller then appends part by part, which tells the cases apart); a unique-key
-    /// race with a concurrent append skips rows, and `ledger_batch_interrupted` then fails the
-    /// whole statement.
-    static let appendManySQL = """
-        WITH
-          clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
-          input AS MATERIALIZED (
-            SELECT n, e->>'stream_id' AS stream, (e->>'k')::bigint AS k, (e->>'expected')::bigint AS expected,
-                   (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
-                   e->'data' AS data, e->'metadata' AS md, (e->>'occurred_at')::timestamptz AS at
-            FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n)),
-          head AS MATERIALIZED (
-            SELECT s.stream, s.expected, h.v, h.h
-            FROM (SELECT DISTINCT stream, expected FROM input) AS s
-            LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = s.stream
-                               ORDER BY stream_version DESC LIMIT 1) AS h ON true),
-          chain AS (
-            SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v, c.t AS recorded_at,
-                   ledger_chain(h.h, convert_to(concat_ws(E'\\n', i.stream, (coalesce(h.v, 0) + i.k)::text, i.id::text,
-                       i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
-                       (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8'))
-                       OVER (PARTITION BY i.stream ORDER BY i.k) AS hash
-            FROM input AS i CROSS JOIN clock AS c JOIN head AS h ON h.stream = i.stream),
-          ins AS (
-            INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                                occurred_at, recorded_at, hash)
-            SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash
-            FROM chain
-            WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
-              AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
-            ORDER BY n
-            ON CONFLICT DO NOTHING
-            RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash
-          ),
-          checked AS (SELECT count(*) AS inserted FROM ins)
-        SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash
-        FROM ins, checked
-        WHERE checked.inserted IN (0, $2::bigint) OR ledger_batch_interrupted('(several)', checked.inserted, $2::bigint)
-        """
+    /// versions and chains the hashes with the same canonical bytes, partitioned by stream.
+    /// Without a condition, the INSERT stores nothing when any part's expected version does not
+    /// hold or any id is already stored (the caller then appends part by part, which tells the
+    /// cases apart); a unique-key race with a concurrent append skips rows, and
+    /// `ledger_batch_interrupted` then fails the whole statement. With a condition, only the
+    /// streams it returns are appended, and anything short of all their events fails the
+    /// statement, the condition's own changes with it.
+    static func appendManySQL(condition: AppendCondition?) -> String {
+        let expressions = condition.map { $0.expressions.isEmpty ? "" : $0.expressions + "," } ?? ""
+        let allowed = condition.map { "allowed AS MATERIALIZED (\($0.streams))," } ?? ""
+        let onlyAllowed = condition == nil ? "" : "WHERE e->>'stream_id' IN (SELECT stream_id FROM allowed)"
+        let wanted = condition == nil ? "$2::bigint" : "(SELECT count(*) FROM input)"
+        let accepted = condition == nil ? "checked.inserted IN (0, \(wanted))" : "checked.inserted = \(wanted)"
+        return """
+            WITH
+              \(expressions)
+              \(allowed)
+              clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
+              input AS MATERIALIZED (
+                SELECT n, e->>'stream_id' AS stream, (e->>'k')::bigint AS k, (e->>'expected')::bigint AS expected,
+                       (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
+                       e->'data' AS data, e->'metadata' AS md, (e->>'occurred_at')::timestamptz AS at
+                FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n)
+                \(onlyAllowed)),
+              head AS MATERIALIZED (
+                SELECT s.stream, s.expected, h.v, h.h
+                FROM (SELECT DISTINCT stream, expected FROM input) AS s
+                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = s.stream
+                                   ORDER BY stream_version DESC LIMIT 1) AS h ON true),
+              chain AS (
+                SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v, c.t AS recorded_at,
+                       ledger_chain(h.h, convert_to(concat_ws(E'\\n', i.stream, (coalesce(h.v, 0) + i.k)::text, i.id::text,
+                           i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
+                           (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8'))
+                           OVER (PARTITION BY i.stream ORDER BY i.k) AS hash
+                FROM input AS i CROSS JOIN clock AS c JOIN head AS h ON h.stream = i.stream),
+              ins AS (
+                INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                                    occurred_at, recorded_at, hash)
+                SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash
+                FROM chain
+                WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
+                  AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
+                ORDER BY n
+                ON CONFLICT DO NOTHING
+                RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash
+              ),
+              checked AS (SELECT count(*) AS inserted FROM ins)
+            SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash
+            FROM checked LEFT JOIN ins ON true
+            WHERE (\(accepted) OR ledger_batch_interrupted('(several)', checked.inserted, \(wanted)))
+              AND ins.event_id IS NOT NULL
+            """
+    }
+}
+
+/// What lets each part of a conditional multi-stream append go ahead
+/// (``EventStore/append(_:where:on:)``), evaluated in the append's own statement.
+public struct AppendCondition: Sendable {
+    /// Common table expressions the condition needs, `name AS (…)` separated by commas (they may
+    /// change tables: `DELETE … RETURNING`); empty for none.
+    public var expressions: String
+    /// A query of one text column, `stream_id`: the streams allowed to append. It may read the
+    /// expressions, and lock rows (`FOR UPDATE`).
+    public var streams: String
+    /// The parameters of both, numbered from `$2` (`$1` is the append's).
+    public var binds: [PostgresValue]
+
+    /// A condition.
+    public init(expressions: String = "", streams: String, binds: [PostgresValue]) {
+        self.expressions = expressions
+        self.streams = streams
+        self.binds = binds
+    }
 }

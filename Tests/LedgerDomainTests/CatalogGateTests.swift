@@ -1,5 +1,5 @@
 import Foundation
-import LedgerDomain
+@testable import LedgerDomain
 import Testing
 
 /// Runs `validate` and returns the error it must throw.
@@ -118,6 +118,13 @@ struct CatalogGateTests {
         #expect(error.rule == "no_nul_character")
         let event = InAppEventRecorded(device: Samples.iosDevice, name: "x", customData: ["k": .string("a\u{0}b")])
         #expect(throws: EventValidationError.self) { try EventCatalog.standard.encode(event) }
+        // The text of an escape (a backslash, then `u0000`) is no U+0000: encoded and kept as is.
+        let lookalike = InAppEventRecorded(device: Samples.iosDevice, name: "x", customData: ["k": .string(#"a\u0000b"#)])
+        let encoded = try EventCatalog.standard.encode(lookalike)
+        #expect(EventCatalog.mayHoldEscapedNUL(encoded))
+        let decoded = try #require(try EventCatalog.standard.validate(type: "InAppEventRecorded", schemaVersion: 1, data: encoded)
+            as? InAppEventRecorded)
+        #expect(decoded.customData?["k"] == .string(#"a\u0000b"#))
     }
 
     @Test("the error's description names type, field, message and rule")

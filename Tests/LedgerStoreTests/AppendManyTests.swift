@@ -139,4 +139,70 @@ struct AppendManyTests {
             #expect(try await store.verify().isIntact)
         }
     }
+
+    @Test("a condition lets only the streams it returns append, in one statement with its own changes")
+    func conditionChoosesStreams() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
+            try connection.execute("INSERT INTO gate VALUES ('device-app1-gate-1'), ('device-app1-gate-3')")
+            let condition = AppendCondition(
+                expressions: "opened AS (DELETE FROM gate WHERE stream_id = ANY($2::text[]) RETURNING stream_id)",
+                streams: "SELECT stream_id FROM opened", binds: [.text("{device-app1-gate-1,device-app1-gate-2}")])
+            let results = try store.append([StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1-gate-1"),
+                                            StreamAppend([sampleEvent(3)], to: "device-app1-gate-2")],
+                                           where: condition, on: connection)
+            #expect(Array(results.keys) == ["device-app1-gate-1"])
+            #expect(results["device-app1-gate-1"]?.events.map(\.streamVersion) == [1, 2])
+            #expect(try eventCount(database) == 2)
+            let left = try connection.query("SELECT stream_id FROM gate").map { try $0.decode(String.self, at: 0) }
+            #expect(left == ["device-app1-gate-3"])
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("an allowed part that cannot be stored fails the statement, and the condition's changes are undone with it")
+    func conditionRollsBackWithTheAppend() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
+            try connection.execute("INSERT INTO gate VALUES ('device-app1-gate-4'), ('device-app1-gate-5')")
+            try store.append([sampleEvent(1)], to: "device-app1-gate-5", on: connection)
+            let condition = AppendCondition(
+                expressions: "opened AS (DELETE FROM gate RETURNING stream_id)", streams: "SELECT stream_id FROM opened", binds: [])
+            #expect(throws: EventStoreError.self) {
+                try store.append([StreamAppend([sampleEvent(2)], to: "device-app1-gate-4"),
+                                  StreamAppend([sampleEvent(3)], to: "device-app1-gate-5", expected: .exact(7))],
+                                 where: condition, on: connection)
+            }
+            #expect(try eventCount(database) == 1)
+            #expect(try connection.query("SELECT count(*) FROM gate").single().decode(Int.self, at: 0) == 2)
+            // A stream named twice is refused before anything runs.
+            #expect(throws: EventStoreError.invalidStreamID("device-app1-gate-4", rule: "once_per_conditional_append")) {
+                try store.append([StreamAppend([sampleEvent(4)], to: "device-app1-gate-4"),
+                                  StreamAppend([sampleEvent(5)], to: "device-app1-gate-4")], where: condition, on: connection)
+            }
+            #expect(try connection.query("SELECT count(*) FROM gate").single().decode(Int.self, at: 0) == 2)
+        }
+    }
+
+    @Test("outside a transaction, a conditional append makes the devices' keys in one statement and remembers them once stored")
+    func conditionalAppendSeals() async throws {
+        try await TestDatabase.with { database in
+            let store = try PrivacyTests.store(database)
+            defer { store.pool.close() }
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let devices = ["device-com.example.game-cond-1", "device-com.example.game-cond-2"]
+            let condition = AppendCondition(streams: "SELECT unnest($2::text[]) AS stream_id", binds: [.text("{\(devices.joined(separator: ","))}")])
+            let parts = try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) }
+            let results = try store.append(parts, where: condition, on: connection)
+            #expect(Set(results.keys) == Set(devices))
+            #expect(try connection.query("SELECT count(*) FROM privacy_keys").single().decode(Int.self, at: 0) == 2)
+            let raw = try PrivacyTests.rawData(database).joined()
+            #expect(!raw.contains(PrivacyTests.idfa) && !raw.contains(PrivacyTests.ip))
+            #expect(devices.allSatisfy { store.privacy.cachedKey(for: $0, now: Date()) != nil })
+            let read = try await store.readStream(devices[1])
+            #expect(String(decoding: try #require(read.first).data, as: UTF8.self).contains(PrivacyTests.idfa))
+        }
+    }
 }

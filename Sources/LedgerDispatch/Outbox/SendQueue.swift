@@ -23,25 +23,16 @@ public enum SendQueue {
 
     /// Claims up to `limit` due sends for `owner`, each with a lease until `now + lease`:
     /// `FOR UPDATE SKIP LOCKED`, so any number of workers share the queue. A lane (a Branch
-    /// device) offers only its oldest send, and only while nothing of it is running.
+    /// device) offers only its oldest send, and only while nothing of it is running. The claim's
+    /// commit does not wait for its flush (`ledger_claim_sends`, schema/0006).
     public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
                              on connection: PostgresConnection) throws -> [Claim] {
         guard limit > 0 else { return [] }
+        // One statement (schema/0006). Run on its own, its commit need not wait for its flush;
+        // inside a caller's transaction, it leaves that transaction's commit as it is.
         let rows = try connection.query("""
-            UPDATE send_queue AS q SET state = 'running', attempt = q.attempt + 1, lease_owner = \(owner),
-                lease_expires_at = \(now.addingTimeInterval(lease))
-            FROM (
-                SELECT c.send_id FROM send_queue AS c
-                WHERE c.state = 'pending' AND c.not_before <= \(now)
-                  AND (c.lane IS NULL OR NOT EXISTS (
-                      SELECT 1 FROM send_queue AS o
-                      WHERE o.lane = c.lane AND (o.state = 'running' OR o.enqueued_position < c.enqueued_position)))
-                ORDER BY c.not_before, c.enqueued_position
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ) AS picked
-            WHERE q.send_id = picked.send_id
-            RETURNING q.send_id, q.stream_id, q.attempt, q.request::text, q.deadline
+            SELECT send_id, stream_id, attempt, request, deadline
+            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction))
             """, prepare: true)
         let decoder = LedgerJSON.makeDecoder()
         return try rows.map { row in
@@ -88,47 +79,44 @@ public enum SendQueue {
         return !rows.isEmpty
     }
 
-    /// Locks the rows of `claims` that are still this worker's tries (same attempt, same owner,
-    /// running), in one statement, and returns their ids: ``stillHeld(_:owner:on:)`` for a whole
-    /// claim. Run it first in the transaction that records the tries.
-    public static func held(_ claims: [Claim], owner: String, on connection: PostgresConnection) throws -> Set<UUID> {
-        guard !claims.isEmpty else { return [] }
-        let rows = try connection.query(PostgresQuery(sql: """
-            SELECT q.send_id FROM send_queue AS q
-            JOIN jsonb_to_recordset($1::jsonb) AS c(send_id uuid, attempt integer)
+    /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
+    /// the streams of `claims` that are still this worker's tries (same attempt, same owner,
+    /// running), their rows locked for the statement. ``stillHeld(_:owner:on:)`` for a whole
+    /// claim, run in the statement that records the tries.
+    public static func stillHeld(_ claims: [Claim], owner: String) -> AppendCondition {
+        AppendCondition(streams: """
+            SELECT q.stream_id FROM send_queue AS q
+            JOIN jsonb_to_recordset($2::jsonb) AS c(send_id uuid, attempt integer)
               ON q.send_id = c.send_id AND q.attempt = c.attempt
-            WHERE q.lease_owner = $2::text AND q.state = 'running'
+            WHERE q.lease_owner = $3::text AND q.state = 'running'
             FOR UPDATE OF q
-            """, binds: [.jsonb(tries(claims.map { ($0, nil) })), .text(owner)]), prepare: true)
-        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+            """, binds: [.jsonb(tries(claims.map { ($0, nil) })), .text(owner)])
     }
 
-    /// ``settleIfHeld(_:owner:retryAt:on:)`` for several tries in one statement: each whose claim
-    /// still holds is settled (`retryAt` nil: the row leaves the queue; else it is pending again
-    /// not before then). Returns the ids of the tries settled; the others changed nothing.
-    public static func settle(_ tries: [(claim: Claim, retryAt: Date?)], owner: String, on connection: PostgresConnection)
-        throws -> Set<UUID>
-    {
-        guard !tries.isEmpty else { return [] }
-        let rows = try connection.query(PostgresQuery(sql: """
-            WITH outcome AS MATERIALIZED (
-                SELECT * FROM jsonb_to_recordset($1::jsonb) AS o(send_id uuid, attempt integer, retry_at timestamptz)
+    /// The condition under which tries' outcomes are recorded, which also settles them
+    /// (``settleIfHeld(_:owner:retryAt:on:)`` for several tries, in the statement that appends
+    /// their outcomes): each try whose claim still holds is settled — `retryAt` nil, the row
+    /// leaves the queue; else it is pending again not before then — and its stream may append.
+    /// The others change nothing and append nothing.
+    public static func settled(_ tries: [(claim: Claim, retryAt: Date?)], owner: String) -> AppendCondition {
+        AppendCondition(expressions: """
+            outcome AS MATERIALIZED (
+                SELECT * FROM jsonb_to_recordset($2::jsonb) AS o(send_id uuid, attempt integer, retry_at timestamptz)
             ), finished AS (
                 DELETE FROM send_queue AS q USING outcome AS o
                 WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NULL
-                  AND q.lease_owner = $2::text AND q.state = 'running'
-                RETURNING q.send_id
+                  AND q.lease_owner = $3::text AND q.state = 'running'
+                RETURNING q.stream_id
             ), retried AS (
                 UPDATE send_queue AS q SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
                     not_before = o.retry_at
                 FROM outcome AS o
                 WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NOT NULL
-                  AND q.lease_owner = $2::text AND q.state = 'running'
-                RETURNING q.send_id
+                  AND q.lease_owner = $3::text AND q.state = 'running'
+                RETURNING q.stream_id
             )
-            SELECT send_id FROM finished UNION ALL SELECT send_id FROM retried
-            """, binds: [.jsonb(Self.tries(tries)), .text(owner)]), prepare: true)
-        return Set(try rows.map { try $0.decode(UUID.self, at: 0) })
+            """, streams: "SELECT stream_id FROM finished UNION ALL SELECT stream_id FROM retried",
+            binds: [.jsonb(Self.tries(tries)), .text(owner)])
     }
 
     /// `[{"send_id":…,"attempt":…,"retry_at":…}]`, written as bytes (ids and timestamps need no escaping).

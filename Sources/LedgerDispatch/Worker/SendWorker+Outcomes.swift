@@ -83,6 +83,9 @@ final class OutcomeRecorder: Sendable {
 
     private func writeWhileWaiting(_ write: @Sendable ([Outcome]) async -> Void) async {
         while true {
+            // Let tries whose answers are already in finish first (their tasks are queued on
+            // the same executor): they join this group instead of waiting for the next write.
+            for _ in 0..<3 { await Task.yield() }
             let group = state.withLock { state -> [Waiting] in
                 let group = state.waiting
                 state.waiting = []
@@ -97,23 +100,24 @@ final class OutcomeRecorder: Sendable {
 }
 
 extension SendWorker {
-    /// Writes a group of outcomes in one transaction: the queue rows of the claims that still
-    /// hold are settled in one statement (a terminal outcome removes the row, a retry makes it
-    /// pending again), and their events are appended in one statement; a late answer from a
+    /// Writes a group of outcomes in one statement (``SendQueue/settled(_:owner:)``): the queue
+    /// rows of the claims that still hold are settled — a terminal outcome removes the row, a
+    /// retry makes it pending again — and their events appended, together; a late answer from a
     /// rescued try writes nothing. If the group fails (one send already has its terminal event,
     /// or the database failed), each outcome is written on its own.
     func writeOutcomes(_ group: [Outcome]) async {
-        let written: Set<UUID>
+        let written: Set<String>
         do {
             written = try await store.pool.withConnection { [store, configuration] connection in
-                try connection.transaction { connection in
-                    let held = try SendQueue.settle(group.map { ($0.claim, $0.retryAt) }, owner: configuration.workerID,
-                                                    on: connection)
-                    let kept = group.filter { held.contains($0.claim.sendID) }
-                    try store.append(kept.map { StreamAppend($0.events, to: $0.claim.streamID) }, on: connection)
-                    if kept.contains(where: { $0.retryAt != nil }) { try connection.notify(channel: Outbox.channel) }
-                    return held
+                let appended = try store.append(
+                    group.map { StreamAppend($0.events, to: $0.claim.streamID) },
+                    where: SendQueue.settled(group.map { ($0.claim, $0.retryAt) }, owner: configuration.workerID),
+                    on: connection)
+                // A retried send is due again later: wake the workers sleeping until their next due.
+                if group.contains(where: { $0.retryAt != nil && appended[$0.claim.streamID] != nil }) {
+                    try connection.notify(channel: Outbox.channel)
                 }
+                return Set(appended.keys)
             }
         } catch {
             if group.count > 1 {
@@ -131,7 +135,7 @@ extension SendWorker {
             }
         }
         for outcome in group {
-            if written.contains(outcome.claim.sendID) {
+            if written.contains(outcome.claim.streamID) {
                 Counter(label: "ledger_send_outcomes_total", dimensions: [
                     ("provider", outcome.claim.request.provider.rawValue), ("outcome", outcome.label), ("status", outcome.status),
                 ]).increment()

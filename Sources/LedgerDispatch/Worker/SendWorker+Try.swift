@@ -116,24 +116,30 @@ extension SendWorker {
         return steps
     }
 
-    /// Records the `SendAttempted` of every send about to be called, in one transaction that
-    /// commits before any call: only for claims still held (same attempt, same owner, running;
-    /// their rows locked). Returns the ids of the claims still held.
+    /// Records the `SendAttempted` of every send about to be called, in one statement that
+    /// commits before any call, and only for claims still held (same attempt, same owner,
+    /// running; ``SendQueue/stillHeld(_:owner:)``). Returns the ids of the claims whose tries
+    /// may go on: those recorded, and those to settle without a call (their outcome checks the
+    /// claim itself).
     func recordAttempts(_ steps: [(SendQueue.Claim, NextStep)]) async throws -> Set<UUID> {
-        var attempts: [(SendQueue.Claim, NewEvent)] = []
+        var attempts: [StreamAppend] = []
+        var calling: [SendQueue.Claim] = []
+        var going = Set<UUID>()
         for (claim, step) in steps {
-            guard case .call(let request, let context) = step else { continue }
-            let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
-            attempts.append((claim, try NewEvent(attempted, occurredAt: context.now)))
-        }
-        return try await store.pool.withConnection { [store, configuration, attempts] connection in
-            try connection.transaction { connection in
-                let held = try SendQueue.held(steps.map(\.0), owner: configuration.workerID, on: connection)
-                let parts = attempts.filter { held.contains($0.0.sendID) }.map { StreamAppend([$0.1], to: $0.0.streamID) }
-                try store.append(parts, on: connection)
-                return held
+            guard case .call(let request, let context) = step else {
+                going.insert(claim.sendID)
+                continue
             }
+            let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
+            attempts.append(StreamAppend([try NewEvent(attempted, occurredAt: context.now)], to: claim.streamID))
+            calling.append(claim)
         }
+        guard !calling.isEmpty else { return going }
+        let recorded = try await store.pool.withConnection { [store, configuration, attempts, calling] connection in
+            try store.append(attempts, where: SendQueue.stillHeld(calling, owner: configuration.workerID), on: connection)
+        }
+        for claim in calling where recorded[claim.streamID] != nil { going.insert(claim.sendID) }
+        return going
     }
 
     /// The call of one try, then its outcome recorded.

@@ -39,12 +39,16 @@ public final class SendWorker: Sendable {
         public var requestTimeout: Duration
         /// How long to wait for a notification before looking anyway.
         public var pollInterval: Duration
+        /// How many slots must be free before the worker claims again while tries are in flight
+        /// (half the slots by default): sends are claimed, recorded and settled in groups.
+        public var claimThreshold: Int
 
         /// A configuration.
         public init(workerID: String = "worker-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
                     slots: Int = 8, lease: TimeInterval = 60, requestTimeout: Duration = .seconds(20),
-                    pollInterval: Duration = .seconds(1)) {
+                    pollInterval: Duration = .seconds(1), claimThreshold: Int? = nil) {
             self.workerID = workerID
+            self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
             self.slots = slots
             self.lease = lease
             self.requestTimeout = requestTimeout
@@ -149,22 +153,20 @@ public final class SendWorker: Sendable {
     /// notification rings the bell sooner).
     func step(housekeeping: Bool, _ start: ([SendQueue.Claim]) -> Void) async throws -> Duration {
         let now = clock.now()
-        let free = configuration.slots - inFlight.load(ordering: .relaxed)
-        // Every slot busy: nothing to claim; the next finished try rings the bell.
-        guard free > 0 || housekeeping else { return configuration.pollInterval }
+        let running = inFlight.load(ordering: .relaxed)
+        let free = configuration.slots - running
+        // Too few slots free: claim nothing yet; the next finished try rings the bell. Claiming
+        // into every slot the moment it frees would settle into claims of one or two sends, and
+        // each claim, its tries' record and their outcomes cost a statement whatever their size.
+        guard free >= (running == 0 ? 1 : configuration.claimThreshold) || housekeeping else { return configuration.pollInterval }
         let (rescued, claims, nextDue, depth) = try await store.pool.withConnection {
             [configuration] connection -> (Int, [SendQueue.Claim], Date?, [SendQueue.Depth]) in
             let rescued = housekeeping ? try SendQueue.rescue(now: now, store: self.store, on: connection) : 0
             var claims: [SendQueue.Claim] = []
             if free > 0 {
-                claims = try connection.transaction { connection -> [SendQueue.Claim] in
-                    // The claim need not wait for its commit flush: a claim lost in a crash leaves
-                    // the send pending, as if never claimed, and no call follows a claim before
-                    // the try's `SendAttempted` commits durably (which flushes the claim's WAL too).
-                    try connection.execute("SET LOCAL synchronous_commit = off")
-                    return try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
-                                               lease: configuration.lease, on: connection)
-                }
+                // One statement, committed without waiting for its flush (schema/0006).
+                claims = try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
+                                             lease: configuration.lease, on: connection)
             }
             // When to look again matters only when the slots were not filled.
             let nextDue = claims.count < free ? try SendQueue.nextDue(on: connection) : nil

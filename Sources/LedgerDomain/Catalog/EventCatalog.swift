@@ -207,12 +207,34 @@ public struct EventCatalog: Sendable {
     /// Encodes canonically and enforces the size limit and the U+0000 rule on the result.
     static func canonicalData(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {
         let data = try encodedWithinLimit(value, name: name)
+        // The encoder writes U+0000 as `\u0000`: bytes without that sequence hold none, and need
+        // no second parse (which cost as much as the encoding itself).
+        guard mayHoldEscapedNUL(data) else { return data }
         if let tree = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
             let problem = JSONShape.firstProblem(input: tree, canonical: nil)
         {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
         return data
+    }
+
+    /// Whether `data` holds the six bytes `\u0000` (also true for an escaped backslash followed
+    /// by `u0000`, which the full check then clears).
+    static func mayHoldEscapedNUL(_ data: Data) -> Bool {
+        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+            let bytes = buffer.bindMemory(to: UInt8.self)
+            guard bytes.count >= 6 else { return false }
+            var index = 0
+            while index <= bytes.count - 6 {
+                if bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == UInt8(ascii: "0"),
+                    bytes[index + 3] == UInt8(ascii: "0"), bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0")
+                {
+                    return true
+                }
+                index += 1
+            }
+            return false
+        }
     }
 
     /// Encodes canonically and enforces the size limit.

@@ -20,6 +20,25 @@ struct DataKey: Sendable {
     }
 }
 
+/// Keys looked up (or made) for one append, by subject; nil for an erased subject.
+struct AcquiredKeys: Sendable {
+    let keys: [String: DataKey?]
+    let protection: PersonalDataProtection?
+    let generation: Int
+    let now: Date
+
+    static let none = AcquiredKeys(keys: [:], protection: nil, generation: 0, now: Date.distantPast)
+
+    /// Caches the keys: the append they sealed has committed durably (unless an erasure in this
+    /// process forgot keys meanwhile).
+    func appendCommitted() {
+        guard let protection else { return }
+        for case let key? in keys.values {
+            protection.cache(key, for: key.subject, now: now, unlessForgottenSince: generation)
+        }
+    }
+}
+
 /// The `privacy_keys` table: data keys wrapped (AES-256-GCM) by a master key. The wrapping
 /// authenticates the key id and the subject, so a wrapped key copied to another row does not open.
 enum DataKeys {
@@ -104,15 +123,18 @@ enum DataKeys {
         return dataKey
     }
 
-    /// ``acquire(subject:protection:on:beforeAppend:)`` for several subjects in one statement,
-    /// inside the caller's transaction: each subject's live key wrapped by the current master key,
-    /// or a new one. Nil for a subject that was erased. The keys are cached once the transaction
-    /// commits.
+    /// ``acquire(subject:protection:on:beforeAppend:)`` for several subjects in one statement:
+    /// each subject's live key wrapped by the current master key, or a new one; nil for a subject
+    /// that was erased. Inside a transaction the keys are cached once it commits. Outside one, the
+    /// caller appends right after on this connection: new keys commit without waiting for their
+    /// flush (the append's durable commit covers them), and the caller caches the keys once its
+    /// append has committed (``AcquiredKeys/appendCommitted()``).
     static func acquire(subjects: [String], protection: PersonalDataProtection, on connection: PostgresConnection) throws
-        -> [String: DataKey?]
+        -> AcquiredKeys
     {
-        precondition(connection.isInTransaction, "several keys are acquired inside the append's transaction")
         let now = Date()
+        let generation = protection.forgetGeneration
+        let deferred = !connection.isInTransaction
         let masters = try protection.masterKeys()
         var candidates: [String: (id: UUID, key: SymmetricKey)] = [:]
         var json: [UInt8] = [UInt8(ascii: "[")]
@@ -143,7 +165,7 @@ enum DataKeys {
                     ORDER BY created_at DESC LIMIT 1) AS k
             ), created AS (
                 INSERT INTO privacy_keys (key_id, subject, wrapped_key, master_key_id)
-                SELECT w.candidate, w.subject, w.wrapped, $2::text FROM wanted AS w
+                SELECT w.candidate, w.subject, w.wrapped, $2::text FROM wanted AS w \(deferred ? flushLater : "")
                 WHERE NOT EXISTS (SELECT 1 FROM existing AS e WHERE e.subject = w.subject)
                 RETURNING subject, key_id, wrapped_key
             )
@@ -162,12 +184,14 @@ enum DataKeys {
             }
             keys[subject] = DataKey(id: id, subject: subject, key: key)
         }
-        let found = keys.compactMap { $0.value }
-        connection.afterCommit {
-            for key in found { protection.cache(key, for: key.subject, now: now) }
-        }
-        return keys
+        let acquired = AcquiredKeys(keys: keys, protection: protection, generation: generation, now: now)
+        if !deferred { connection.afterCommit { acquired.appendCommitted() } }
+        return acquired
     }
+
+    /// In a statement that may insert a key outside a transaction: its commit need not wait for
+    /// its flush (`set_config(…, true)` holds for that statement's own transaction).
+    private static let flushLater = "CROSS JOIN (SELECT set_config('synchronous_commit', 'off', true)) AS flush_later"
 
     /// `text` as a JSON string.
     private static func jsonString(_ text: String) -> String {

@@ -193,12 +193,13 @@ extension PersonalDataProtection {
     }
 
     /// The keys the appends of several streams will seal with, looked up or made in one statement
-    /// inside the caller's transaction (cached once it commits), by subject; nil for an erased
-    /// subject. Subjects with a cached key, and parts with nothing to seal, are left out.
+    /// (see ``DataKeys/acquire(subjects:protection:on:)`` for when they are cached), by subject;
+    /// nil for an erased subject. Subjects with a cached key, and parts with nothing to seal, are
+    /// left out. Inside a transaction one subject is left to the sealer's own lookup, as cheap.
     func acquireKeys(for parts: [(stream: String, events: [NewEvent])], on connection: PostgresConnection) throws
-        -> [String: DataKey?]
+        -> AcquiredKeys
     {
-        guard isEnabled else { return [:] }
+        guard isEnabled else { return .none }
         let now = Date()
         var subjects: [String] = []
         var seen = Set<String>()
@@ -208,7 +209,7 @@ extension PersonalDataProtection {
             else { continue }
             subjects.append(subject)
         }
-        guard subjects.count > 1 else { return [:] }  // one subject: the sealer's own lookup is as cheap
+        guard subjects.count > 1 || (!connection.isInTransaction && !subjects.isEmpty) else { return .none }
         return try DataKeys.acquire(subjects: subjects, protection: self, on: connection)
     }
 
