@@ -250,7 +250,7 @@ extension EventStore {
 
     /// The result of a stored batch: announces it (after the commit, inside a transaction),
     /// remembers the stream's new head, and decodes what the statement returned.
-    private func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String,
+    func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String,
                           on connection: PostgresConnection) throws -> AppendResult
     {
         if !connection.isInTransaction {

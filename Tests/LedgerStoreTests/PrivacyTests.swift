@@ -1,7 +1,7 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
-import LedgerStore
+@testable import LedgerStore
 import LedgerTestSupport
 import Testing
 
@@ -197,8 +197,9 @@ struct PrivacyTests {
             func keys() async throws -> Int {
                 try await store.pool.query("SELECT count(*) FROM privacy_keys").single().decode(Int.self, at: 0)
             }
-            // The stream is new, so expecting version 3 fails after the key was made (in a statement
-            // of its own, committed without waiting for a flush): no event is stored; the key may stay.
+            // The stream is new, so expecting version 3 fails after the key was made (the key goes in
+            // with the event's own statement, which then inserts no event): no event is stored; the
+            // key may stay.
             await #expect(throws: EventStoreError.wrongExpectedVersion(stream: Self.device, expected: .exact(3), actual: 0)) {
                 try await store.append([try Self.firstOpen()], to: Self.device, expected: .exact(3))
             }
@@ -209,6 +210,33 @@ struct PrivacyTests {
             try await store.append([try Self.firstOpen()], to: Self.device)
             #expect(try await keys() == 1)
             #expect(try await store.readStream(Self.device).count == 2)
+        }
+    }
+
+    @Test("a device's first sealed event and its new key are stored together; a process that has not seen the device yet seals with the key it has")
+    func firstKeyWithItsEvent() async throws {
+        try await TestDatabase.with { database in
+            let store = try Self.store(database)
+            defer { store.pool.close() }
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            func keyIDs() throws -> [String] {
+                try connection.query("SELECT key_id::text FROM privacy_keys ORDER BY created_at").map { try $0.decode(String.self, at: 0) }
+            }
+            try store.append([try Self.firstOpen()], to: Self.device, on: connection)
+            let made = try keyIDs()
+            #expect(made.count == 1)
+            #expect(store.privacy.cachedKey(for: Self.device, now: Date())?.id.uuidString.lowercased() == made.first)
+            #expect(try Self.rawData(database).joined().contains(made[0]))
+            // Another process (a store without the key cached): the statement finds the key, adds
+            // none, and the event is sealed with it.
+            let other = try Self.store(database)
+            defer { other.pool.close() }
+            try other.append([try Self.firstOpen()], to: Self.device, on: connection)
+            #expect(try keyIDs() == made)
+            let raw = try Self.rawData(database)
+            #expect(raw.count == 2 && raw.allSatisfy { $0.contains(made[0]) && !$0.contains(Self.idfa) })
+            #expect(try await other.readStream(Self.device).allSatisfy { String(decoding: $0.data, as: UTF8.self).contains(Self.idfa) })
+            #expect(try await store.verify().isIntact)
         }
     }
 

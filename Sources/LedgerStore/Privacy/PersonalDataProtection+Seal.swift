@@ -33,6 +33,10 @@ extension PersonalDataProtection {
             self.keyCommitsWithAppend = keyCommitsWithAppend
         }
 
+        /// The key this sealer sealed with, once it sealed something (nil: nothing sealed, or the
+        /// subject was erased).
+        var usedKey: DataKey? { resolved ? key : nil }
+
         /// Called once the append this sealer served has committed durably: a key it made is
         /// now safe to remember.
         func appendCommitted() {
