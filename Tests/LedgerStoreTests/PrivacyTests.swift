@@ -240,6 +240,35 @@ struct PrivacyTests {
         }
     }
 
+    @Test("a device's key read to open its events is remembered for appending; one read inside a transaction only once it commits")
+    func readKeysServeAppends() async throws {
+        try await TestDatabase.with { database in
+            let writer = try Self.store(database)
+            defer { writer.pool.close() }
+            let appended = try await writer.append([try Self.firstOpen()], to: Self.device)
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let keyID = try connection.query("SELECT key_id FROM privacy_keys").single().decode(UUID.self, at: 0)
+            // Another process: nothing cached until it reads the device's events.
+            let reader = try Self.store(database)
+            defer { reader.pool.close() }
+            #expect(reader.privacy.cachedKey(for: Self.device, now: Date()) == nil)
+            struct Abandon: Error {}
+            #expect(throws: Abandon.self) {
+                try connection.transaction { connection in
+                    _ = try EventStore.fetchByIDs(appended.events.map(\.id), privacy: reader.privacy, on: connection)
+                    throw Abandon()
+                }
+            }
+            #expect(reader.privacy.cachedKey(for: Self.device, now: Date()) == nil)
+            _ = try await reader.readStream(Self.device)
+            #expect(reader.privacy.cachedKey(for: Self.device, now: Date())?.id == keyID)
+            // Its next append seals with that key and makes none.
+            try await reader.append([try Self.firstOpen()], to: Self.device)
+            #expect(try connection.query("SELECT count(*) FROM privacy_keys").single().decode(Int.self, at: 0) == 1)
+            #expect(try Self.rawData(database).allSatisfy { $0.contains(keyID.uuidString.lowercased()) })
+        }
+    }
+
     @Test("retrying a sealed batch is recognised as the same batch")
     func idempotentRetrySealed() async throws {
         try await TestDatabase.with { database in

@@ -201,10 +201,14 @@ enum DataKeys {
     }
 
     /// The keys with these ids, unwrapped; a destroyed or missing key is absent from the result.
+    /// The live keys found are also remembered for appending (the write cache), so a worker that
+    /// reads a device's event and then records a send for it looks its key up once.
     static func fetch(_ ids: Set<UUID>, protection: PersonalDataProtection, on connection: PostgresConnection) throws
         -> [UUID: SymmetricKey]
     {
         guard !ids.isEmpty else { return [:] }
+        let now = Date()
+        let generation = protection.forgetGeneration
         let rows: PostgresRows
         if ids.count == 1, let id = ids.first {
             // One key (a read of one device's events): a plan PostgreSQL keeps, unlike `= ANY(array)`.
@@ -224,10 +228,25 @@ enum DataKeys {
         var keys: [UUID: SymmetricKey] = [:]
         for row in rows {
             let id = try row.decode(UUID.self, at: 0)
+            let subject = try row.decode(String.self, at: 1)
             let masterID = try row.decode(String.self, at: 3)
             guard let master = masters.key(id: masterID) else { throw PrivacyError.masterKeyUnavailable(masterKeyID: masterID) }
-            keys[id] = try unwrap(try row.decode(Data.self, at: 2), id: id, subject: try row.decode(String.self, at: 1),
-                                  with: master)
+            let key = try unwrap(try row.decode(Data.self, at: 2), id: id, subject: subject, with: master)
+            keys[id] = key
+            // A live key read just now, of a subject whose events are in the log, is one that
+            // subject's next events may be sealed with: remember it for appending, as if looked up
+            // there (its events' commits made it durable). Only keys wrapped by the current master
+            // key, which is what an append would look up.
+            // Inside a transaction the key may be its own, not yet committed: remembered only
+            // once it commits.
+            if masterID == masters.currentID, protection.cachedKey(for: subject, now: now) == nil {
+                let found = DataKey(id: id, subject: subject, key: key)
+                if connection.isInTransaction {
+                    connection.afterCommit { protection.cache(found, for: subject, now: now, unlessForgottenSince: generation) }
+                } else {
+                    protection.cache(found, for: subject, now: now, unlessForgottenSince: generation)
+                }
+            }
         }
         return keys
     }
