@@ -115,6 +115,8 @@ public final class SendWorker: Sendable {
                     }
                     _ = await bell.wait(upTo: wait)
                 } catch {
+                    // A stop (SIGTERM) cancels the step's statement: that is no failure to report.
+                    if Task.isCancelled { break }
                     logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
                     _ = await bell.wait(upTo: configuration.pollInterval)
                 }
