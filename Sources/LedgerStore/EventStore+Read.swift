@@ -14,19 +14,40 @@ extension EventStore {
         """
 
     static func record(from row: PostgresRow) throws -> RecordedEvent {
+        try record(from: row, at: 0)
+    }
+
+    /// The event in ``columns``' twelve columns of `row` from `first` on.
+    static func record(from row: PostgresRow, at first: Int) throws -> RecordedEvent {
         RecordedEvent(
-            position: try row.decode(Int64.self, at: 0),
-            transactionID: UInt64(try row.decode(String.self, at: 1)) ?? 0,
-            streamID: try row.decode(String.self, at: 2),
-            streamVersion: try row.decode(Int64.self, at: 3),
-            id: try row.decode(UUID.self, at: 4),
-            type: try row.decode(String.self, at: 5),
-            schemaVersion: try row.decode(Int.self, at: 6),
-            data: try row.decode(PostgresJSONText.self, at: 7).data,
-            metadata: try row.decode(PostgresJSONText.self, at: 8).data,
-            occurredAt: try row.decode(Date.self, at: 9),
-            recordedAt: try row.decode(Date.self, at: 10),
-            hash: try row.decode(Data.self, at: 11))
+            position: try row.decode(Int64.self, at: first),
+            transactionID: UInt64(try row.decode(String.self, at: first + 1)) ?? 0,
+            streamID: try row.decode(String.self, at: first + 2),
+            streamVersion: try row.decode(Int64.self, at: first + 3),
+            id: try row.decode(UUID.self, at: first + 4),
+            type: try row.decode(String.self, at: first + 5),
+            schemaVersion: try row.decode(Int.self, at: first + 6),
+            data: try row.decode(PostgresJSONText.self, at: first + 7).data,
+            metadata: try row.decode(PostgresJSONText.self, at: first + 8).data,
+            occurredAt: try row.decode(Date.self, at: first + 9),
+            recordedAt: try row.decode(Date.self, at: first + 10),
+            hash: try row.decode(Data.self, at: first + 11))
+    }
+
+    /// For queries of other modules that read an event along with their own columns: the
+    /// event's columns as a select list, from the `events` row named `alias`. Decode them with
+    /// ``event(from:at:)``.
+    public static func eventColumns(of alias: String) -> String {
+        ["position", "transaction_id::text", "stream_id", "stream_version", "event_id", "event_type", "schema_version",
+         "data", "metadata", "occurred_at", "recorded_at", "hash"].map { "\(alias).\($0)" }.joined(separator: ", ")
+    }
+
+    /// The event selected by ``eventColumns(of:)`` from column `first` of `row` on, as stored
+    /// (sealed fields still sealed: open them with ``PersonalDataProtection/reveal(_:on:)``); nil
+    /// when an outer join found none.
+    public static func event(from row: PostgresRow, at first: Int) throws -> RecordedEvent? {
+        guard try row.decode(Int64?.self, at: first) != nil else { return nil }
+        return try record(from: row, at: first)
     }
 
     static func appendAsOf(_ asOf: AsOf?, to query: inout PostgresQuery) {

@@ -19,6 +19,9 @@ public enum SendQueue {
         public var request: SendRequested
         /// After this, the send fails for good instead of retrying.
         public var deadline: Date
+        /// The send's cause event, read with the claim (sealed fields not yet opened); nil when
+        /// it is not in the log.
+        public var cause: RecordedEvent?
     }
 
     /// Claims up to `limit` due sends for `owner`, each with a lease until `now + lease`:
@@ -28,18 +31,20 @@ public enum SendQueue {
     public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
                              on connection: PostgresConnection) throws -> [Claim] {
         guard limit > 0 else { return [] }
-        // One statement (schema/0006). Run on its own, its commit need not wait for its flush;
-        // inside a caller's transaction, it leaves that transaction's commit as it is.
+        // One statement (schema/0006), which also reads each send's cause event. Run on its own,
+        // its commit need not wait for its flush; inside a caller's transaction, it leaves that
+        // transaction's commit as it is.
         let rows = try connection.query("""
-            SELECT send_id, stream_id, attempt, request, deadline
-            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction))
+            SELECT c.send_id, c.stream_id, c.attempt, c.request, c.deadline, \(unescaped: EventStore.eventColumns(of: "e"))
+            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction)) AS c
+            LEFT JOIN LATERAL (SELECT * FROM events WHERE event_id = (c.request::jsonb ->> 'cause_event_id')::uuid LIMIT 1) AS e ON true
             """, prepare: true)
         let decoder = LedgerJSON.makeDecoder()
         return try rows.map { row in
             Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                   attempt: try row.decode(Int.self, at: 2),
                   request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
-                  deadline: try row.decode(Date.self, at: 4))
+                  deadline: try row.decode(Date.self, at: 4), cause: try EventStore.event(from: row, at: 5))
         }
     }
 

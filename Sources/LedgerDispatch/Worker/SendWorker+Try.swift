@@ -90,7 +90,11 @@ extension SendWorker {
             // The claim carries the send's device: sealing the try's events need not look it up.
             store.privacy.noteSubject(claim.request.deviceStreamID.rawValue, ofSendStream: claim.streamID)
         }
-        let causes = try await store.events(ids: claims.map(\.request.causeEventID))
+        // The claim read the causes; one it did not find is looked for again (a claim made elsewhere).
+        var causes: [UUID: RecordedEvent] = [:]
+        for claim in claims { if let cause = claim.cause { causes[cause.id] = cause } }
+        let missing = claims.map(\.request.causeEventID).filter { causes[$0] == nil }
+        if !missing.isEmpty { causes.merge(try await store.events(ids: missing)) { first, _ in first } }
         var steps: [(SendQueue.Claim, NextStep)] = []
         steps.reserveCapacity(claims.count)
         for claim in claims {

@@ -166,9 +166,16 @@ public final class SendWorker: Sendable {
             let rescued = housekeeping ? try SendQueue.rescue(now: now, store: self.store, on: connection) : 0
             var claims: [SendQueue.Claim] = []
             if free > 0 {
-                // One statement, committed without waiting for its flush (schema/0006).
+                // One statement, committed without waiting for its flush (schema/0006); the
+                // causes come with it, and their sealed fields are opened here.
                 claims = try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
                                              lease: configuration.lease, on: connection)
+                var causes = claims.compactMap(\.cause)
+                try self.store.privacy.reveal(&causes, on: connection)
+                let opened = Dictionary(causes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                for index in claims.indices {
+                    if let id = claims[index].cause?.id { claims[index].cause = opened[id] }
+                }
             }
             // When to look again matters only when the slots were not filled.
             let nextDue = claims.count < free ? try SendQueue.nextDue(on: connection) : nil
