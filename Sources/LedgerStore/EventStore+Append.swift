@@ -98,7 +98,12 @@ extension EventStore {
     ///
     /// `clock` is a subquery with a volatile target, so it is evaluated once and both the
     /// column and the hash see the same `recorded_at`.
-    static let appendOneSQL = """
+    static let appendOneSQL = insertOneSQL()
+
+    /// ``appendOneSQL``'s statement; `condition` (SQL) must also hold for the event to be
+    /// inserted (``appendWithKeySQL`` inserts it only with its new key).
+    static func insertOneSQL(alsoRequiring condition: String? = nil) -> String {
+        """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
         SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
@@ -109,10 +114,11 @@ extension EventStore {
         LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
                            ORDER BY stream_version DESC LIMIT 1) AS head ON true
         WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
-          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
+          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)\(condition.map { "\n  AND " + $0 } ?? "")
         ON CONFLICT DO NOTHING
-        RETURNING position, stream_version, transaction_id::text, recorded_at, hash
+        RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
         """
+    }
 
     /// The append of one event after a known head: `$9` the hash and `$2` the version of the
     /// event the stream is believed to end with (``StreamHeads``), the other parameters as in

@@ -71,20 +71,7 @@ extension EventStore {
             SELECT $9::uuid, $1::text, $11::bytea, $10::text WHERE NOT EXISTS (SELECT 1 FROM existing)
             RETURNING key_id
         ), ins AS (
-            INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                                occurred_at, recorded_at, hash)
-            SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
-                   $8::timestamptz, clock.t,
-                   ledger_event_hash(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
-                                     $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
-            FROM (SELECT clock_timestamp() AS t) AS clock
-            LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
-                               ORDER BY stream_version DESC LIMIT 1) AS head ON true
-            WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
-              AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
-              AND EXISTS (SELECT 1 FROM created)
-            ON CONFLICT DO NOTHING
-            RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
+        \(insertOneSQL(alsoRequiring: "EXISTS (SELECT 1 FROM created)"))
         )
         SELECT position, stream_version, transaction_text, recorded_at, hash, NULL::uuid, NULL::bytea FROM ins
         UNION ALL

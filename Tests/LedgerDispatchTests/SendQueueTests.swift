@@ -93,14 +93,32 @@ struct SendQueueTests {
             older.attempt += 1
             let stale = older
             let later = testEpoch.addingTimeInterval(30)
+            // Each outcome is recorded the way the worker does it: its events appended only if the
+            // settle condition found the claim still held, in the same statement.
+            @Sendable func settle(_ claim: SendQueue.Claim, owner: String, retryAt: Date?, on connection: PostgresConnection)
+                throws -> Bool
+            {
+                let event: NewEvent
+                if let retryAt {
+                    event = try NewEvent(RetryScheduled(attempt: claim.attempt, rule: "test", detail: nil, notBefore: retryAt),
+                                         occurredAt: testEpoch)
+                } else {
+                    event = try NewEvent(SendSucceeded(attempt: claim.attempt), occurredAt: testEpoch)
+                }
+                let written = try store.append([StreamAppend([event], to: claim.streamID)],
+                                               where: SendQueue.settled([(claim, retryAt)], owner: owner), on: connection)
+                return written[claim.streamID] != nil
+            }
             let (wrongAttempt, wrongOwner, retriedHeld, doneHeld, doneAgain) = try await store.pool.withConnection { connection in
-                (try SendQueue.settleIfHeld(stale, owner: "w1", retryAt: later, on: connection),
-                 try SendQueue.settleIfHeld(retry, owner: "w2", retryAt: later, on: connection),
-                 try SendQueue.settleIfHeld(retry, owner: "w1", retryAt: later, on: connection),
-                 try SendQueue.settleIfHeld(done, owner: "w1", retryAt: nil, on: connection),
-                 try SendQueue.settleIfHeld(done, owner: "w1", retryAt: nil, on: connection))
+                (try settle(stale, owner: "w1", retryAt: later, on: connection),
+                 try settle(retry, owner: "w2", retryAt: later, on: connection),
+                 try settle(retry, owner: "w1", retryAt: later, on: connection),
+                 try settle(done, owner: "w1", retryAt: nil, on: connection),
+                 try settle(done, owner: "w1", retryAt: nil, on: connection))
             }
             #expect(!wrongAttempt && !wrongOwner && retriedHeld && doneHeld && !doneAgain)
+            #expect(try await streamTypes(retry.streamID, store: store) == ["SendRequested", "RetryScheduled"])
+            #expect(try await streamTypes(done.streamID, store: store) == ["SendRequested", "SendSucceeded"])
             let rows = try await store.pool.query("SELECT state, not_before, lease_owner IS NULL FROM send_queue")
             #expect(rows.count == 1)
             let row = try #require(rows.first)

@@ -48,46 +48,11 @@ public enum SendQueue {
         }
     }
 
-    /// Locks the claim's row and checks that it is still this worker's try: same attempt, same
-    /// owner, still running. False when the lease was rescued meanwhile (the try's outcome is then
-    /// recorded as unknown, and nothing more may be written for it).
-    public static func stillHeld(_ claim: Claim, owner: String, on connection: PostgresConnection) throws -> Bool {
-        let rows = try connection.query("""
-            SELECT 1 FROM send_queue WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt)
-                AND lease_owner = \(owner) AND state = 'running'
-            FOR UPDATE
-            """, prepare: true)
-        return !rows.isEmpty
-    }
-
-    /// Settles a try while its claim still holds, in one statement that also locks the row: a
-    /// terminal outcome removes the send from the queue, a retry makes it pending again not before
-    /// `retryAt`. False, changing nothing, when the lease was rescued meanwhile (see
-    /// ``stillHeld(_:owner:on:)``). Run it first in the transaction that records the outcome.
-    public static func settleIfHeld(_ claim: Claim, owner: String, retryAt: Date?, on connection: PostgresConnection) throws
-        -> Bool
-    {
-        let rows: PostgresRows
-        if let retryAt {
-            rows = try connection.query("""
-                UPDATE send_queue SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, not_before = \(retryAt)
-                WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING 1
-                """, prepare: true)
-        } else {
-            rows = try connection.query("""
-                DELETE FROM send_queue
-                WHERE send_id = \(claim.sendID) AND attempt = \(claim.attempt) AND lease_owner = \(owner) AND state = 'running'
-                RETURNING 1
-                """, prepare: true)
-        }
-        return !rows.isEmpty
-    }
-
     /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
     /// the streams of `claims` that are still this worker's tries (same attempt, same owner,
-    /// running), their rows locked for the statement. ``stillHeld(_:owner:on:)`` for a whole
-    /// claim, run in the statement that records the tries.
+    /// running), their rows locked for the statement. A claim that no longer holds (its lease was
+    /// rescued) records nothing: its try is then recorded as outcome-unknown by the rescue, and
+    /// nothing more may be written for it.
     public static func stillHeld(_ claims: [Claim], owner: String) -> AppendCondition {
         AppendCondition(streams: """
             SELECT q.stream_id FROM send_queue AS q
@@ -98,11 +63,11 @@ public enum SendQueue {
             """, binds: [.jsonb(tries(claims.map { ($0, nil) })), .text(owner)])
     }
 
-    /// The condition under which tries' outcomes are recorded, which also settles them
-    /// (``settleIfHeld(_:owner:retryAt:on:)`` for several tries, in the statement that appends
-    /// their outcomes): each try whose claim still holds is settled — `retryAt` nil, the row
-    /// leaves the queue; else it is pending again not before then — and its stream may append.
-    /// The others change nothing and append nothing.
+    /// The condition under which tries' outcomes are recorded, which also settles them, in the
+    /// statement that appends their outcomes: each try whose claim still holds (same attempt,
+    /// same owner, running) is settled — `retryAt` nil, the row leaves the queue; else it is
+    /// pending again not before then — and its stream may append. The others (a late answer
+    /// from a rescued try) change nothing and append nothing.
     public static func settled(_ tries: [(claim: Claim, retryAt: Date?)], owner: String) -> AppendCondition {
         AppendCondition(expressions: """
             outcome AS MATERIALIZED (
