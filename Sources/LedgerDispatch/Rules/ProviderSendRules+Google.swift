@@ -57,7 +57,7 @@ extension ProviderSendRules {
     func googleEvent(send: SendRequested, cause: RecordedEvent, context: SendContext) throws(SendBuildError)
         -> GoogleConversionEvent
     {
-        let decoded = try SendCause(cause)
+        let decoded = try context.decodedCauses.cause(cause)
         let device = try Self.device(of: decoded, context: context)
         var type: LedgerProviders.GoogleAppEventType
         var name: String?

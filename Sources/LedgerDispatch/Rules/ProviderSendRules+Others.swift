@@ -8,7 +8,7 @@ extension ProviderSendRules {
     /// `POST /api/v1/` with the token alone as a `text/plain` body.
     func adServicesRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
         guard let endpoint = adServices else { throw Self.notConfigured(.appleAdServices) }
-        let token = try Self.adServicesToken(of: SendCause(context.cause))
+        let token = try Self.adServicesToken(of: context.decodedCauses.cause(context.cause))
         let checked = try Self.building { () throws(ProviderError) in try LedgerProviders.AdServicesToken(token.token) }
         return AdServicesRequestBuilder.attributionRequest(token: checked, endpoint: endpoint)
     }
@@ -20,7 +20,7 @@ extension ProviderSendRules {
     /// (`first_session` false, with the `randomized_bundle_token` the log holds now).
     func branchOpenRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
         guard let configuration = branch else { throw Self.notConfigured(.branch) }
-        let decoded = try SendCause(context.cause)
+        let decoded = try context.decodedCauses.cause(context.cause)
         let device = try Self.device(of: decoded, context: context)
         let firstSession: Bool
         var deepLink: DeepLink?
@@ -116,7 +116,7 @@ extension ProviderSendRules {
     /// `GET /api/v2/conversion_value` with the device and its SKAN state as the log holds it now.
     func singularRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
         guard let configuration = singular else { throw Self.notConfigured(.singular) }
-        let decoded = try SendCause(context.cause)
+        let decoded = try context.decodedCauses.cause(context.cause)
         let device = try Self.device(of: decoded, context: context)
         var event: SingularConversionValueRequest.Event
         switch decoded {

@@ -66,7 +66,7 @@ public struct ProviderSendRules: SendRules {
     /// without a call (seed 002: past the TTL Apple can only answer 404). Everything else: `nil`.
     public func preflight(_ context: SendContext) -> SendDisposition? {
         guard context.send.provider == .appleAdServices, context.send.kind == .tokenLookup,
-            let token = try? Self.adServicesToken(of: SendCause(context.cause))
+            let token = try? Self.adServicesToken(of: context.decodedCauses.cause(context.cause))
         else { return nil }
         return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
     }
@@ -108,7 +108,7 @@ public struct ProviderSendRules: SendRules {
         case .appleAdServices:
             let token: LedgerDomain.AdServicesToken
             do {
-                token = try Self.adServicesToken(of: SendCause(context.cause))
+                token = try Self.adServicesToken(of: context.decodedCauses.cause(context.cause))
             } catch {
                 return .failed(rule: error.rule, detail: error.detail)
             }

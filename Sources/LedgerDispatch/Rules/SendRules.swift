@@ -3,6 +3,7 @@ import LedgerDomain
 import LedgerProjections
 import LedgerProviders
 import LedgerStore
+import Synchronization
 
 /// Everything one try of a send is built and judged from. The worker gathers it from the log
 /// just before the call, so it holds what the ledger knows *at send time* (Branch's
@@ -35,6 +36,10 @@ public struct SendContext: Sendable {
     /// `DeepLinkOpened` has no device at all. `nil` when the loader did not gather it; a request
     /// that needs it then fails to build (`device_context_missing`).
     public var lastSessionDevice: DeviceContext? = nil
+    /// Cause events already decoded for this try (shared by the context's copies): the rules
+    /// read the cause for the preflight, the request and the answer, and decoding it with
+    /// `JSONDecoder` cost more than anything else the worker does per try.
+    let decodedCauses = DecodedCauses()
 
     /// A context.
     public init(send: SendRequested, sendStreamID: String, attempt: Int, cause: RecordedEvent,
@@ -91,4 +96,17 @@ public struct SendBuildError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// `rule: detail`.
     public var description: String { "\(rule): \(detail)" }
+}
+
+/// Decoded cause events, by event id, for one try (see ``SendContext``).
+final class DecodedCauses: Sendable {
+    private let decoded = Mutex<[UUID: SendCause]>([:])
+
+    /// `event` decoded as a cause, once per try.
+    func cause(_ event: RecordedEvent) throws(SendBuildError) -> SendCause {
+        if let known = decoded.withLock({ $0[event.id] }) { return known }
+        let made = try SendCause(event)
+        decoded.withLock { $0[event.id] = made }
+        return made
+    }
 }
