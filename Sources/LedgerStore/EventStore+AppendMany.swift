@@ -53,11 +53,16 @@ extension EventStore {
         let statement = try prepareMany(appends, condition: nil, on: connection)
         let rows: PostgresRows
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(statement.query, prepare: true) }) {
-        case .success(let returned): rows = returned
-        case .failure(let error): throw Self.diagnosed(error, appends.flatMap(\.events))
+        case .success(let returned):
+            rows = returned
+        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
+            // A concurrent append took versions the call needed; the transaction is spoilt.
+            throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
+        case .failure(let error):
+            throw Self.diagnosed(error, appends.flatMap(\.events))
         }
         // Nothing stored: a part's version or an id stopped the statement; each part decides.
-        guard rows.count == statement.total else { return try appendEachPart(appends, on: connection) }
+        guard try Self.storedRows(rows) == statement.total else { return try appendEachPart(appends, on: connection) }
         let placed = try manyAppended(appends, rows: rows, on: connection)
         return try appends.map { part in
             guard let result = placed[part.stream] else {
@@ -104,8 +109,11 @@ extension EventStore {
         case .failure(let error):
             throw Self.diagnosed(error, appends.flatMap(\.events))
         }
-        if !connection.isInTransaction { statement.keys.appendCommitted() }
-        return try manyAppended(appends, rows: rows, on: connection)
+        let results = try manyAppended(appends, rows: rows, on: connection)
+        // Keys made for this call are durable once events were stored with a durable commit (it
+        // flushes the log past them); a statement that stored nothing flushed nothing.
+        if !connection.isInTransaction, !results.isEmpty { statement.keys.appendCommitted() }
+        return results
     }
 
     /// The statement for `appends` (sealed, validated), the number of events, and the keys it sealed with.
@@ -136,7 +144,8 @@ extension EventStore {
         var placed: [UUID: AppendedEvent] = [:]
         placed.reserveCapacity(rows.count)
         for row in rows {
-            let id = try row.decode(UUID.self, at: 0)
+            // The statement's one row when it stored nothing has no event.
+            guard let id = try row.decode(UUID?.self, at: 0) else { continue }
             placed[id] = AppendedEvent(
                 id: id, position: try row.decode(Int64.self, at: 1), streamVersion: try row.decode(Int64.self, at: 2),
                 transactionID: UInt64(try row.decode(String.self, at: 3)) ?? 0,
@@ -159,6 +168,12 @@ extension EventStore {
             results[part.stream] = AppendResult(events: events, wasDuplicate: false)
         }
         return results
+    }
+
+    /// How many of a multi-stream statement's rows are stored events (when it stored none, it
+    /// returns one row without an event).
+    private static func storedRows(_ rows: PostgresRows) throws -> Int {
+        try rows.reduce(0) { count, row in try row.decode(UUID?.self, at: 0) == nil ? count : count + 1 }
     }
 
     /// Each part appended on its own, in order, on the caller's transaction.
@@ -207,7 +222,9 @@ extension EventStore {
     /// cases apart); a unique-key race with a concurrent append skips rows, and
     /// `ledger_batch_interrupted` then fails the whole statement. With a condition, only the
     /// streams it returns are appended, and anything short of all their events fails the
-    /// statement, the condition's own changes with it.
+    /// statement, the condition's own changes with it. The count is checked on `checked`'s one
+    /// row, outer-joined to the inserted rows, so it is checked even when nothing was inserted;
+    /// that row then comes back without an event.
     static func appendManySQL(condition: AppendCondition?) -> String {
         let expressions = condition.map { $0.expressions.isEmpty ? "" : $0.expressions + "," } ?? ""
         let allowed = condition.map { "allowed AS MATERIALIZED (\($0.streams))," } ?? ""
@@ -251,8 +268,7 @@ extension EventStore {
               checked AS (SELECT count(*) AS inserted FROM ins)
             SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash
             FROM checked LEFT JOIN ins ON true
-            WHERE (\(accepted) OR ledger_batch_interrupted('(several)', checked.inserted, \(wanted)))
-              AND ins.event_id IS NOT NULL
+            WHERE \(accepted) OR ledger_batch_interrupted('(several)', checked.inserted, \(wanted))
             """
     }
 }

@@ -127,6 +127,63 @@ struct SendQueueTests {
         }
     }
 
+    // Issue 6: "SendAttempted … is committed before the call … only if the attempt number still
+    // matches": a claim's tries are recorded only for claims still held by this worker.
+    @Test func triesAreRecordedOnlyWhileTheClaimHolds() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-h"
+            let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "h1", now: testEpoch, store: store)
+            let claims = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w1", now: testEpoch, lease: 60, on: $0)
+            }
+            let claim = try #require(claims.first)
+            // The claim read the cause with it.
+            #expect(claim.cause?.id == open.id)
+            var other = claim
+            other.attempt += 1
+            let stale = other
+            @Sendable func recorded(_ claim: SendQueue.Claim, owner: String, on connection: PostgresConnection) throws -> Bool {
+                let event = try NewEvent(SendAttempted(attempt: claim.attempt, request: RecordedRequest(
+                    method: "POST", url: "https://example.test/", headers: [], body: nil)),
+                    id: Outbox.attemptEventID(sendID: claim.sendID, attempt: claim.attempt), occurredAt: testEpoch)
+                let written = try store.append([StreamAppend([event], to: claim.streamID)],
+                                               where: SendQueue.stillHeld([claim], owner: owner), on: connection)
+                return written[claim.streamID] != nil
+            }
+            let (wrongOwner, wrongAttempt, held) = try await store.pool.withConnection { connection in
+                (try recorded(claim, owner: "w2", on: connection), try recorded(stale, owner: "w1", on: connection),
+                 try recorded(claim, owner: "w1", on: connection))
+            }
+            #expect(!wrongOwner && !wrongAttempt && held)
+            #expect(try await streamTypes(claim.streamID, store: store) == ["SendRequested", "SendAttempted"])
+            // The same try recorded again (its first statement's answer lost): refused, not stored twice.
+            await #expect(throws: EventStoreError.self) {
+                try await store.pool.withConnection { connection in try recorded(claim, owner: "w1", on: connection) }
+            }
+            #expect(try await streamTypes(claim.streamID, store: store) == ["SendRequested", "SendAttempted"])
+        }
+    }
+
+    // The claim's commit skips its flush only when it runs on its own: inside a caller's
+    // transaction it leaves that transaction's durability as it was.
+    @Test func claimingLeavesACallersCommitDurable() async throws {
+        try await withDispatchStore { store, _ in
+            let setting = try await store.pool.withConnection { connection in
+                try connection.transaction { connection -> String in
+                    _ = try SendQueue.claim(limit: 1, owner: "w1", now: testEpoch, lease: 60, on: connection)
+                    return try connection.query("SHOW synchronous_commit").single().decode(String.self, at: 0)
+                }
+            }
+            #expect(setting == "on")
+            let after = try await store.pool.withConnection { connection in
+                _ = try SendQueue.claim(limit: 1, owner: "w1", now: testEpoch, lease: 60, on: connection)
+                return try connection.query("SHOW synchronous_commit").single().decode(String.self, at: 0)
+            }
+            #expect(after == "on")
+        }
+    }
+
     // Issue 6: a dead worker's claims are rescued at once (its liveness lock is gone); a live
     // worker's are rescued only when the lease runs out; a recorded attempt becomes outcome-unknown.
     @Test func rescueDeadWorkersAndExpiredLeases() async throws {

@@ -205,4 +205,20 @@ struct AppendManyTests {
             #expect(String(decoding: try #require(read.first).data, as: UTF8.self).contains(PrivacyTests.idfa))
         }
     }
+
+    @Test("a conditional append that stores nothing remembers no key it made (nothing flushed it)")
+    func nothingStoredNothingCached() async throws {
+        try await TestDatabase.with { database in
+            let store = try PrivacyTests.store(database)
+            defer { store.pool.close() }
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let devices = ["device-com.example.game-none-1", "device-com.example.game-none-2"]
+            let nothing = AppendCondition(streams: "SELECT NULL::text AS stream_id WHERE false", binds: [])
+            let results = try store.append(try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) },
+                                           where: nothing, on: connection)
+            #expect(results.isEmpty)
+            #expect(try eventCount(database) == 0)
+            #expect(devices.allSatisfy { store.privacy.cachedKey(for: $0, now: Date()) == nil })
+        }
+    }
 }

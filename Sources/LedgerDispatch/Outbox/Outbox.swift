@@ -18,7 +18,19 @@ public enum Outbox {
     /// The send id for an idempotency key: a name-based UUID (SHA-256, version 8 layout) of
     /// `ledger.send:` + the key.
     public static func sendID(forKey key: String) -> UUID {
-        var bytes = Array(SHA256.hash(data: Data(("ledger.send:" + key).utf8)).prefix(16))
+        nameBasedID("ledger.send:" + key)
+    }
+
+    /// The id of a try's `SendAttempted`: name-based on the send and the attempt number, so that a
+    /// try recorded twice (its first statement committed, but the answer lost with the connection)
+    /// is refused as a duplicate instead of stored twice.
+    public static func attemptEventID(sendID: UUID, attempt: Int) -> UUID {
+        nameBasedID("ledger.attempt:\(sendID.uuidString.lowercased()):\(attempt)")
+    }
+
+    /// A name-based UUID (SHA-256 of `name`, version 8 layout).
+    private static func nameBasedID(_ name: String) -> UUID {
+        var bytes = Array(SHA256.hash(data: Data(name.utf8)).prefix(16))
         bytes[6] = (bytes[6] & 0x0F) | 0x80
         bytes[8] = (bytes[8] & 0x3F) | 0x80
         return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],

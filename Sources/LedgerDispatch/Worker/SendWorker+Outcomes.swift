@@ -114,8 +114,14 @@ extension SendWorker {
                     where: SendQueue.settled(group.map { ($0.claim, $0.retryAt) }, owner: configuration.workerID),
                     on: connection)
                 // A retried send is due again later: wake the workers sleeping until their next due.
+                // The outcomes are committed already: a failed notification is no failed outcome.
                 if group.contains(where: { $0.retryAt != nil && appended[$0.claim.streamID] != nil }) {
-                    try connection.notify(channel: Outbox.channel)
+                    do {
+                        try connection.notify(channel: Outbox.channel)
+                    } catch {
+                        self.logger.warning("a retry was recorded but the workers were not notified; they poll",
+                                            metadata: ["ledger.error": "\(error)"])
+                    }
                 }
                 return Set(appended.keys)
             }

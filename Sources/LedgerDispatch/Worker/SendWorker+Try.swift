@@ -54,7 +54,9 @@ extension SendWorker {
                 "ledger.error": "\(error)",
             ])
             slots.removeAll()  // each lone try frees its own slot
-            for claim in claims { await process([claim], alone: true) }
+            await withTaskGroup(of: Void.self) { group in
+                for claim in claims { group.addTask { await self.process([claim], alone: true) } }
+            }
             return
         }
         await withTaskGroup(of: UUID.self) { group in
@@ -135,7 +137,8 @@ extension SendWorker {
                 continue
             }
             let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
-            attempts.append(StreamAppend([try NewEvent(attempted, occurredAt: context.now)], to: claim.streamID))
+            let id = Outbox.attemptEventID(sendID: claim.sendID, attempt: claim.attempt)
+            attempts.append(StreamAppend([try NewEvent(attempted, id: id, occurredAt: context.now)], to: claim.streamID))
             calling.append(claim)
         }
         guard !calling.isEmpty else { return going }
