@@ -18,10 +18,10 @@ extension SendWorker {
         case settle(SendDisposition)
     }
 
-    /// The tries of one claim, together: the claimed sends' cause events are read in one query,
-    /// their `SendAttempted` events are recorded in one transaction (one statement, one commit)
-    /// before any call leaves, the calls run concurrently, and each outcome joins the next group
-    /// commit of ``OutcomeRecorder``. A claim's slot is freed when its outcome is recorded.
+    /// The tries of one claim, together: the claimed sends' cause events came with the claim,
+    /// their `SendAttempted` events are recorded in one statement, committed before any call
+    /// leaves, the calls run concurrently, and each outcome joins the next group commit of
+    /// ``OutcomeRecorder``. A claim's slot is freed when its outcome is recorded.
     ///
     /// If recording the attempts together fails (a database error, or one send's stream moved
     /// under it), nothing of it was stored, and each send is tried on its own instead; a try that
