@@ -51,16 +51,7 @@ extension EventStore {
         guard distinct else { return try appendEachPart(appends, on: connection) }
 
         let statement = try prepareMany(appends, condition: nil, on: connection)
-        let rows: PostgresRows
-        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(statement.query, prepare: true) }) {
-        case .success(let returned):
-            rows = returned
-        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
-            // A concurrent append took versions the call needed; the transaction is spoilt.
-            throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
-        case .failure(let error):
-            throw Self.diagnosed(error, appends.flatMap(\.events))
-        }
+        let rows = try executeMany(statement.query, appends, on: connection)
         // Nothing stored: a part's version or an id stopped the statement; each part decides.
         guard try Self.storedRows(rows) == statement.total else { return try appendEachPart(appends, on: connection) }
         let placed = try manyAppended(appends, rows: rows, on: connection)
@@ -100,20 +91,28 @@ extension EventStore {
             }
         }
         let statement = try prepareMany(appends, condition: condition, on: connection)
-        let rows: PostgresRows
-        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(statement.query, prepare: true) }) {
-        case .success(let returned):
-            rows = returned
-        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
-            throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
-        case .failure(let error):
-            throw Self.diagnosed(error, appends.flatMap(\.events))
-        }
+        let rows = try executeMany(statement.query, appends, on: connection)
         let results = try manyAppended(appends, rows: rows, on: connection)
         // Keys made for this call are durable once events were stored with a durable commit (it
         // flushes the log past them); a statement that stored nothing flushed nothing.
         if !connection.isInTransaction, !results.isEmpty { statement.keys.appendCommitted() }
         return results
+    }
+
+    /// Runs a multi-stream statement. A concurrent append that took versions the call needed is a
+    /// typed conflict (the statement failed, and with it the transaction it ran in); a payload
+    /// jsonb refused is the typed error naming it.
+    private func executeMany(_ query: PostgresQuery, _ appends: [StreamAppend], on connection: PostgresConnection) throws
+        -> PostgresRows
+    {
+        switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
+        case .success(let rows):
+            return rows
+        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
+            throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
+        case .failure(let error):
+            throw Self.diagnosed(error, appends.flatMap(\.events))
+        }
     }
 
     /// The statement for `appends` (sealed, validated), the number of events, and the keys it sealed with.
