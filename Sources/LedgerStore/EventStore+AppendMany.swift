@@ -31,7 +31,10 @@ extension EventStore {
     ///
     /// - Returns: one result per part, in order.
     /// - Throws: ``EventStoreError`` for the first part that is refused (nothing of the call is
-    ///   then stored, once the caller's transaction rolls back), ``PostgresError`` otherwise.
+    ///   then stored, once the caller's transaction rolls back);
+    ///   ``EventStoreError/wrongExpectedVersion(stream:expected:actual:)`` with stream `(several)`
+    ///   and actual -1 when a concurrent append took versions the statement needed (the
+    ///   transaction is then spoilt: retry it whole); ``PostgresError`` otherwise.
     @discardableResult
     public func append(_ appends: [StreamAppend], on connection: PostgresConnection) throws -> [AppendResult] {
         guard connection.isInTransaction else {
@@ -72,9 +75,11 @@ extension EventStore {
     /// commits on its own, one round trip in all.
     ///
     /// - Returns: the results of the parts the condition allowed, by stream.
-    /// - Throws: ``EventStoreError`` for a malformed part or a statement stopped by a rule
-    ///   (``EventStoreError/wrongExpectedVersion(stream:expected:actual:)`` with actual -1, as
-    ///   inside a transaction), ``PostgresError`` otherwise.
+    /// - Throws: ``EventStoreError`` for a malformed part; for a statement stopped by a rule
+    ///   ``EventStoreError/wrongExpectedVersion(stream:expected:actual:)`` with stream `(several)`
+    ///   and actual -1, whichever rule it was (an allowed part's expected version, an id already
+    ///   stored, a concurrent append): the statement stored nothing, the condition's changes
+    ///   included; ``PostgresError`` otherwise.
     public func append(_ appends: [StreamAppend], where condition: AppendCondition, on connection: PostgresConnection) throws
         -> [String: AppendResult]
     {

@@ -89,6 +89,38 @@ struct WorkerTests {
         }
     }
 
+    // A cause whose sealed fields cannot be opened (a damaged box) fails only its own send: the
+    // other sends of the same claim are tried and settled; the damaged one is left to its lease.
+    @Test func aDamagedCauseHoldsBackOnlyItsOwnSend() async throws {
+        try await Self.withRig { rig in
+            try #require(rig.store.privacy.isEnabled)  // the test cluster has a master key: causes are sealed
+            let good = try await install(rig)
+            let other = "device-app1-dev2"
+            let damaged = try await record(
+                FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5E8C35A1-4F1B-4F0E-9E3A-2D8D7A9C6B11"),
+                          adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4tdHdv", issuedAt: testEpoch)),
+                to: other, at: testEpoch, store: rig.store)
+            let goodSend = try await enqueue(.appleAdServices, .tokenLookup, cause: good, device: Self.device, key: "apple:good",
+                                             now: testEpoch, store: rig.store)
+            let damagedSend = try await enqueue(.appleAdServices, .tokenLookup, cause: damaged, device: other,
+                                                key: "apple:damaged", now: testEpoch, store: rig.store)
+            let admin = try PostgresConnection(conninfo: rig.store.pool.configuration.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
+            try admin.execute("""
+                UPDATE events SET data = jsonb_set(data, '{ledger_personal,box}', to_jsonb(repeat('A', 64)))
+                WHERE event_id = \(damaged.id)
+                """)
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
+            #expect(try await rig.worker.drain() == 2)
+            #expect(try await streamTypes(StreamID.send(id: goodSend.sendID).rawValue, store: rig.store)
+                    == ["SendRequested", "SendAttempted", "ResponseReceived", "SendSucceeded"])
+            #expect(try await streamTypes(StreamID.send(id: damagedSend.sendID).rawValue, store: rig.store) == ["SendRequested"])
+            #expect(rig.fakes.apple.requestCount == 1)
+            let left = try await rig.store.pool.query("SELECT state FROM send_queue").map { try $0.decode(String.self, at: 0) }
+            #expect(left == ["running"])
+        }
+    }
+
     // seed 002: a token is good for 24 hours; first tried after that, it is expired — no call is made.
     @Test func aTokenFirstTriedAfter24HoursExpiresWithoutACall() async throws {
         try await Self.withRig { rig in

@@ -19,8 +19,10 @@ public enum SendQueue {
         public var request: SendRequested
         /// After this, the send fails for good instead of retrying.
         public var deadline: Date
-        /// The send's cause event, read with the claim (sealed fields not yet opened); nil when
-        /// it is not in the log.
+        /// The send's cause event, read with the claim; nil when it is not in the log, or when
+        /// its sealed fields could not be opened with the claim (the try reads it again). The
+        /// worker opens the sealed fields of the causes it claims before handing them on: a
+        /// cause here is as a read returns it.
         public var cause: RecordedEvent?
     }
 
@@ -51,8 +53,7 @@ public enum SendQueue {
     /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
     /// the streams of `claims` that are still this worker's tries (same attempt, same owner,
     /// running), their rows locked for the statement. A claim that no longer holds (its lease was
-    /// rescued) records nothing: its try is then recorded as outcome-unknown by the rescue, and
-    /// nothing more may be written for it.
+    /// rescued, the send made pending again) records nothing, and its try makes no call.
     public static func stillHeld(_ claims: [Claim], owner: String) -> AppendCondition {
         AppendCondition(streams: """
             SELECT q.stream_id FROM send_queue AS q

@@ -51,8 +51,8 @@ struct Outcome: Sendable {
 
 /// Records outcomes in group commits: the first outcome to arrive is written at once, and the
 /// outcomes that arrive while a write is under way are written together by the next one (one
-/// transaction, one statement for the queue rows, one for the events, one commit). Nothing
-/// waits for a group to fill: an outcome alone is written alone.
+/// statement settles their queue rows and appends their events, one commit). Nothing waits for
+/// a group to fill: an outcome alone is written alone.
 final class OutcomeRecorder: Sendable {
     private struct Waiting: Sendable {
         var outcome: Outcome

@@ -23,9 +23,12 @@ extension SendWorker {
     /// leaves, the calls run concurrently, and each outcome joins the next group commit of
     /// ``OutcomeRecorder``. A claim's slot is freed when its outcome is recorded.
     ///
-    /// If recording the attempts together fails (a database error, or one send's stream moved
-    /// under it), nothing of it was stored, and each send is tried on its own instead; a try that
-    /// still fails is left to its lease, which a rescue makes pending again: nothing is lost.
+    /// If recording the attempts together fails (a database error, one send's stream moved under
+    /// it, or the answer of a statement that did commit was lost), each send is tried on its own
+    /// instead. A try whose attempt turns out to be recorded already (its `SendAttempted` id
+    /// follows from the send and the attempt) is refused and makes no call; it, and a try that
+    /// fails again, is left to its lease, which a rescue makes pending again: nothing is lost,
+    /// and no call is made twice.
     func process(_ claims: [SendQueue.Claim], alone: Bool = false) async {
         var slots = Set(claims.map(\.sendID))
         func release(_ sendID: UUID) {

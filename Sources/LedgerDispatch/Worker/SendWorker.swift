@@ -170,16 +170,24 @@ public final class SendWorker: Sendable {
                 // causes come with it, and their sealed fields are opened here.
                 claims = try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
                                              lease: configuration.lease, on: connection)
+                // The claim has committed: nothing from here on may keep its sends from their tries.
+                // Causes that do not open here (a database error, a damaged box) are read again by
+                // each try, where a failure stays that send's own.
                 var causes = claims.compactMap(\.cause)
-                try self.store.privacy.reveal(&causes, on: connection)
-                let opened = Dictionary(causes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-                for index in claims.indices {
-                    if let id = claims[index].cause?.id { claims[index].cause = opened[id] }
+                do {
+                    try self.store.privacy.reveal(&causes, on: connection)
+                    let opened = Dictionary(causes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+                    for index in claims.indices {
+                        if let id = claims[index].cause?.id { claims[index].cause = opened[id] }
+                    }
+                } catch {
+                    for index in claims.indices { claims[index].cause = nil }
                 }
             }
             // When to look again matters only when the slots were not filled.
-            let nextDue = claims.count < free ? try SendQueue.nextDue(on: connection) : nil
-            return (rescued, claims, nextDue, housekeeping ? try SendQueue.depth(on: connection) : [])
+            // Hints and metrics only: their failure must not lose the claim just made.
+            let nextDue: Date? = claims.count < free ? (try? SendQueue.nextDue(on: connection)) : nil
+            return (rescued, claims, nextDue, housekeeping ? (try? SendQueue.depth(on: connection)) ?? [] : [])
         }
         if rescued > 0 {
             Counter(label: "ledger_send_rescues_total").increment(by: rescued)
