@@ -160,14 +160,11 @@ public struct EventStore: Sendable {
         guard endsWithItsFirstObject(bytes) else {
             throw refuse(field, "json_object", "must be one JSON object, with nothing after its closing brace")
         }
-        if bytes.contains(bytes: escapedNUL) {
+        if bytes.contains(bytes: EventCatalog.escapedNUL) {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
         return text
     }
-
-    /// The text `\u0000`, which no jsonb value can hold.
-    private static let escapedNUL = Array("\\u0000".utf8)
 
     /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
     /// parse, as a typed error.

@@ -221,21 +221,11 @@ public struct EventCatalog: Sendable {
     /// Whether `data` holds the six bytes `\u0000` (also true for an escaped backslash followed
     /// by `u0000`, which the full check then clears).
     static func mayHoldEscapedNUL(_ data: Data) -> Bool {
-        data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
-            let bytes = buffer.bindMemory(to: UInt8.self)
-            guard bytes.count >= 6 else { return false }
-            var index = 0
-            while index <= bytes.count - 6 {
-                if bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"), bytes[index + 2] == UInt8(ascii: "0"),
-                    bytes[index + 3] == UInt8(ascii: "0"), bytes[index + 4] == UInt8(ascii: "0"), bytes[index + 5] == UInt8(ascii: "0")
-                {
-                    return true
-                }
-                index += 1
-            }
-            return false
-        }
+        data.contains(bytes: escapedNUL)
     }
+
+    /// The text `\u0000`, which no jsonb value can hold.
+    package static let escapedNUL = Array("\\u0000".utf8)
 
     /// Encodes canonically and enforces the size limit.
     private static func encodedWithinLimit(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import Synchronization
 
