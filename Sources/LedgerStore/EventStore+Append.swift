@@ -259,13 +259,7 @@ extension EventStore {
     func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String,
                           on connection: PostgresConnection) throws -> AppendResult
     {
-        if !connection.isInTransaction {
-            notifier.signal()
-        } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
-            // A transaction the wrapper does not manage: notify inside it (this
-            // serialises its commit with other notifying ones, but no event goes unannounced).
-            try connection.execute("SELECT pg_notify('ledger_events', '')")
-        }
+        try announceAppend(on: connection)
         let result = try AppendResult(events: zip(events, rows).map { event, row in
             AppendedEvent(
                 id: event.id, position: try row.decode(Int64.self, at: 0),
@@ -278,6 +272,17 @@ extension EventStore {
             heads.remember(stream, version: last.streamVersion, hash: last.hash)
         }
         return result
+    }
+
+    /// Wakes the store's subscribers: now, or once the caller's transaction has committed.
+    func announceAppend(on connection: PostgresConnection) throws {
+        if !connection.isInTransaction {
+            notifier.signal()
+        } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
+            // A transaction the wrapper does not manage: notify inside it (this
+            // serialises its commit with other notifying ones, but no event goes unannounced).
+            try connection.execute("SELECT pg_notify('ledger_events', '')")
+        }
     }
 
     static func currentVersion(_ stream: String, on connection: PostgresConnection) throws -> Int64 {

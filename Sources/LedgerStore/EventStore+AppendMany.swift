@@ -156,11 +156,7 @@ extension EventStore {
                 recordedAt: try row.decode(Date.self, at: 4), hash: try row.decode(Data.self, at: 5))
         }
         guard !placed.isEmpty else { return [:] }
-        if !connection.isInTransaction {
-            notifier.signal()
-        } else if !connection.afterCommit({ [notifier] in notifier.signal() }) {
-            try connection.execute("SELECT pg_notify('ledger_events', '')")
-        }
+        try announceAppend(on: connection)
         var results: [String: AppendResult] = [:]
         for part in appends {
             let events = part.events.compactMap { placed[$0.id] }

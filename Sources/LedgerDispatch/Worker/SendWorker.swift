@@ -11,15 +11,15 @@ import Synchronization
 /// Drains pending sends to the providers: **where the worker loops**.
 ///
 /// Each try of a send, in order, never holding a transaction across the call:
-/// 1. **claim** (one transaction, for as many sends as there are free slots): `FOR UPDATE SKIP
-///    LOCKED`, a lease, the attempt bumped;
+/// 1. **claim** (one statement, for as many sends as there are free slots, their causes read
+///    with it): `FOR UPDATE SKIP LOCKED`, a lease, the attempt bumped;
 /// 2. gather the context from the log (the cause, and what the provider needs that the log knows
 ///    now) and ask the provider's rules for a preflight decision and the request;
-/// 3. **record the attempt** (one transaction for the whole claim, only for sends whose claim
+/// 3. **record the attempt** (one statement for the whole claim, only for sends whose claim
 ///    still holds): `SendAttempted` with the request as sent, credentials redacted;
 /// 4. **call** the provider through the transport, with a timeout;
-/// 5. **record the outcome** (one transaction per group of outcomes that finished together, each
-///    written only while its claim still holds): `ResponseReceived`, then `RetryScheduled` (the
+/// 5. **record the outcome** (one statement per group of outcomes that finished together, each
+///    written only while its claim still holds, the queue row settled in the same statement): `ResponseReceived`, then `RetryScheduled` (the
 ///    queue row goes back to pending) or a terminal `SendSucceeded` / `SendFailed` (the row
 ///    leaves the queue).
 ///
