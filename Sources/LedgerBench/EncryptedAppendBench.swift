@@ -32,6 +32,7 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
     var clearSeconds = 0.0
     var walBytes = ["clear": 0.0, "sealed": 0.0]
     var clientCPU = ["clear": 0.0, "sealed": 0.0]
+    let serverCPU = ["clear": CPUTimeBox(), "sealed": CPUTimeBox()]
     let probe = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
     func walPosition() throws -> Double {
         try probe.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8").single().decode(Double.self, at: 0)
@@ -44,10 +45,13 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
             let seconds = try timeOnThreads(1) { _ in
                 let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
                 let started = threadCPUSeconds()
+                // Sampled while the connection lives: a backend that has exited is no longer counted.
+                let serverBefore = CPUUsage.now()
                 for n in 0..<perRound {
                     try target.append([event(n)], to: "device-bench-\(side)-r\(round)-d\(n % devices)", on: connection)
                 }
                 cpu.add(threadCPUSeconds() - started)
+                serverCPU[side]!.add(CPUUsage.now().since(serverBefore).server)
             }
             clientCPU[side, default: 0] += cpu.total
             if side == "sealed" { sealedSeconds += seconds } else { clearSeconds += seconds }
@@ -57,7 +61,8 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
     // Commits wait for their WAL to be flushed: bytes per event tell a costlier flush from more work.
     FileHandle.standardError.write(Data(("append_encrypted: WAL per event, clear \(Int(walBytes["clear"]! / total)) B, "
         + "sealed \(Int(walBytes["sealed"]! / total)) B; client CPU per event, clear \(Int(clientCPU["clear"]! / total * 1e6)) µs, "
-        + "sealed \(Int(clientCPU["sealed"]! / total * 1e6)) µs; wall per event, clear \(Int(clearSeconds / total * 1e6)) µs, "
+        + "sealed \(Int(clientCPU["sealed"]! / total * 1e6)) µs; PostgreSQL CPU per event, clear \(Int(serverCPU["clear"]!.total / total * 1e6)) µs, "
+        + "sealed \(Int(serverCPU["sealed"]!.total / total * 1e6)) µs; wall per event, clear \(Int(clearSeconds / total * 1e6)) µs, "
         + "sealed \(Int(sealedSeconds / total * 1e6)) µs\n").utf8))
     return Measurement(bench: "append_encrypted", rate: total / sealedSeconds, unit: "events/s",
                        baselineRate: total / clearSeconds,

@@ -135,7 +135,7 @@ public struct EventStore: Sendable {
             var data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
             let metadata = try payloadText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
             try validator?(index, event)
-            if let sealed = try sealer?.seal(event) { data = String(decoding: sealed, as: UTF8.self) }
+            if let sealed = try sealer?.seal(event) { data = sealed }
             texts.append(PreparedBatch.Texts(data: data, metadata: metadata))
         }
         return PreparedBatch(events: events, texts: texts)

@@ -47,13 +47,12 @@ extension PersonalDataProtection {
 
         /// The data to store for `event` (after it was validated), or nil to store it unchanged
         /// (no personal field holds a value).
-        func seal(_ event: NewEvent) throws -> Data? {
-            let paths = protection.personalFields(type: event.type, schemaVersion: event.schemaVersion)
-            guard !paths.isEmpty else { return nil }
-            let splitter = protection.splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
+        func seal(_ event: NewEvent) throws -> String? {
+            guard let plan = protection.sealingPlan(type: event.type, schemaVersion: event.schemaVersion) else { return nil }
+            let splitter = plan.splitter
             if splitter.pathsArePlain, splitter.certainlyHoldsNoPersonalMember(event.data) { return nil }
             guard splitter.pathsArePlain, let split = splitter.split(event.data) else {
-                return try sealThroughTree(event, paths: paths)
+                return try sealThroughTree(event, paths: plan.paths).map { String(decoding: $0, as: UTF8.self) }
             }
             guard !split.personal.isEmpty else { return nil }
             let fields = split.personal.map(\.path).sorted()
@@ -86,7 +85,7 @@ extension PersonalDataProtection {
                 let combined = try seal(plaintext, with: key, event: event)
                 out.reserveCapacity(out.count + combined.count * 4 / 3 + 160)
                 out.append(contentsOf: Self.boxOpening)
-                out.append(contentsOf: combined.base64EncodedData())
+                Base64.append(combined, to: &out)
                 out.append(contentsOf: "\",\"fields\":".utf8)
                 appendFieldList()
                 out.append(contentsOf: ",\"key\":\"".utf8)
@@ -98,7 +97,7 @@ extension PersonalDataProtection {
                 appendFieldList()
             }
             out.append(UInt8(ascii: "}"))
-            return Data(out)
+            return String(decoding: out, as: UTF8.self)
         }
 
         private static let boxOpening = Array("\"\(sealedKey)\":{\"box\":\"".utf8)
@@ -126,8 +125,9 @@ extension PersonalDataProtection {
             if keyCommitsWithAppend, let key { keyToCache = (key, generation) }
         }
 
-        private func seal(_ plaintext: some DataProtocol, with key: DataKey, event: NewEvent) throws -> Data {
-            let box = try AES.GCM.seal(plaintext, using: key.key, authenticating: sealingContext(event.id, event.type))
+        private func seal(_ plaintext: [UInt8], with key: DataKey, event: NewEvent) throws -> Data {
+            let box = try AES.GCM.seal(plaintext, using: key.key, nonce: NonceSource.shared.next(),
+                                       authenticating: sealingContext(event.id, event.type))
             guard let combined = box.combined else { throw PrivacyError.integrity(what: "a sealed box") }
             return combined
         }
@@ -145,7 +145,7 @@ extension PersonalDataProtection {
             if let key {
                 let plaintext = try JSONSerialization.data(withJSONObject: personal, options: [.withoutEscapingSlashes])
                 object[sealedKey] = ["v": 1, "key": key.id.uuidString.lowercased(), "fields": fields,
-                                     "box": try seal(plaintext, with: key, event: event).base64EncodedString()] as [String: Any]
+                                     "box": try seal([UInt8](plaintext), with: key, event: event).base64EncodedString()] as [String: Any]
             } else {
                 object[erasedMarkerKey] = fields
             }
@@ -170,7 +170,7 @@ extension PersonalDataProtection {
     /// for personal values (so a subject whose events never carry any does not pay a transaction
     /// on every append, and the probe's answer spares the sealer a second look).
     func sealingNeed(stream: String, events: [NewEvent]) -> SealingNeed {
-        guard isEnabled, events.contains(where: { !personalFields(type: $0.type, schemaVersion: $0.schemaVersion).isEmpty })
+        guard isEnabled, events.contains(where: { sealingPlan(type: $0.type, schemaVersion: $0.schemaVersion) != nil })
         else { return .none }
         let subject: String? = stream.hasPrefix("device-") ? stream : subjects.withLock { $0[stream] }
         guard let subject else { return stream.hasPrefix("send-") ? .sealMayCreateKey : .seal }
@@ -181,9 +181,7 @@ extension PersonalDataProtection {
     /// Whether sealing `event` would need its subject's key: some declared personal path holds a
     /// value (when the byte-level splitter steps aside, assumed yes).
     func carriesPersonalValue(_ event: NewEvent) -> Bool {
-        let paths = personalFields(type: event.type, schemaVersion: event.schemaVersion)
-        guard !paths.isEmpty else { return false }
-        let splitter = splitter(type: event.type, schemaVersion: event.schemaVersion, paths: paths)
+        guard let splitter = sealingPlan(type: event.type, schemaVersion: event.schemaVersion)?.splitter else { return false }
         guard splitter.pathsArePlain else { return true }
         if splitter.certainlyHoldsNoPersonalMember(event.data) { return false }
         guard let split = splitter.split(event.data) else { return true }
@@ -220,9 +218,16 @@ extension PersonalDataProtection {
 
     /// What a sealed box authenticates besides its content: the event's id and type, so a box
     /// copied into another event does not open.
-    static func sealingContext(_ id: UUID, _ type: String) -> Data {
-        Data("ledger-personal:v1:\(id.uuidString.lowercased()):\(type)".utf8)
+    static func sealingContext(_ id: UUID, _ type: String) -> [UInt8] {
+        var context = sealingContextPrefix
+        context.reserveCapacity(context.count + 37 + type.utf8.count)
+        context.append(contentsOf: id.lowercasedText.utf8)
+        context.append(UInt8(ascii: ":"))
+        context.append(contentsOf: type.utf8)
+        return context
     }
+
+    private static let sealingContextPrefix = Array("ledger-personal:v1:".utf8)
 
     /// Opens the sealed personal fields of `events` in place: one key query for the batch. Events
     /// whose key was destroyed get their personal paths absent and ``erasedMarkerKey`` listing them.

@@ -35,7 +35,20 @@ public final class PersonalDataProtection: Sendable {
     /// Counts ``forgetCachedKeys(of:)`` calls (``forgetGeneration``).
     let forgettings = Atomic<Int>(0)
     let subjects = Mutex<[String: String]>([:])
-    let splitters = Mutex<[String: PersonalJSONSplitter]>([:])
+    /// Per event type and version of the catalog: its sealing plan, or nil when it declares no
+    /// personal field.
+    let plans = Mutex<[TypeVersion: SealingPlan?]>([:])
+
+    struct TypeVersion: Hashable {
+        var type: String
+        var schemaVersion: Int
+    }
+
+    /// How to seal one event type and version: its personal paths and the splitter for them.
+    struct SealingPlan: Sendable {
+        var paths: [String]
+        var splitter: PersonalJSONSplitter
+    }
 
     struct CachedKey {
         var key: DataKey
@@ -121,18 +134,17 @@ public final class PersonalDataProtection: Sendable {
         }
     }
 
-    /// The splitter for a type and version's personal paths, made once.
-    func splitter(type: String, schemaVersion: Int, paths: [String]) -> PersonalJSONSplitter {
-        let name = "\(type)/\(schemaVersion)"
-        if let known = splitters.withLock({ $0[name] }) { return known }
-        let made = PersonalJSONSplitter(paths: paths, reserved: [Self.sealedKey, Self.erasedMarkerKey])
-        splitters.withLock { $0[name] = made }
-        return made
-    }
-
-    /// The personal paths the catalog declares for a type and version (none for unknown types).
-    func personalFields(type: String, schemaVersion: Int) -> [String] {
-        catalog.entry(named: type, schemaVersion: schemaVersion)?.personalFields ?? []
+    /// The sealing plan of a type and version the catalog knows, made once; nil when it declares
+    /// no personal field (or the catalog does not know it).
+    func sealingPlan(type: String, schemaVersion: Int) -> SealingPlan? {
+        let name = TypeVersion(type: type, schemaVersion: schemaVersion)
+        if let known = plans.withLock({ $0[name] }) { return known }
+        guard let entry = catalog.entry(named: type, schemaVersion: schemaVersion) else { return nil }
+        let plan = entry.personalFields.isEmpty ? nil : SealingPlan(
+            paths: entry.personalFields,
+            splitter: PersonalJSONSplitter(paths: entry.personalFields, reserved: [Self.sealedKey, Self.erasedMarkerKey]))
+        plans.withLock { $0[name] = plan }
+        return plan
     }
 
     /// Tells the sealer which device a send stream is about, when the caller already knows it from

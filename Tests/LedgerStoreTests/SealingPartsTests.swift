@@ -1,0 +1,57 @@
+import Crypto
+import Foundation
+import Testing
+
+@testable import LedgerStore
+
+/// The parts a sealed append is written with (issue 9): the nonce source and the Base64 writer.
+@Suite("Sealing parts")
+struct SealingPartsTests {
+    /// Nonces must never repeat under a key: draws across several refills of the pool are all
+    /// different, 12 bytes each, and not a run of one byte.
+    @Test("nonces are 12 bytes and never repeat, across pool refills")
+    func noncesNeverRepeat() {
+        let count = 2_000  // the pool holds 341: this crosses five refills
+        var seen = Set<Data>()
+        for _ in 0..<count {
+            let bytes = NonceSource.shared.next().withUnsafeBytes { Data($0) }
+            #expect(bytes.count == 12)
+            seen.insert(bytes)
+        }
+        #expect(seen.count == count)
+        #expect(Set(seen.flatMap { $0 }).count > 200, "the bytes do not look random")
+    }
+
+    /// Nonces drawn by many threads at once are still all different (the pool hands each byte
+    /// out once, under its lock).
+    @Test("nonces drawn concurrently never repeat")
+    func concurrentNoncesNeverRepeat() async {
+        let drawn = await withTaskGroup(of: [Data].self) { group in
+            for _ in 0..<8 {
+                group.addTask { (0..<500).map { _ in NonceSource.shared.next().withUnsafeBytes { Data($0) } } }
+            }
+            return await group.reduce(into: [Data]()) { $0 += $1 }
+        }
+        #expect(drawn.count == 4_000)
+        #expect(Set(drawn).count == drawn.count)
+    }
+
+    /// The hand-written Base64 gives exactly Foundation's text, for every remainder length.
+    @Test("Base64 text equals Foundation's", arguments: [0, 1, 2, 3, 4, 5, 28, 29, 30, 31, 359, 1000])
+    func base64MatchesFoundation(length: Int) {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = Data((0..<length).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        var out: [UInt8] = Array("prefix:".utf8)
+        Base64.append(bytes, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == "prefix:" + bytes.base64EncodedString())
+    }
+
+    /// The sealing context is the bytes the stored boxes were sealed with: changing them would
+    /// make every existing box fail to open.
+    @Test("the sealing context keeps its exact bytes")
+    func sealingContextBytes() throws {
+        let id = try #require(UUID(uuidString: "12934C25-0AB9-438A-9160-59EDA01D984F"))
+        #expect(String(decoding: PersonalDataProtection.sealingContext(id, "SessionStarted"), as: UTF8.self)
+                    == "ledger-personal:v1:12934c25-0ab9-438a-9160-59eda01d984f:SessionStarted")
+    }
+}
