@@ -9,33 +9,27 @@ enum Base64 {
 
     /// Appends the Base64 text of `bytes` to `out`.
     static func append(_ bytes: Data, to out: inout [UInt8]) {
-        out.reserveCapacity(out.count + (bytes.count + 2) / 3 * 4)
+        let start = out.count
+        let length = (bytes.count + 2) / 3 * 4
+        out.append(contentsOf: repeatElement(UInt8(ascii: "="), count: length))
         bytes.withUnsafeBytes { (input: UnsafeRawBufferPointer) in
             alphabet.withUnsafeBufferPointer { table in
-                var index = 0
-                let whole = input.count - input.count % 3
-                while index < whole {
-                    let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-                    out.append(table[Int(value >> 18)])
-                    out.append(table[Int(value >> 12 & 0x3F)])
-                    out.append(table[Int(value >> 6 & 0x3F)])
-                    out.append(table[Int(value & 0x3F)])
-                    index += 3
-                }
-                switch input.count - whole {
-                case 1:
-                    let value = UInt32(input[index]) << 16
-                    out.append(table[Int(value >> 18)])
-                    out.append(table[Int(value >> 12 & 0x3F)])
-                    out.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")])
-                case 2:
-                    let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
-                    out.append(table[Int(value >> 18)])
-                    out.append(table[Int(value >> 12 & 0x3F)])
-                    out.append(table[Int(value >> 6 & 0x3F)])
-                    out.append(UInt8(ascii: "="))
-                default:
-                    break
+                out.withUnsafeMutableBufferPointer { output in
+                    var from = 0
+                    var to = start
+                    while from < input.count {
+                        let remaining = input.count - from
+                        let value = UInt32(input[from]) << 16
+                            | (remaining > 1 ? UInt32(input[from + 1]) << 8 : 0)
+                            | (remaining > 2 ? UInt32(input[from + 2]) : 0)
+                        output[to] = table[Int(value >> 18)]
+                        output[to + 1] = table[Int(value >> 12 & 0x3F)]
+                        // Past the input's end the padding written above stays.
+                        if remaining > 1 { output[to + 2] = table[Int(value >> 6 & 0x3F)] }
+                        if remaining > 2 { output[to + 3] = table[Int(value & 0x3F)] }
+                        from += 3
+                        to += 4
+                    }
                 }
             }
         }

@@ -29,6 +29,8 @@ struct PersonalJSONSplitter: Sendable {
 
     /// The top-level names on the way to (or at) a personal path.
     let root: PathNode
+    /// Their names' bytes (``certainlyHoldsNoPersonalMember(_:)`` runs on every sealed append).
+    private let topNames: [[UInt8]]
     /// Top-level member names that make the fast path step aside.
     let reserved: [[UInt8]]
     /// Whether every path is letters, digits, `_` and `.`, so it is written into JSON unescaped;
@@ -41,6 +43,7 @@ struct PersonalJSONSplitter: Sendable {
             Self.insert(path.split(separator: ".").map(String.init), prefix: "", into: &root)
         }
         self.root = root
+        self.topNames = root.children.map(\.name)
         self.reserved = reserved.map { Array($0.utf8) }
         self.pathsArePlain = paths.allSatisfy(Self.isPlain)
     }
@@ -85,7 +88,7 @@ struct PersonalJSONSplitter: Sendable {
     /// escaped) and no top-level personal name appears as a quoted string. A cheap look before
     /// ``split(_:)`` for payloads that carry none (false says nothing).
     func certainlyHoldsNoPersonalMember(_ data: Data) -> Bool {
-        let names = root.children.map(\.name)
+        let names = topNames
         return data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Bool in
             let count = bytes.count
             var index = 0
