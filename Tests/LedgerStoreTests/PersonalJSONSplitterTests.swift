@@ -34,6 +34,7 @@ struct PersonalJSONSplitterTests {
         #"{"device":{"ip":["1.2.3.4",{"v":"x"}]},"z":[[],{}],"n":-1.5e3}"#,
         #"{"nothing":"personal"}"#,
         #"{}"#,
+        #"{"custom_user_id":"u","device":{ "user_agent" : {"a":{"b":[1]}} , "idfa":null,"z":{}},"device2":{"idfa":"x"}}"#,
     ])
     func matchesTheTree(json: String) throws {
         let split = try #require(Self.splitter.split(Data(json.utf8)))

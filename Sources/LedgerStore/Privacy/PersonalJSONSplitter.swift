@@ -114,11 +114,12 @@ struct PersonalJSONSplitter: Sendable {
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
         var personal: [(path: String, value: ArraySlice<UInt8>)] = []
-        guard let members = Self.members(of: bytes[...]),
-            !members.contains(where: { member in reserved.contains { $0.elementsEqual(member.keyBytes) } }),
-            let remaining = rebuild(bytes[...], members: members, node: root, personal: &personal),
-            !Self.hasRepeatedPath(personal)
-        else { return nil }
+        var remaining: [UInt8] = []
+        remaining.reserveCapacity(bytes.count)
+        var scanner = JSONObjectBytes.Scanner(bytes: bytes[...])
+        guard copyObject(&scanner, node: root, depth: 1, into: &remaining, personal: &personal) else { return nil }
+        scanner.skipWhitespace()
+        guard scanner.atEnd, !Self.hasRepeatedPath(personal) else { return nil }
         return Split(remaining: remaining, personal: personal)
     }
 
@@ -131,34 +132,59 @@ struct PersonalJSONSplitter: Sendable {
         return false
     }
 
-    /// The object `members` came from, written again without its personal members; the objects
-    /// on the way to a personal path are rebuilt the same way, every other member is copied.
-    private func rebuild(
-        _ object: ArraySlice<UInt8>, members: [Member], node: PathNode, personal: inout [(path: String, value: ArraySlice<UInt8>)]
-    ) -> [UInt8]? {
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(object.count)
-        var first = true
-        for member in members {
-            let step = node.child(named: member.keyBytes)
-            if let step, step.isPersonal, !member.raw.elementsEqual("null".utf8) {
-                personal.append((step.path, member.raw))
-                continue
-            }
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            if let step, !step.children.isEmpty, member.raw.first == UInt8(ascii: "{") {
-                guard let inner = Self.members(of: member.raw),
-                    let rebuilt = rebuild(member.raw, members: inner, node: step, personal: &personal)
-                else { return nil }
-                out.append(contentsOf: object[member.span.lowerBound..<member.raw.startIndex])  // `"key":`
-                out.append(contentsOf: rebuilt)
-            } else {
-                out.append(contentsOf: object[member.span])
-            }
+    /// Copies the object at `scanner` into `out` without its personal members, in one pass: the
+    /// objects on the way to a personal path are copied the same way, every other member byte
+    /// for byte. False when the bytes do not scan, a key is escaped, the object nests deeper than
+    /// ``JSONObjectBytes/maximumDepth``, or a top-level member is named like a reserved marker.
+    private func copyObject(
+        _ scanner: inout JSONObjectBytes.Scanner, node: PathNode, depth: Int, into out: inout [UInt8],
+        personal: inout [(path: String, value: ArraySlice<UInt8>)]
+    ) -> Bool {
+        let bytes = scanner.bytes
+        scanner.skipWhitespace()
+        guard depth <= JSONObjectBytes.maximumDepth, scanner.take(UInt8(ascii: "{")) else { return false }
+        out.append(UInt8(ascii: "{"))
+        scanner.skipWhitespace()
+        if scanner.take(UInt8(ascii: "}")) {
+            out.append(UInt8(ascii: "}"))
+            return true
         }
-        out.append(UInt8(ascii: "}"))
-        return out
+        var first = true
+        while true {
+            scanner.skipWhitespace()
+            let keyStart = scanner.index
+            guard scanner.skipString() else { return false }
+            let key = bytes[(keyStart + 1)..<(scanner.index - 1)]
+            guard !key.contains(UInt8(ascii: "\\")) else { return false }
+            if depth == 1, reserved.contains(where: { $0.elementsEqual(key) }) { return false }
+            scanner.skipWhitespace()
+            guard scanner.take(UInt8(ascii: ":")) else { return false }
+            scanner.skipWhitespace()
+            let valueStart = scanner.index
+            let step = node.child(named: key)
+            if let step, !step.isPersonal, !step.children.isEmpty, scanner.peek == UInt8(ascii: "{") {
+                // On the way to a personal path: copied member by member.
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                out.append(contentsOf: bytes[keyStart..<valueStart])  // `"key":`
+                guard copyObject(&scanner, node: step, depth: depth + 1, into: &out, personal: &personal) else { return false }
+            } else {
+                guard scanner.skipValue(depth: depth) else { return false }
+                let value = bytes[valueStart..<scanner.index]
+                if let step, step.isPersonal, !value.elementsEqual("null".utf8) {
+                    personal.append((step.path, value))
+                } else {
+                    if !first { out.append(UInt8(ascii: ",")) }
+                    first = false
+                    out.append(contentsOf: bytes[keyStart..<scanner.index])
+                }
+            }
+            scanner.skipWhitespace()
+            if scanner.take(UInt8(ascii: ",")) { continue }
+            guard scanner.take(UInt8(ascii: "}")) else { return false }
+            out.append(UInt8(ascii: "}"))
+            return true
+        }
     }
 
     /// One member of a scanned object (see ``JSONObjectBytes/Member``).
