@@ -7,9 +7,12 @@ import LedgerTestSupport
 /// Append throughput with personal fields sealed per device (issue 9) against the same appends
 /// with sealing off, in the same run: single-event durable appends of `SessionStarted` events
 /// with a full device context (IDFA, IDFV, IP, user agent, custom user id), validated against the
-/// catalog on both sides, spread over `devices` devices. Rounds alternate so the disk's drift
-/// weighs on both alike. Goal: ratio ≥ 0.9.
-func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 5, devices: Int = 50) throws -> Measurement {
+/// catalog on both sides, spread over `devices` devices. Within each round the sides take turns
+/// every `block` events, so the disk's drift and stalls weigh on both alike; only the appends are
+/// timed. Goal: ratio ≥ 0.9.
+func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 5, devices: Int = 50, block: Int = 150) throws
+    -> Measurement
+{
     let masterKeys = try MasterKeys(base64: MasterKeys.generateText())
     func store(_ privacy: PersonalDataProtection) -> EventStore {
         EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
@@ -28,42 +31,55 @@ func benchEncryptedAppends(conninfo: String, perRound: Int = 600, rounds: Int = 
         NewEvent(type: SessionStarted.eventType, data: data, metadata: metadata,
                  occurredAt: Date(timeIntervalSince1970: 1_763_000_000 + Double(n)))
     }
-    var sealedSeconds = 0.0
-    var clearSeconds = 0.0
-    var walBytes = ["clear": 0.0, "sealed": 0.0]
-    var clientCPU = ["clear": 0.0, "sealed": 0.0]
-    let serverCPU = ["clear": CPUTimeBox(), "sealed": CPUTimeBox()]
-    let probe = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-    func walPosition() throws -> Double {
-        try probe.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8").single().decode(Double.self, at: 0)
+    // Per side: wall seconds, WAL bytes, this thread's CPU and PostgreSQL's CPU.
+    final class Totals: @unchecked Sendable {
+        // `@unchecked`: written only by the one benchmark thread, read after it has finished.
+        var seconds = 0.0, wal = 0.0, client = 0.0, server = 0.0
     }
+    let totals = ["clear": Totals(), "sealed": Totals()]
+    let sides = [("clear", clear), ("sealed", sealed)]
     for round in 0..<rounds {
-        for (side, target) in [("clear", clear), ("sealed", sealed)] {
-            let walBefore = try walPosition()
-            defer { walBytes[side, default: 0] += ((try? walPosition()) ?? walBefore) - walBefore }
-            let cpu = CPUTimeBox()
-            let seconds = try timeOnThreads(1) { _ in
-                let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-                let started = threadCPUSeconds()
-                // Sampled while the connection lives: a backend that has exited is no longer counted.
-                let serverBefore = CPUUsage.now()
-                for n in 0..<perRound {
-                    try target.append([event(n)], to: "device-bench-\(side)-r\(round)-d\(n % devices)", on: connection)
-                }
-                cpu.add(threadCPUSeconds() - started)
-                serverCPU[side]!.add(CPUUsage.now().since(serverBefore).server)
+        _ = try timeOnThreads(1) { _ in
+            // One connection per side for the round; the sides take turns every `block` events,
+            // so a stall of the disk or a checkpoint weighs on both alike.
+            let connections = try sides.map { _ in try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger) }
+            let probe = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            func walPosition() throws -> Double {
+                try probe.query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::float8").single().decode(Double.self, at: 0)
             }
-            clientCPU[side, default: 0] += cpu.total
-            if side == "sealed" { sealedSeconds += seconds } else { clearSeconds += seconds }
+            for blockStart in stride(from: 0, to: perRound, by: block) {
+                // The sides take the first turn alternately.
+                for turn in 0..<2 {
+                    let index = (turn + blockStart / block + round) % 2
+                    let (side, target) = sides[index]
+                    let totals = totals[side]!
+                    // Sampled while the connection lives: a backend that has exited is no longer counted.
+                    let serverBefore = CPUUsage.now()
+                    let walBefore = try walPosition()
+                    let cpuBefore = threadCPUSeconds()
+                    let started = DispatchTime.now().uptimeNanoseconds
+                    for n in blockStart..<min(perRound, blockStart + block) {
+                        try target.append([event(n)], to: "device-bench-\(side)-r\(round)-d\(n % devices)",
+                                          on: connections[index])
+                    }
+                    totals.seconds += Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+                    totals.client += threadCPUSeconds() - cpuBefore
+                    totals.wal += try walPosition() - walBefore
+                    totals.server += CPUUsage.now().since(serverBefore).server
+                }
+            }
         }
     }
+    let clearSeconds = totals["clear"]!.seconds
+    let sealedSeconds = totals["sealed"]!.seconds
     let total = Double(perRound * rounds)
     // Commits wait for their WAL to be flushed: bytes per event tell a costlier flush from more work.
-    FileHandle.standardError.write(Data(("append_encrypted: WAL per event, clear \(Int(walBytes["clear"]! / total)) B, "
-        + "sealed \(Int(walBytes["sealed"]! / total)) B; client CPU per event, clear \(Int(clientCPU["clear"]! / total * 1e6)) µs, "
-        + "sealed \(Int(clientCPU["sealed"]! / total * 1e6)) µs; PostgreSQL CPU per event, clear \(Int(serverCPU["clear"]!.total / total * 1e6)) µs, "
-        + "sealed \(Int(serverCPU["sealed"]!.total / total * 1e6)) µs; wall per event, clear \(Int(clearSeconds / total * 1e6)) µs, "
-        + "sealed \(Int(sealedSeconds / total * 1e6)) µs\n").utf8))
+    func perEvent(_ value: (Totals) -> Double, _ scale: Double) -> String {
+        "clear \(Int(value(totals["clear"]!) / total * scale)), sealed \(Int(value(totals["sealed"]!) / total * scale))"
+    }
+    FileHandle.standardError.write(Data(("append_encrypted per event: WAL B \(perEvent(\.wal, 1)); "
+        + "client CPU µs \(perEvent(\.client, 1e6)); PostgreSQL CPU µs \(perEvent(\.server, 1e6)); "
+        + "wall µs \(perEvent(\.seconds, 1e6))\n").utf8))
     return Measurement(bench: "append_encrypted", rate: total / sealedSeconds, unit: "events/s",
                        baselineRate: total / clearSeconds,
                        baseline: "the same single-event appends (catalog-validated SessionStarted, \(devices) devices) with sealing off")

@@ -88,19 +88,27 @@ public enum JSONObjectBytes {
             while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
         }
 
-        /// Steps over a string, escapes included.
+        /// Steps over a string, escapes included. (Strings are most of a payload's bytes: the
+        /// loop runs over the buffer, without a slice's index checks on every byte.)
         mutating func skipString() -> Bool {
             guard take(UInt8(ascii: "\"")) else { return false }
-            while index < bytes.endIndex {
-                switch bytes[index] {
-                case UInt8(ascii: "\""):
-                    index += 1
-                    return true
-                case UInt8(ascii: "\\"): index += 2
-                default: index += 1
+            let base = bytes.startIndex
+            let from = index - base
+            let end: Int? = bytes.withUnsafeBufferPointer { buffer in
+                var offset = from
+                while offset < buffer.count {
+                    let byte = buffer[offset]
+                    if byte == UInt8(ascii: "\"") { return offset + 1 }
+                    offset += byte == UInt8(ascii: "\\") ? 2 : 1
                 }
+                return nil
             }
-            return false
+            guard let end else {
+                index = bytes.endIndex
+                return false
+            }
+            index = base + end
+            return true
         }
 
         /// Steps over any value: string, object, array, number or literal; false past
