@@ -84,28 +84,47 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
     let perRound = perWriter / rounds
     var ledgerSeconds = 0.0
     var rawSeconds = 0.0
+    // CPU per side, this process's writer threads and (with one writer) PostgreSQL's, sampled
+    // while the writer's connection lives.
+    let cpu = ["ledger": (client: CPUTimeBox(), server: CPUTimeBox()), "bare": (client: CPUTimeBox(), server: CPUTimeBox())]
+    @Sendable func measured(_ side: String, _ body: () throws -> Void) rethrows {
+        let server = writers == 1 ? CPUUsage.now() : nil
+        let started = threadCPUSeconds()
+        try body()
+        cpu[side]!.client.add(threadCPUSeconds() - started)
+        if let server { cpu[side]!.server.add(CPUUsage.now().since(server).server) }
+    }
     // Rounds alternate so that the disk's drifting flush speed weighs on both sides alike.
     for round in 0..<rounds {
         ledgerSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            for n in 0..<perRound {
-                try store.append([event(n)], to: "device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)", on: connection)
+            try measured("ledger") {
+                for n in 0..<perRound {
+                    try store.append([event(n)], to: "device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)", on: connection)
+                }
             }
         }
         rawSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            for n in 0..<perRound {
-                try connection.execute("""
-                    INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
-                                             metadata, occurred_at, hash)
-                    VALUES (\("device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)"), \(Int64(n)), \(UUID()), \("SessionStarted"),
-                            \(1), \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
-                            \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
-                            \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), \(hashBytes))
-                    """, prepare: true)
+            try measured("bare") {
+                for n in 0..<perRound {
+                    try connection.execute("""
+                        INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
+                                                 metadata, occurred_at, hash)
+                        VALUES (\("device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)"), \(Int64(n)), \(UUID()), \("SessionStarted"),
+                                \(1), \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
+                                \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
+                                \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), \(hashBytes))
+                        """, prepare: true)
+                }
             }
         }
     }
+    let events = Double(writers * perRound * rounds)
+    func micro(_ box: CPUTimeBox) -> Int { Int(box.total / events * 1e6) }
+    FileHandle.standardError.write(Data(("append_single_\(writers): per event, wall µs ledger \(Int(ledgerSeconds / events * 1e6 * Double(writers))), "
+        + "bare \(Int(rawSeconds / events * 1e6 * Double(writers))); client CPU µs ledger \(micro(cpu["ledger"]!.client)), bare \(micro(cpu["bare"]!.client))"
+        + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(cpu["ledger"]!.server)), bare \(micro(cpu["bare"]!.server))" : "") + "\n").utf8))
     let total = Double(writers * perRound * rounds)
     return Measurement(bench: "append_single_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
                        unit: "events/s", baselineRate: total / rawSeconds,

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The members of a JSON object found by a byte scan that steps over nested values without
-/// parsing them: for code that needs a few members of a payload (sealing, opening, projections'
-/// hot paths) without building a tree of it.
+/// parsing them: for code that needs a few members of a payload (opening sealed fields,
+/// projections' hot paths) without building a tree of it. Its ``Scanner`` also serves sealing's
+/// one-pass split.
 ///
 /// It reads only what it can read exactly as a JSON parser would, and gives up (nil) otherwise:
 /// a key with an escape (`"dev\u0069ce"` may spell a name the caller looks for), bytes that do not

@@ -16,7 +16,7 @@ struct PersonalJSONSplitterTests {
     }
 
     /// What the tree-based path keeps and takes, as typed values.
-    static func throughTree(_ json: String) throws -> (rest: JSONValue, personal: JSONValue) {
+    static func throughTree(_ json: String, paths: [String] = paths) throws -> (rest: JSONValue, personal: JSONValue) {
         var object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         var personal: [String: Any] = [:]
         for path in paths {
@@ -37,14 +37,34 @@ struct PersonalJSONSplitterTests {
         #"{"custom_user_id":"u","device":{ "user_agent" : {"a":{"b":[1]}} , "idfa":null,"z":{}},"device2":{"idfa":"x"}}"#,
     ])
     func matchesTheTree(json: String) throws {
-        let split = try #require(Self.splitter.split(Data(json.utf8)))
-        let tree = try Self.throughTree(json)
-        #expect(try Self.value(split.remaining) == tree.rest)
+        try Self.expectSameAsTree(json, splitter: Self.splitter, paths: Self.paths)
+    }
+
+    static func expectSameAsTree(_ json: String, splitter: PersonalJSONSplitter, paths: [String]) throws {
+        let split = try #require(splitter.split(Data(json.utf8)))
+        let tree = try throughTree(json, paths: paths)
+        #expect(try value(split.remaining) == tree.rest)
         var personal = "{"
         for (index, member) in split.personal.enumerated() {
             personal += (index > 0 ? "," : "") + "\"\(member.path)\":" + String(decoding: member.value, as: UTF8.self)
         }
-        #expect(try Self.value((personal + "}").utf8) == tree.personal)
+        #expect(try value((personal + "}").utf8) == tree.personal)
+    }
+
+    /// Paths where one is personal and also a parent (`device` and `device.ip`: the whole
+    /// `device` is personal, as the tree takes it) and a deeper one (`a.b.c`).
+    static let overlappingPaths = ["device", "device.ip", "a.b.c"]
+    static let overlappingSplitter = PersonalJSONSplitter(paths: overlappingPaths, reserved: ["ledger_personal", "ledger_erased"])
+
+    @Test("the same members as the tree with a path that is personal and a parent, and a deep one", arguments: [
+        #"{"device":{"ip":"1.2.3.4","os":"17"},"x":1}"#,
+        #"{"device":null,"a":{"b":{"c":{"d":[1,2]},"e":1},"f":{}}}"#,
+        #"{"a":{"b":"not an object"},"device":"text"}"#,
+        #"{"a":{"b":{"c":null}},"z":[{"a":{"b":{"c":1}}}]}"#,
+        #"{ "a" : { "b" : { "c" : "x" } } }"#,
+    ])
+    func matchesTheTreeWithOverlappingPaths(json: String) throws {
+        try Self.expectSameAsTree(json, splitter: Self.overlappingSplitter, paths: Self.overlappingPaths)
     }
 
     @Test("the quick look says 'no personal member' only when the tree finds none", arguments: [
@@ -102,6 +122,8 @@ struct PersonalJSONSplitterTests {
           arguments: [
               #"{"dev\u0069ce":{"idfa":"A"}}"#,
               #"{"device":{"idfa":"A","idfa":"B"}}"#,
+              #"{"device":{"idfa":"x"},"device":{}}"#,  // a repeated parent: jsonb keeps the last
+              #"{"device":{"ip":null,"ip":"1.2.3.4"}}"#,
               #"{"ledger_personal":1,"device":{"idfa":"A"}}"#,
               #"{"ledger_erased":[],"x":1}"#,
               #"{"device":{"idfa":"A""#,

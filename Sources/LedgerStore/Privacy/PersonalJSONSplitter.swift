@@ -21,9 +21,9 @@ struct PersonalJSONSplitter: Sendable {
         var isPersonal: Bool
         var children: [PathNode]
 
-        /// The child named by `key`'s bytes, if any.
-        func child(named key: ArraySlice<UInt8>) -> PathNode? {
-            children.first { $0.name.count == key.count && $0.name.elementsEqual(key) }
+        /// The index of the child named by `key`'s bytes, if any.
+        func childIndex(named key: ArraySlice<UInt8>) -> Int? {
+            children.firstIndex { $0.name.count == key.count && $0.name.elementsEqual(key) }
         }
     }
 
@@ -119,23 +119,16 @@ struct PersonalJSONSplitter: Sendable {
         var scanner = JSONObjectBytes.Scanner(bytes: bytes[...])
         guard copyObject(&scanner, node: root, depth: 1, into: &remaining, personal: &personal) else { return nil }
         scanner.skipWhitespace()
-        guard scanner.atEnd, !Self.hasRepeatedPath(personal) else { return nil }
+        guard scanner.atEnd else { return nil }
         return Split(remaining: remaining, personal: personal)
-    }
-
-    /// A personal path met twice (a repeated key): only the tree can say which one counts.
-    private static func hasRepeatedPath(_ personal: [(path: String, value: ArraySlice<UInt8>)]) -> Bool {
-        guard personal.count > 1 else { return false }
-        for index in personal.indices.dropFirst() where personal[..<index].contains(where: { $0.path == personal[index].path }) {
-            return true
-        }
-        return false
     }
 
     /// Copies the object at `scanner` into `out` without its personal members, in one pass: the
     /// objects on the way to a personal path are copied the same way, every other member byte
     /// for byte. False when the bytes do not scan, a key is escaped, the object nests deeper than
-    /// ``JSONObjectBytes/maximumDepth``, or a top-level member is named like a reserved marker.
+    /// ``JSONObjectBytes/maximumDepth``, a top-level member is named like a reserved marker, or a
+    /// name on a personal path appears twice in one object (`{"device":{"idfa":"x"},"device":{}}`:
+    /// only the tree can say which one counts; jsonb keeps the last).
     private func copyObject(
         _ scanner: inout JSONObjectBytes.Scanner, node: PathNode, depth: Int, into out: inout [UInt8],
         personal: inout [(path: String, value: ArraySlice<UInt8>)]
@@ -150,6 +143,9 @@ struct PersonalJSONSplitter: Sendable {
             return true
         }
         var first = true
+        // The children of `node` met so far, one bit each (a node with more than 64 steps aside).
+        var seen: UInt64 = 0
+        guard node.children.count <= 64 else { return false }
         while true {
             scanner.skipWhitespace()
             let keyStart = scanner.index
@@ -161,7 +157,12 @@ struct PersonalJSONSplitter: Sendable {
             guard scanner.take(UInt8(ascii: ":")) else { return false }
             scanner.skipWhitespace()
             let valueStart = scanner.index
-            let step = node.child(named: key)
+            let stepIndex = node.childIndex(named: key)
+            if let stepIndex {
+                guard seen & (1 << stepIndex) == 0 else { return false }
+                seen |= 1 << stepIndex
+            }
+            let step = stepIndex.map { node.children[$0] }
             if let step, !step.isPersonal, !step.children.isEmpty, scanner.peek == UInt8(ascii: "{") {
                 // On the way to a personal path: copied member by member.
                 if !first { out.append(UInt8(ascii: ",")) }
