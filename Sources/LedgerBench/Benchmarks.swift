@@ -140,27 +140,45 @@ func benchBatchedAppends(conninfo: String, batches: Int, batchSize: Int, rounds:
     var rawSeconds = 0.0
     let columns = ["stream_id", "stream_version", "event_id", "event_type", "schema_version", "data", "metadata",
                    "occurred_at", "hash"]
+    // CPU per side: this thread's and PostgreSQL's, sampled while the side's connection lives.
+    let cpu = ["ledger": (client: CPUTimeBox(), server: CPUTimeBox()), "bare": (client: CPUTimeBox(), server: CPUTimeBox())]
+    @Sendable func measured(_ side: String, _ body: () throws -> Void) rethrows {
+        let server = CPUUsage.now()
+        let started = threadCPUSeconds()
+        try body()
+        cpu[side]!.client.add(threadCPUSeconds() - started)
+        cpu[side]!.server.add(CPUUsage.now().since(server).server)
+    }
     for round in 0..<rounds {
         ledgerSeconds += try timeOnThreads(1) { _ in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            for batch in 0..<perRound {
-                let events = (0..<batchSize).map { event(batch * batchSize + $0) }
-                try store.append(events, to: "device-bench-batch-\(round)-\(batch)", on: connection)
+            try measured("ledger") {
+                for batch in 0..<perRound {
+                    let events = (0..<batchSize).map { event(batch * batchSize + $0) }
+                    try store.append(events, to: "device-bench-batch-\(round)-\(batch)", on: connection)
+                }
             }
         }
         rawSeconds += try timeOnThreads(1) { _ in
             let raw = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            for batch in 0..<perRound {
-                let rows = (0..<batchSize).map { n -> [PostgresValue] in
-                    [.text("device-bench-copy-\(round)-\(batch)"), .int64(Int64(n + 1)), .uuid(UUID()),
-                     .text("SessionStarted"), .int32(1), .jsonb(String(decoding: payload, as: UTF8.self)),
-                     .jsonb(String(decoding: metadata, as: UTF8.self)),
-                     .timestamptz(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), .bytea(hashBytes)]
+            try measured("bare") {
+                for batch in 0..<perRound {
+                    let rows = (0..<batchSize).map { n -> [PostgresValue] in
+                        [.text("device-bench-copy-\(round)-\(batch)"), .int64(Int64(n + 1)), .uuid(UUID()),
+                         .text("SessionStarted"), .int32(1), .jsonb(String(decoding: payload, as: UTF8.self)),
+                         .jsonb(String(decoding: metadata, as: UTF8.self)),
+                         .timestamptz(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), .bytea(hashBytes)]
+                    }
+                    try raw.copyFrom(table: "bare_events", columns: columns, rows: rows)
                 }
-                try raw.copyFrom(table: "bare_events", columns: columns, rows: rows)
             }
         }
     }
+    let events = Double(perRound * rounds * batchSize)
+    func micro(_ box: CPUTimeBox) -> String { String(format: "%.1f", box.total / events * 1e6) }
+    FileHandle.standardError.write(Data(("append_batch_\(batchSize): per event, wall µs ledger \(String(format: "%.1f", ledgerSeconds / events * 1e6)), "
+        + "bare \(String(format: "%.1f", rawSeconds / events * 1e6)); client CPU µs ledger \(micro(cpu["ledger"]!.client)), "
+        + "bare \(micro(cpu["bare"]!.client)); PostgreSQL CPU µs ledger \(micro(cpu["ledger"]!.server)), bare \(micro(cpu["bare"]!.server))\n").utf8))
     let total = Double(perRound * rounds * batchSize)
     return Measurement(bench: "append_batch_\(batchSize)", rate: total / ledgerSeconds, unit: "events/s",
                        baselineRate: total / rawSeconds, baseline: "COPY of \(batchSize) rows into a bare table, one commit each")
