@@ -103,7 +103,8 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
     let callsBefore = fakes.apple.requestCount
     var parts: [(PostgresPool, HTTPProviderTransport, SendWorker)] = []
     for number in 0..<plan.workers {
-        let pool = PostgresPool(conninfo: conninfo, maxConnections: plan.slots + 2, logger: TestDatabase.quietLogger)
+        let pool = PostgresPool(conninfo: conninfo, maxConnections: plan.slots + 2, sessionSettings: SendWorker.sessionSettings,
+                                logger: TestDatabase.quietLogger)
         let transport = HTTPProviderTransport(logger: TestDatabase.quietLogger)
         let worker = SendWorker(
             store: EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger), rules: rules,

@@ -21,9 +21,14 @@ public final class PostgresPool: Sendable {
         public var conninfo: String
         /// The most sessions open at once; callers beyond that wait in line.
         public var maxConnections: Int
-        public init(conninfo: String, maxConnections: Int = 4) {
+        /// Settings (`name` → value) made on every session the pool opens, before it is lent,
+        /// with `set_config(name, value, false)`: for the whole session, whatever the conninfo's
+        /// `options` say. A session that cannot take them is not lent (the error is the caller's).
+        public var sessionSettings: [String: String]
+        public init(conninfo: String, maxConnections: Int = 4, sessionSettings: [String: String] = [:]) {
             self.conninfo = conninfo
             self.maxConnections = max(1, maxConnections)
+            self.sessionSettings = sessionSettings
         }
     }
 
@@ -47,9 +52,10 @@ public final class PostgresPool: Sendable {
     }
 
     /// Creates a pool for a conninfo string or URI.
-    public convenience init(conninfo: String, maxConnections: Int = 4,
+    public convenience init(conninfo: String, maxConnections: Int = 4, sessionSettings: [String: String] = [:],
                             logger: Logger = Logger(label: "ledger.postgres")) {
-        self.init(configuration: .init(conninfo: conninfo, maxConnections: maxConnections), logger: logger)
+        self.init(configuration: .init(conninfo: conninfo, maxConnections: maxConnections, sessionSettings: sessionSettings),
+                  logger: logger)
     }
 
     /// Lends a connection to `body`, which runs on that connection's own thread.
@@ -116,7 +122,8 @@ public final class PostgresPool: Sendable {
             if let slot = state.idle.popLast() { return .ready(slot) }
             if state.opened < configuration.maxConnections {
                 state.opened += 1
-                return .ready(PooledConnection(conninfo: configuration.conninfo, logger: logger,
+                return .ready(PooledConnection(conninfo: configuration.conninfo, settings: configuration.sessionSettings,
+                                               logger: logger,
                                                label: "ledger.postgres.\(state.opened)"))
             }
             state.nextWaiterID += 1
@@ -165,13 +172,15 @@ private final class PooledConnection: @unchecked Sendable {
     // `@unchecked`: `connection` is touched only on `queue`; `cancelHandle` is behind a mutex.
     let queue: DispatchQueue
     let conninfo: String
+    let settings: [String: String]
     let logger: Logger
     var connection: PostgresConnection?
     private let cancelHandle = Mutex<PostgresCancelHandle?>(nil)
 
-    init(conninfo: String, logger: Logger, label: String) {
+    init(conninfo: String, settings: [String: String], logger: Logger, label: String) {
         self.queue = DispatchQueue(label: label)
         self.conninfo = conninfo
+        self.settings = settings
         self.logger = logger
     }
 
@@ -188,6 +197,9 @@ private final class PooledConnection: @unchecked Sendable {
             }
             connection = nil
             session = try PostgresConnection(conninfo: conninfo, logger: logger)
+            for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+                try session.execute("SELECT set_config(\(name), \(value), false)")
+            }
             connection = session
             let handle = session.makeCancelHandle()
             cancelHandle.withLock { $0 = handle }

@@ -23,6 +23,36 @@ struct PoolTests {
         }
     }
 
+    /// Session settings hold on every session the pool opens, including one that replaces a
+    /// terminated session; a setting PostgreSQL refuses fails the caller and lends nothing.
+    @Test("session settings are made on every session the pool opens, also a replacement")
+    func sessionSettingsHoldOnEverySession() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1,
+                                    sessionSettings: ["plan_cache_mode": "force_generic_plan", "application_name": "pool-test"],
+                                    logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let show = "SELECT current_setting('plan_cache_mode'), current_setting('application_name'), pg_backend_pid()"
+            let first = try await pool.query(PostgresQuery(sql: show)).single()
+            #expect(try first.decode(String.self, at: 0) == "force_generic_plan")
+            #expect(try first.decode(String.self, at: 1) == "pool-test")
+            let firstPID = try first.decode(Int32.self, at: 2)
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            #expect(try admin.query("SELECT pg_terminate_backend(\(firstPID))").single().decode(Bool.self, at: 0))
+            while try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count > 0 {
+                await Task.yield()
+            }
+            let second = try await pool.query(PostgresQuery(sql: show)).single()
+            #expect(try second.decode(Int32.self, at: 2) != firstPID)
+            #expect(try second.decode(String.self, at: 0) == "force_generic_plan")
+
+            let refused = PostgresPool(conninfo: database.conninfo, maxConnections: 1,
+                                       sessionSettings: ["plan_cache_mode": "no_such_mode"], logger: TestDatabase.quietLogger)
+            defer { refused.close() }
+            await #expect(throws: PostgresError.self) { try await refused.query("SELECT 1") }
+        }
+    }
+
     /// If libpq calls ran on Swift's cooperative pool (two threads here), eight statements blocked
     /// on a lock would starve the task that releases it, and this test would never finish.
     @Test("blocking statements do not occupy Swift's cooperative thread pool")

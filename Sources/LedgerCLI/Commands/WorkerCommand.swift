@@ -80,7 +80,8 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             let settings = try loadAttributionSettings()
             let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 3, logger: logger)
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 3,
+                                    sessionSettings: SendWorker.sessionSettings, logger: logger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             if rebuildQueue {

@@ -56,6 +56,18 @@ public final class SendWorker: Sendable {
         }
     }
 
+    /// Settings for the sessions of a pool that serves a worker (and nothing else): pass them as
+    /// ``PostgresPool/Configuration/sessionSettings`` (`ledger worker` does).
+    ///
+    /// `plan_cache_mode = force_generic_plan`: a try's and an outcome group's appends carry their
+    /// events as one JSON parameter, and PostgreSQL's custom plans for them look cheaper than the
+    /// generic one (they see the array's length), so it planned both afresh on every call, about a
+    /// sixth of their time. The worker's other statements already keep their plans (the claim is
+    /// a function; reads by id are plain index lookups), so the setting changes nothing else.
+    /// Measured with `ledger-bench drain`, 4 workers: PostgreSQL CPU per send 0.67–0.69 → 0.59–0.61
+    /// ms.
+    public static let sessionSettings: [String: String] = ["plan_cache_mode": "force_generic_plan"]
+
     let store: EventStore
     let rules: any SendRules
     let transport: any ProviderTransport
