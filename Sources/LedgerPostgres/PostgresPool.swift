@@ -24,6 +24,8 @@ public final class PostgresPool: Sendable {
         /// Settings (`name` → value) made on every session the pool opens, before it is lent,
         /// with `set_config(name, value, false)`: for the whole session, whatever the conninfo's
         /// `options` say. A session that cannot take them is not lent (the error is the caller's).
+        /// Leave out `TimeZone`, `DateStyle` and `client_encoding`: ``PostgresConnection`` fixes
+        /// them when it connects, and its decoding relies on them.
         public var sessionSettings: [String: String]
         public init(conninfo: String, maxConnections: Int = 4, sessionSettings: [String: String] = [:]) {
             self.conninfo = conninfo

@@ -50,6 +50,8 @@ struct PoolTests {
                                        sessionSettings: ["plan_cache_mode": "no_such_mode"], logger: TestDatabase.quietLogger)
             defer { refused.close() }
             await #expect(throws: PostgresError.self) { try await refused.query("SELECT 1") }
+            // The failed session took no slot for good: the next caller is answered, not queued forever.
+            await #expect(throws: PostgresError.self) { try await refused.query("SELECT 1") }
         }
     }
 

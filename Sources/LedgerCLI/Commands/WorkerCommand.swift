@@ -80,12 +80,18 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             let settings = try loadAttributionSettings()
             let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 3,
+            // The send worker's own pool, whose sessions plan generically (SendWorker.sessionSettings),
+            // and another for the rest (the decider's projection reads, the queue rebuild), which
+            // keep PostgreSQL's usual choice of plans.
+            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 2,
                                     sessionSettings: SendWorker.sessionSettings, logger: logger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
+            let otherPool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            defer { otherPool.close() }
+            let otherStore = EventStore(pool: otherPool, catalog: .standard, logger: logger)
             if rebuildQueue {
-                let pending = try await pool.withConnection { try SendQueue.rebuild(on: $0) }
+                let pending = try await otherPool.withConnection { try SendQueue.rebuild(on: $0) }
                 print("send queue rebuilt from the log: \(pending) pending sends")
                 return
             }
@@ -98,7 +104,7 @@ struct WorkerCommand: AsyncParsableCommand {
                     slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout)),
                 logger: logger)
             do {
-                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
+                let decider = AttributionDecider(store: otherStore, settings: settings, logger: logger)
                 if drain {
                     let tries = try await worker.drain()
                     let decided = decide ? try await decider.decidePending(now: Date()).count : 0

@@ -56,15 +56,19 @@ public final class SendWorker: Sendable {
         }
     }
 
-    /// Settings for the sessions of a pool that serves a worker (and nothing else): pass them as
-    /// ``PostgresPool/Configuration/sessionSettings`` (`ledger worker` does).
+    /// Settings for the sessions of a pool that serves a worker and nothing else: pass them as
+    /// ``PostgresPool/Configuration/sessionSettings`` (`ledger worker` does, and gives the
+    /// decider a pool of its own).
     ///
     /// `plan_cache_mode = force_generic_plan`: a try's and an outcome group's appends carry their
     /// events as one JSON parameter, and PostgreSQL's custom plans for them look cheaper than the
     /// generic one (they see the array's length), so it planned both afresh on every call, about a
-    /// sixth of their time. The worker's other statements already keep their plans (the claim is
-    /// a function; reads by id are plain index lookups), so the setting changes nothing else.
-    /// Measured with `ledger-bench drain`, 4 workers: PostgreSQL CPU per send 0.67–0.69 → 0.59–0.61
+    /// sixth of their time. The setting applies to every statement with parameters on those
+    /// sessions, prepared or not; the worker's others are index lookups by key (sends, events by
+    /// id, keys), the claim (a function that keeps its own plan) and rescue's scan of the small
+    /// queue table, whose plans do not depend on the values. Reads whose best plan does depend on
+    /// them (the global log from a checkpoint, with a `LIMIT`) belong on another pool.
+    /// Measured with `ledger-bench drain`, 4 workers: PostgreSQL CPU per send 0.67–0.69 → 0.59–0.62
     /// ms.
     public static let sessionSettings: [String: String] = ["plan_cache_mode": "force_generic_plan"]
 
