@@ -30,6 +30,31 @@ struct PayloadMembersTests {
         }
     }
 
+    @Test("RevenueRecorded's three fields read from bytes equal JSONDecoder's reading, or step aside", arguments: [
+        (#"{"device":{"idfa":"A"},"revenue":{"amount":"1.99","currency":"USD"},"kind":"iap","transaction_id":"t-1"}"#, true),
+        (#"{"revenue":{"currency":"EUR","amount":"-0.5","note":[1]},"kind":"ad_monetization"}"#, true),
+        (#"{"revenue":{"amount":"100","currency":"JPY"},"kind":"iap","transaction_id":null}"#, true),
+        (#"{ "kind" : "iap" , "revenue" : { "amount" : "3" , "currency" : "GBP" } }"#, true),
+        (#"{"revenue":{"amount":1.99,"currency":"USD"},"kind":"iap"}"#, false),  // a number: the decoder refuses it
+        (#"{"revenue":{"amount":"1e3","currency":"USD"},"kind":"iap"}"#, false),  // not plain decimal notation
+        (#"{"revenue":{"amount":"1.99","currency":"usd"},"kind":"iap"}"#, false),  // not an ISO 4217 shape
+        (#"{"revenue":{"amount":"1.99","currency":"USD"},"kind":"refund"}"#, false),
+        (#"{"revenue":{"amount":"1.99","amount":"2","currency":"USD"},"kind":"iap"}"#, false),
+        (#"{"revenue":{"amount":"1.99","currency":"USD"},"kind":"iap","transaction_id":"t\"1"}"#, false),
+        (#"{"revenue":{"amount":"1.99","currency":"USD"},"kind":"iap","transaction_id":7}"#, false),
+        (#"{"revenue":{"amount":"1.99","currency":"USD"}}"#, false),
+        (#"{"revenue":"1.99","kind":"iap"}"#, false),
+    ])
+    func quickRevenue(json: String, readsAsBytes: Bool) throws {
+        let payload = try #require(PayloadMembers(Data(json.utf8)))
+        let quick = SKANDeviceReducer.quickRevenue(payload)
+        #expect((quick != nil) == readsAsBytes)
+        if let quick {
+            let decoded = try JSONDecoder().decode(SKANDeviceReducer.RevenueFields.self, from: Data(json.utf8))
+            #expect(quick.revenue == decoded.revenue && quick.kind == decoded.kind && quick.transactionID == decoded.transactionID)
+        }
+    }
+
     @Test("the slim object keeps exactly the named members, byte for byte")
     func slimObject() throws {
         let json = #"{"device":{"idfa":"A","ua":{"x":"}\"]"}},"revenue":{"amount":"1.99","currency":"USD"},"kind":"in_app_purchase","transaction_id":"t-1"}"#

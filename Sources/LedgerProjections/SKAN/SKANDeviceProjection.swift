@@ -77,9 +77,11 @@ public struct SKANDeviceReducer: DeviceStateReducer {
             state.skan.register(at: event.occurredAt)
         case RevenueRecorded.eventType:
             // Only the three members SKAN reads are decoded; the device context is stepped over.
-            let slim = PayloadMembers(event.record.data).map { $0.object(keeping: RevenueFields.memberNames) }
-            try applyRevenue(try slim.map { try event.decoder.decode(RevenueFields.self, from: $0) }
-                             ?? event.decode(RevenueFields.self), at: event, to: &state)
+            let payload = PayloadMembers(event.record.data)
+            let fields = try payload.flatMap(Self.quickRevenue)
+                ?? payload.map { try event.decoder.decode(RevenueFields.self, from: $0.object(keeping: RevenueFields.memberNames)) }
+                ?? event.decode(RevenueFields.self)
+            try applyRevenue(fields, at: event, to: &state)
         case SKANConversionValueUpdated.eventType:
             let update = try Self.quickUpdate(event.record.data) ?? event.decode(SKANConversionValueUpdated.self)
             let coarse = update.coarseValue.map(Self.coarseNumber)
@@ -125,6 +127,41 @@ public struct SKANDeviceReducer: DeviceStateReducer {
             case transactionID = "transaction_id"
         }
         static let memberNames = Set(CodingKeys.allCases.map(\.rawValue))
+    }
+
+    /// ``RevenueFields`` read from the payload's bytes (a third of a SKAN history's events, and
+    /// `JSONDecoder` was most of their fold): nil unless every member is exactly what the decoder
+    /// would read without fuss — `revenue` an object with plain-string `amount` and `currency`
+    /// (no repeated key), `kind` a known plain string, `transaction_id` absent, `null` or a plain
+    /// string — and the amount and currency pass ``Money``'s own checks. The decoder decides
+    /// (and words the error for) everything else.
+    static func quickRevenue(_ payload: PayloadMembers) -> RevenueFields? {
+        guard let revenueRaw = payload.raw("revenue"), let money = JSONObjectBytes.members(of: revenueRaw),
+              let kindRaw = payload.raw("kind"),
+              let kind = JSONObjectBytes.plainString(kindRaw).flatMap(RevenueKind.init(rawValue:))
+        else { return nil }
+        var amount: String?
+        var currency: String?
+        for member in money {
+            if member.keyBytes.elementsEqual("amount".utf8) {
+                guard amount == nil else { return nil }
+                amount = JSONObjectBytes.plainString(member.raw)
+                if amount == nil { return nil }
+            } else if member.keyBytes.elementsEqual("currency".utf8) {
+                guard currency == nil else { return nil }
+                currency = JSONObjectBytes.plainString(member.raw)
+                if currency == nil { return nil }
+            }
+        }
+        guard let amount, let currency, let code = try? CurrencyCode(currency),
+              let revenue = try? Money(amount: amount, currency: code)
+        else { return nil }
+        var transactionID: String?
+        if let raw = payload.raw("transaction_id"), !PayloadMembers.isNull(raw) {
+            guard let text = JSONObjectBytes.plainString(raw) else { return nil }
+            transactionID = text
+        }
+        return RevenueFields(revenue: revenue, kind: kind, transactionID: transactionID)
     }
 
     /// `SKANConversionValueUpdated` read from its bytes (most of a SKAN history's events): nil
