@@ -132,7 +132,7 @@ extension Date: PostgresDecodable {
 
 extension UUID: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {
-        guard let uuid = UUID(uuidString: String(decoding: bytes, as: UTF8.self)) else {
+        guard let uuid = UUID(canonicalText: bytes) else {
             throw PostgresDecodingFailure("not a UUID")
         }
         self = uuid

@@ -132,6 +132,46 @@ public struct PostgresJSONB: PostgresEncodable, Hashable {
 }
 
 extension UUID {
+    /// Reads the canonical text form, `8-4-4-4-12` hex digits in either case: what
+    /// `UUID(uuidString:)` accepts, read digit by digit. On Linux Foundation's parser
+    /// goes through `sscanf`, a twentieth of a projection rebuild's CPU when every event's id
+    /// was read that way. Nil for anything else.
+    public init?(canonicalText bytes: UnsafeRawBufferPointer) {
+        guard bytes.count == 36 else { return nil }
+        var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &value) { out -> Bool in
+            var index = 0
+            for position in 0..<16 {
+                if position == 4 || position == 6 || position == 8 || position == 10 {
+                    guard bytes[index] == UInt8(ascii: "-") else { return false }
+                    index += 1
+                }
+                guard let high = Self.hexValue(bytes[index]), let low = Self.hexValue(bytes[index + 1]) else { return false }
+                out[position] = high << 4 | low
+                index += 2
+            }
+            return true
+        }
+        guard parsed else { return nil }
+        self.init(uuid: value)
+    }
+
+    /// ``init(canonicalText:)`` for a string.
+    public init?(canonicalText text: String) {
+        var text = text
+        guard let uuid = text.withUTF8({ UUID(canonicalText: UnsafeRawBufferPointer($0)) }) else { return nil }
+        self = uuid
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte &- UInt8(ascii: "A") &+ 10
+        default: nil
+        }
+    }
+
     /// The lowercase text form (`8-4-4-4-12` hex digits), as PostgreSQL prints a `uuid`; written
     /// from a table, without `uuidString`'s formatted printing.
     public var lowercasedText: String {

@@ -5,6 +5,27 @@ import Testing
 /// Every type the wrapper binds and decodes survives a trip through a real table.
 @Suite("Types round-trip through PostgreSQL")
 struct TypeRoundTripTests {
+    /// The uuid reader used for every `uuid` column reads exactly what Foundation's parser reads.
+    @Test("a uuid's canonical text reads as UUID(uuidString:) reads it; anything else is refused")
+    func uuidCanonicalText() {
+        for _ in 0..<500 {
+            let id = UUID()
+            #expect(UUID(canonicalText: id.uuidString) == id)
+            #expect(UUID(canonicalText: id.uuidString.lowercased()) == id)
+            #expect(UUID(canonicalText: id.lowercasedText) == id)
+        }
+        let refused = [
+            "", "12934c25-0ab9-438a-9160-59eda01d984", "12934c25-0ab9-438a-9160-59eda01d984ff",
+            "12934c25x0ab9-438a-9160-59eda01d984f", "12934c250ab9-438a-9160-59eda01d984f0",
+            "12934g25-0ab9-438a-9160-59eda01d984f", "12934c25-0ab9-438a-9160-59eda01d984 ",
+            "{2934c25-0ab9-438a-9160-59eda01d984f", "12934c25-0ab9-438a-9160-59eda01d984é",
+        ]
+        for text in refused {
+            #expect(UUID(canonicalText: text) == nil, "\(text)")
+            #expect(UUID(uuidString: text) == nil, "Foundation refuses \(text) too")
+        }
+    }
+
     @Test("every supported type, and NULL in every column")
     func everyTypeAndNull() async throws {
         try await withFreshConnection { connection throws in

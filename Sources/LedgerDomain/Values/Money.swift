@@ -41,7 +41,7 @@ public struct Money: Codable, Sendable, Hashable, CustomStringConvertible {
         }
         // What is encoded must decode: the stored text form obeys the same shape and digit limit
         // as amounts read from JSON (the store trusts the catalog's own encodings).
-        guard Self.parseAmount(amount.description) != nil else {
+        guard Self.isPlainAmount(amount.description) else {
             throw RuleViolation(
                 field: "amount", rule: "decimal_amount",
                 message: "An amount has at most 38 significant digits in plain decimal notation.")
@@ -96,6 +96,16 @@ public struct Money: Codable, Sendable, Hashable, CustomStringConvertible {
 
     /// `Decimal(string:)` accepts prefixes (`"12abc"` → 12) and exponents; the shape is checked first.
     private static func parseAmount(_ text: String) -> Decimal? {
+        guard isPlainAmount(text) else { return nil }
+        return Decimal(string: text, locale: posix)
+    }
+
+    /// Made once, not per amount (projection rebuilds read every revenue event's amount).
+    private static let posix = Locale(identifier: "en_US_POSIX")
+
+    /// Plain decimal notation with at most ``maximumDigits`` digits: an optional `-`, digits,
+    /// optionally `.` and digits. (Every such text is a `Decimal`: 38 digits fit its mantissa.)
+    private static func isPlainAmount(_ text: String) -> Bool {
         var digits = 0
         var sawPoint = false
         var digitsAfterPoint = 0
@@ -109,10 +119,9 @@ public struct Money: Codable, Sendable, Hashable, CustomStringConvertible {
                 digits += 1
                 if sawPoint { digitsAfterPoint += 1 }
             default:
-                return nil
+                return false
             }
         }
-        guard digits > 0, digits <= maximumDigits, !sawPoint || digitsAfterPoint > 0 else { return nil }
-        return Decimal(string: text, locale: Locale(identifier: "en_US_POSIX"))
+        return digits > 0 && digits <= maximumDigits && (!sawPoint || digitsAfterPoint > 0)
     }
 }

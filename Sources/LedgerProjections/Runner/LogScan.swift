@@ -71,7 +71,10 @@ public enum LogScan {
             return negative ? -value : value
         }
         func text(_ field: Int) -> String { String(decoding: unescape(line, fields[field]), as: UTF8.self) }
-        guard let id = UUID(uuidString: text(4)) else { throw LogScanError(reason: "event_id is not a UUID") }
+        // A uuid's text needs no unescaping.
+        guard let id = UUID(canonicalText: UnsafeRawBufferPointer(rebasing: line[fields[4]])) else {
+            throw LogScanError(reason: "event_id is not a UUID")
+        }
         return RecordedEvent(
             position: try int(0), transactionID: UInt64(try int(1)), streamID: text(2), streamVersion: try int(3),
             id: id, type: text(5), schemaVersion: Int(try int(6)), data: Data(unescape(line, fields[7])),
