@@ -116,6 +116,14 @@ struct PersonalJSONSplitterTests {
         #expect(try Self.value(made) == (try Self.value(#"{"a":1,"device":{"idfa":"X"},"custom_user_id":"u"}"#.utf8)))
         #expect(PersonalDataProtection.revealBytes(Array(#"{"device":"text"}"#.utf8), opened: opened, fields: []) == nil)
         #expect(PersonalDataProtection.revealBytes(Array(#"{"device":{"idfa":1}"#.utf8), opened: opened, fields: []) == nil)
+        // A name given twice in the object that a value goes into: only the tree decides.
+        #expect(PersonalDataProtection.revealBytes(Array(#"{"device":{},"device":{}}"#.utf8), opened: opened, fields: []) == nil)
+        // Two opened paths under one object both land in it, and the object's other members stay.
+        let merged = try #require(PersonalDataProtection.revealBytes(
+            Array(#"{"device":{"os":"17"}}"#.utf8), opened: Data(#"{"device.idfa":"X","device.ip":"1.2.3.4"}"#.utf8), fields: []))
+        #expect(try Self.value(merged) == (try Self.value(#"{"device":{"os":"17","idfa":"X","ip":"1.2.3.4"}}"#.utf8)))
+        // A non-ASCII name compares as Unicode text in the tree (é composed or not): the bytes path steps aside.
+        #expect(PersonalDataProtection.revealBytes(Array(#"{"a":1}"#.utf8), opened: Data(#"{"caf\#u{E9}.x":"X"}"#.utf8), fields: []) == nil)
     }
 
     @Test("steps aside for an escaped key on the way, a repeated path, the ledger's markers, or bytes that do not scan",

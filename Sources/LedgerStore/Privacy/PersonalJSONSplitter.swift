@@ -221,16 +221,25 @@ extension PersonalJSONSplitter {
     /// on a path, a path both set and descended into, bytes that do not scan).
     static func insert(_ values: [(path: [Substring], raw: ArraySlice<UInt8>)], into object: ArraySlice<UInt8>) -> [UInt8]? {
         guard let members = members(of: object) else { return nil }
-        var groups: [Substring: [(path: [Substring], raw: ArraySlice<UInt8>)]] = [:]
-        var order: [Substring] = []
+        // Grouped by first name, in order of first appearance. A handful of names: arrays and
+        // byte comparisons, not a dictionary of substrings (a third of opening an event, before).
+        var heads: [Substring] = []
+        var groups: [[(path: [Substring], raw: ArraySlice<UInt8>)]] = []
         for value in values {
-            guard let head = value.path.first else { return nil }
-            if groups[head] == nil { order.append(head) }
-            groups[head, default: []].append((Array(value.path.dropFirst()), value.raw))
+            // Non-ASCII names compare as Unicode text in the tree; only the tree decides those.
+            guard let head = value.path.first, head.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            let below = (path: Array(value.path.dropFirst()), raw: value.raw)
+            if let index = heads.firstIndex(where: { $0.utf8.elementsEqual(head.utf8) }) {
+                groups[index].append(below)
+            } else {
+                heads.append(head)
+                groups.append([below])
+            }
         }
         var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(object.count + values.reduce(16) { $0 + $1.raw.count + 24 })
         var first = true
-        func emit(_ key: some StringProtocol, _ value: some Sequence<UInt8>) {
+        func emit(_ key: Substring, _ value: [UInt8]) {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             out.append(UInt8(ascii: "\""))
@@ -238,20 +247,21 @@ extension PersonalJSONSplitter {
             out.append(contentsOf: "\":".utf8)
             out.append(contentsOf: value)
         }
-        var done = Set<Substring>()
+        var done = [Bool](repeating: false, count: heads.count)
         for member in members {
-            guard let group = groups[Substring(member.key)] else {
+            guard let index = heads.firstIndex(where: { $0.utf8.elementsEqual(member.keyBytes) }) else {
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
                 out.append(contentsOf: object[member.span])
                 continue
             }
-            guard done.insert(Substring(member.key)).inserted, let value = resolve(group, existing: member.raw) else { return nil }
-            emit(member.key, value)
+            guard !done[index], let value = resolve(groups[index], existing: member.raw) else { return nil }
+            done[index] = true
+            emit(heads[index], value)
         }
-        for key in order where !done.contains(key) {
-            guard let value = resolve(groups[key]!, existing: nil) else { return nil }
-            emit(key, value)
+        for index in heads.indices where !done[index] {
+            guard let value = resolve(groups[index], existing: nil) else { return nil }
+            emit(heads[index], value)
         }
         out.append(UInt8(ascii: "}"))
         return out
