@@ -307,7 +307,7 @@ extension PersonalDataProtection {
             for member in members {
                 switch member.key {
                 case "box": box = plainString(member.raw)
-                case "key": keyID = plainString(member.raw).flatMap(UUID.init(uuidString:))
+                case "key": keyID = plainString(member.raw).flatMap(UUID.init(canonicalText:))
                 case "fields":
                     let inner = member.raw.drop(while: { $0 == 0x20 })
                     guard inner.first == UInt8(ascii: "["), inner.last == UInt8(ascii: "]") else { return nil }
@@ -342,7 +342,14 @@ extension PersonalDataProtection {
             return PersonalJSONSplitter.insert([([Substring(erasedMarkerKey)], Array(list.utf8)[...])], into: rest[...])
         }
         guard let members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
-        return PersonalJSONSplitter.insert(members.map { ($0.key.split(separator: "."), $0.raw) }, into: rest[...])
+        return PersonalJSONSplitter.insert(members.map { (dottedPath($0.key), $0.raw) }, into: rest[...])
+    }
+
+    /// `a.b.c` as its names. An ASCII path splits on its bytes; any other by `Character`, as
+    /// before (a `.` followed by a combining mark is one character, not a separator).
+    private static func dottedPath(_ key: String) -> [Substring] {
+        guard key.utf8.allSatisfy({ $0 < 0x80 }) else { return key.split(separator: ".") }
+        return key.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: true).map { Substring($0) }
     }
 
     /// The same through a `JSONSerialization` tree (keys sorted).

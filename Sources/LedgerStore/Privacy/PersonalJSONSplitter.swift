@@ -220,14 +220,23 @@ extension PersonalJSONSplitter {
     /// `PersonalPaths.set` does in the tree; nil where the bytes disagree with that (a non-object
     /// on a path, a path both set and descended into, bytes that do not scan).
     static func insert(_ values: [(path: [Substring], raw: ArraySlice<UInt8>)], into object: ArraySlice<UInt8>) -> [UInt8]? {
-        guard let members = members(of: object) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(object.count + values.reduce(16) { $0 + $1.raw.count + 24 })
+        return write(values, into: object, to: &out) ? out : nil
+    }
+
+    /// ``insert(_:into:)``, written onto the end of `out`: the objects on the way are written in
+    /// place, not built apart and copied in. False where `insert` gives nil.
+    private static func write(_ values: [(path: [Substring], raw: ArraySlice<UInt8>)], into object: ArraySlice<UInt8>,
+                              to out: inout [UInt8]) -> Bool {
+        guard let members = members(of: object) else { return false }
         // Grouped by first name, in order of first appearance. A handful of names: arrays and
         // byte comparisons, not a dictionary of substrings (a third of opening an event, before).
         var heads: [Substring] = []
         var groups: [[(path: [Substring], raw: ArraySlice<UInt8>)]] = []
         for value in values {
             // Non-ASCII names compare as Unicode text in the tree; only the tree decides those.
-            guard let head = value.path.first, head.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+            guard let head = value.path.first, head.utf8.allSatisfy({ $0 < 0x80 }) else { return false }
             let below = (path: Array(value.path.dropFirst()), raw: value.raw)
             if let index = heads.firstIndex(where: { $0.utf8.elementsEqual(head.utf8) }) {
                 groups[index].append(below)
@@ -236,47 +245,51 @@ extension PersonalJSONSplitter {
                 groups.append([below])
             }
         }
-        var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(object.count + values.reduce(16) { $0 + $1.raw.count + 24 })
+        out.append(UInt8(ascii: "{"))
         var first = true
-        func emit(_ key: Substring, _ value: [UInt8]) {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: key.utf8)
-            out.append(contentsOf: "\":".utf8)
-            out.append(contentsOf: value)
-        }
         var done = [Bool](repeating: false, count: heads.count)
         for member in members {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
             guard let index = heads.firstIndex(where: { $0.utf8.elementsEqual(member.keyBytes) }) else {
-                if !first { out.append(UInt8(ascii: ",")) }
-                first = false
                 out.append(contentsOf: object[member.span])
                 continue
             }
-            guard !done[index], let value = resolve(groups[index], existing: member.raw) else { return nil }
+            guard !done[index] else { return false }
             done[index] = true
-            emit(heads[index], value)
+            appendKey(heads[index], to: &out)
+            guard writeValue(groups[index], existing: member.raw, to: &out) else { return false }
         }
         for index in heads.indices where !done[index] {
-            guard let value = resolve(groups[index], existing: nil) else { return nil }
-            emit(heads[index], value)
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            appendKey(heads[index], to: &out)
+            guard writeValue(groups[index], existing: nil, to: &out) else { return false }
         }
         out.append(UInt8(ascii: "}"))
-        return out
+        return true
+    }
+
+    private static func appendKey(_ key: Substring, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: key.utf8)
+        out.append(contentsOf: "\":".utf8)
     }
 
     /// The value for one member: a leaf replaces it; deeper paths go into it (or a new object).
-    private static func resolve(_ group: [(path: [Substring], raw: ArraySlice<UInt8>)], existing: ArraySlice<UInt8>?)
-        -> [UInt8]?
-    {
-        if group.count == 1, group[0].path.isEmpty { return Array(group[0].raw) }
-        guard group.allSatisfy({ !$0.path.isEmpty }) else { return nil }
-        if let existing {
-            guard existing.first == UInt8(ascii: "{") else { return nil }
-            return insert(group, into: existing)
+    private static func writeValue(_ group: [(path: [Substring], raw: ArraySlice<UInt8>)], existing: ArraySlice<UInt8>?,
+                                   to out: inout [UInt8]) -> Bool {
+        if group.count == 1, group[0].path.isEmpty {
+            out.append(contentsOf: group[0].raw)
+            return true
         }
-        return insert(group, into: Array("{}".utf8)[...])
+        guard group.allSatisfy({ !$0.path.isEmpty }) else { return false }
+        if let existing {
+            guard existing.first == UInt8(ascii: "{") else { return false }
+            return write(group, into: existing, to: &out)
+        }
+        return write(group, into: emptyObject[...], to: &out)
     }
+
+    private static let emptyObject = Array("{}".utf8)
 }
