@@ -305,10 +305,13 @@ extension PersonalDataProtection {
             var fields: [String]?
             var keyID: UUID?
             for member in members {
-                switch member.key {
-                case "box": box = plainString(member.raw)
-                case "key": keyID = plainString(member.raw).flatMap(UUID.init(canonicalText:))
-                case "fields":
+                // The names as bytes: no `String` per member.
+                let name = member.keyBytes
+                if name.elementsEqual("box".utf8) {
+                    box = plainString(member.raw)
+                } else if name.elementsEqual("key".utf8) {
+                    keyID = plainString(member.raw).flatMap(UUID.init(canonicalText:))
+                } else if name.elementsEqual("fields".utf8) {
                     let inner = member.raw.drop(while: { $0 == 0x20 })
                     guard inner.first == UInt8(ascii: "["), inner.last == UInt8(ascii: "]") else { return nil }
                     let body = inner.dropFirst().dropLast()
@@ -323,7 +326,6 @@ extension PersonalDataProtection {
                         }
                         fields = list
                     }
-                default: break
                 }
             }
             guard let box, let fields else { return nil }

@@ -202,12 +202,18 @@ extension PersonalJSONSplitter {
     /// member is absent, repeated, or the object does not scan.
     static func extract(_ name: String, from object: [UInt8]) -> (rest: [UInt8], value: ArraySlice<UInt8>)? {
         guard let members = members(of: object[...]) else { return nil }
-        let matching = members.filter { $0.key == name }
-        guard matching.count == 1, let found = matching.first else { return nil }
+        // Compared as bytes (the marker names are ASCII with no other canonical spelling).
+        let wanted = Array(name.utf8)
+        var found: JSONObjectBytes.Member?
+        for member in members where member.keyBytes.elementsEqual(wanted) {
+            guard found == nil else { return nil }
+            found = member
+        }
+        guard let found else { return nil }
         var rest: [UInt8] = [UInt8(ascii: "{")]
         rest.reserveCapacity(object.count)
         var first = true
-        for member in members where member.key != name {
+        for member in members where !member.keyBytes.elementsEqual(wanted) {
             if !first { rest.append(UInt8(ascii: ",")) }
             first = false
             rest.append(contentsOf: object[member.span])
