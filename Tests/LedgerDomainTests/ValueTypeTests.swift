@@ -39,6 +39,17 @@ struct ValueTypeTests {
             #expect(throws: RuleViolation.self) { try Money(amount: bad, currency: usd) }
         }
         #expect(throws: RuleViolation.self) { try Money(amount: Decimal.nan, currency: usd) }
+        // Text that reads as an amount prints back as text that reads (the text path skips the
+        // Decimal path's encode check on that ground), at the digit limit and with zeros to drop.
+        let edges = ["99999999999999999999999999999999999999", "-99999999999999999999999999999999999999",
+                     "0.0000000000000000000000000000000000001", "10000000000000000000000000000000000000",
+                     "000000000000000000000000000000000001.5", "1.5000000000000000000000000000000000000",
+                     "-0", "0.0", "00012.3400", "340282366920938463463374607431768211.4"]
+        for text in edges {
+            let money = try Money(amount: text, currency: usd)
+            #expect(try Money(amount: money.amount, currency: usd) == money, "\(text)")
+            #expect(try Money(amount: money.amountText, currency: usd) == money, "\(text) → \(money.amountText)")
+        }
         // What encodes must decode: a Decimal beyond 38 digits is refused when made, not when read back.
         for huge in [Decimal(sign: .plus, exponent: 40, significand: 1), Decimal(sign: .minus, exponent: -40, significand: 7)] {
             let error = #expect(throws: RuleViolation.self) { try Money(amount: huge, currency: usd) }
