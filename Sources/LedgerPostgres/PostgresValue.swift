@@ -132,10 +132,11 @@ public struct PostgresJSONB: PostgresEncodable, Hashable {
 }
 
 extension UUID {
-    /// Reads the canonical text form, `8-4-4-4-12` hex digits in either case: what
-    /// `UUID(uuidString:)` accepts, read digit by digit. On Linux Foundation's parser
-    /// goes through `sscanf`, a twentieth of a projection rebuild's CPU when every event's id
-    /// was read that way. Nil for anything else.
+    /// Reads the canonical text form, `8-4-4-4-12` hex digits in either case (what PostgreSQL
+    /// prints and `uuidString` writes), digit by digit. On Linux Foundation's
+    /// `UUID(uuidString:)` goes through `sscanf`, a twentieth of a projection rebuild's CPU when
+    /// every event's id was read that way; it also takes a few odd 36-character forms (a sign
+    /// or a space where a digit belongs) that this refuses. Nil for anything but the canonical form.
     public init?(canonicalText bytes: UnsafeRawBufferPointer) {
         guard bytes.count == 36 else { return nil }
         var value: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

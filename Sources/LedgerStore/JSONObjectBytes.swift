@@ -59,10 +59,13 @@ public enum JSONObjectBytes {
     }
 
     /// The text of a raw JSON string value with no escapes (`"abc"` → `abc`); nil for any other
-    /// value, and for a string with a backslash (only a parser can read those).
+    /// value, for a string with a backslash (only a parser can read those), and for one with a
+    /// raw control character.
     public static func plainString(_ raw: ArraySlice<UInt8>) -> String? {
+        // A raw control character is no valid JSON either: a parser refuses it, so the caller's
+        // parser should be the one to say so.
         guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
-            !raw.contains(UInt8(ascii: "\\")) else { return nil }
+            !raw.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return nil }
         return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
     }
 

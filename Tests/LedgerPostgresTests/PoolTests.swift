@@ -25,7 +25,7 @@ struct PoolTests {
 
     /// Session settings hold on every session the pool opens, including one that replaces a
     /// terminated session; a setting PostgreSQL refuses fails the caller and lends nothing.
-    @Test("session settings are made on every session the pool opens, also a replacement")
+    @Test("session settings are made on every session the pool opens, also a replacement", .timeLimit(.minutes(1)))
     func sessionSettingsHoldOnEverySession() async throws {
         try await TestDatabase.with(migrated: false) { database in
             let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1,

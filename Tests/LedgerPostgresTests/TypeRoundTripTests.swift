@@ -24,6 +24,13 @@ struct TypeRoundTripTests {
             #expect(UUID(canonicalText: text) == nil, "\(text)")
             #expect(UUID(uuidString: text) == nil, "Foundation refuses \(text) too")
         }
+        // Each byte just outside the hex ranges, and odd forms only `sscanf` lets through.
+        for text in ["12934c2G-0ab9-438a-9160-59eda01d984f", "12934c2:-0ab9-438a-9160-59eda01d984f",
+                     "12934c2/-0ab9-438a-9160-59eda01d984f", "12934c2@-0ab9-438a-9160-59eda01d984f",
+                     "12934c2`-0ab9-438a-9160-59eda01d984f", "+2934c25-0ab9-438a-9160-59eda01d984f",
+                     "1 934c25-0ab9-438a-9160-59eda01d984f", " 12934c25-0ab9-438a-9160-59eda01d984"] {
+            #expect(UUID(canonicalText: text) == nil, "\(text)")
+        }
     }
 
     @Test("every supported type, and NULL in every column")

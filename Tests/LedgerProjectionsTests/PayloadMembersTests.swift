@@ -44,6 +44,11 @@ struct PayloadMembersTests {
         (#"{"revenue":{"amount":"1.99","currency":"USD"},"kind":"iap","transaction_id":7}"#, false),
         (#"{"revenue":{"amount":"1.99","currency":"USD"}}"#, false),
         (#"{"revenue":"1.99","kind":"iap"}"#, false),
+        (#"{"revenue":{"amount":"1","currency":"USD","currency":"EUR"},"kind":"iap"}"#, false),
+        (#"{"revenue":null,"kind":"iap"}"#, false),
+        (#"{"revenue":{"amount":"1","currency":"USD"},"kind":"iap","transaction_id":""}"#, true),
+        (#"{"revenue":{"amo\u0075nt":"1","currency":"USD"},"kind":"iap"}"#, false),
+        ("{\"revenue\":{\"amount\":\"1\",\"currency\":\"USD\"},\"kind\":\"iap\",\"transaction_id\":\"a\tb\"}", false),
     ])
     func quickRevenue(json: String, readsAsBytes: Bool) throws {
         let payload = try #require(PayloadMembers(Data(json.utf8)))

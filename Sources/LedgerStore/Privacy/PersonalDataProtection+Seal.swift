@@ -310,7 +310,10 @@ extension PersonalDataProtection {
                 if name.elementsEqual("box".utf8) {
                     box = plainString(member.raw)
                 } else if name.elementsEqual("key".utf8) {
-                    keyID = plainString(member.raw).flatMap(UUID.init(canonicalText:))
+                    // The canonical form the sealer writes, read digit by digit; anything else as
+                    // the tree reads it (Foundation's parser), so both paths agree.
+                    let text = plainString(member.raw)
+                    keyID = text.flatMap(UUID.init(canonicalText:)) ?? text.flatMap(UUID.init(uuidString:))
                 } else if name.elementsEqual("fields".utf8) {
                     let inner = member.raw.drop(while: { $0 == 0x20 })
                     guard inner.first == UInt8(ascii: "["), inner.last == UInt8(ascii: "]") else { return nil }

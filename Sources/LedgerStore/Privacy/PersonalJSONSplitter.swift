@@ -255,6 +255,9 @@ extension PersonalJSONSplitter {
         var first = true
         var done = [Bool](repeating: false, count: heads.count)
         for member in members {
+            // A non-ASCII name may equal a path's name as Unicode text (the Kelvin sign is `K`),
+            // which the tree would merge: only the tree decides.
+            guard member.keyBytes.allSatisfy({ $0 < 0x80 }) else { return false }
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             guard let index = heads.firstIndex(where: { $0.utf8.elementsEqual(member.keyBytes) }) else {
