@@ -37,14 +37,7 @@ public enum JSONObjectBytes {
         if !scanner.take(UInt8(ascii: "}")) {
             members.reserveCapacity(16)  // the ledger's objects: growing 1, 2, 4, 8 cost more than the scan
             while true {
-                scanner.skipWhitespace()
-                let keyStart = scanner.index
-                guard scanner.skipString() else { return nil }
-                let rawKey = bytes[(keyStart + 1)..<(scanner.index - 1)]
-                guard !rawKey.contains(UInt8(ascii: "\\")) else { return nil }
-                scanner.skipWhitespace()
-                guard scanner.take(UInt8(ascii: ":")) else { return nil }
-                scanner.skipWhitespace()
+                guard let (keyStart, rawKey) = scanner.takeKey() else { return nil }
                 let valueStart = scanner.index
                 guard scanner.skipValue(depth: 1) else { return nil }
                 members.append(Member(keyBytes: rawKey, raw: bytes[valueStart..<scanner.index], span: keyStart..<scanner.index))
@@ -90,6 +83,22 @@ public enum JSONObjectBytes {
 
         mutating func skipWhitespace() {
             while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+        }
+
+        /// Reads a member's `"key" :` (whitespace around it skipped), leaving the scanner at its
+        /// value: where the key starts (its opening quote) and its bytes between the quotes. Nil
+        /// when it does not scan or the key has an escape (`"dev\u0069ce"` may spell a name the
+        /// caller looks for; only a parser can say).
+        mutating func takeKey() -> (start: Int, key: ArraySlice<UInt8>)? {
+            skipWhitespace()
+            let start = index
+            guard skipString() else { return nil }
+            let key = bytes[(start + 1)..<(index - 1)]
+            guard !key.contains(UInt8(ascii: "\\")) else { return nil }
+            skipWhitespace()
+            guard take(UInt8(ascii: ":")) else { return nil }
+            skipWhitespace()
+            return (start, key)
         }
 
         /// Steps over a string, escapes included. (Strings are most of a payload's bytes: the

@@ -147,15 +147,8 @@ struct PersonalJSONSplitter: Sendable {
         var seen: UInt64 = 0
         guard node.children.count <= 64 else { return false }
         while true {
-            scanner.skipWhitespace()
-            let keyStart = scanner.index
-            guard scanner.skipString() else { return false }
-            let key = bytes[(keyStart + 1)..<(scanner.index - 1)]
-            guard !key.contains(UInt8(ascii: "\\")) else { return false }
+            guard let (keyStart, key) = scanner.takeKey() else { return false }
             if depth == 1, reserved.contains(where: { $0.elementsEqual(key) }) { return false }
-            scanner.skipWhitespace()
-            guard scanner.take(UInt8(ascii: ":")) else { return false }
-            scanner.skipWhitespace()
             let valueStart = scanner.index
             let stepIndex = node.childIndex(named: key)
             if let stepIndex {
