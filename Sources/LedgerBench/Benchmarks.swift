@@ -84,21 +84,13 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
     let perRound = perWriter / rounds
     var ledgerSeconds = 0.0
     var rawSeconds = 0.0
-    // CPU per side, this process's writer threads and (with one writer) PostgreSQL's, sampled
-    // while the writer's connection lives.
-    let cpu = ["ledger": (client: CPUTimeBox(), server: CPUTimeBox()), "bare": (client: CPUTimeBox(), server: CPUTimeBox())]
-    @Sendable func measured(_ side: String, _ body: () throws -> Void) rethrows {
-        let server = writers == 1 ? CPUUsage.now() : nil
-        let started = threadCPUSeconds()
-        try body()
-        cpu[side]!.client.add(threadCPUSeconds() - started)
-        if let server { cpu[side]!.server.add(CPUUsage.now().since(server).server) }
-    }
+    // CPU per side: the writer threads' and (with one writer) PostgreSQL's.
+    let ledgerCPU = SideCPU(), bareCPU = SideCPU()
     // Rounds alternate so that the disk's drifting flush speed weighs on both sides alike.
     for round in 0..<rounds {
         ledgerSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try measured("ledger") {
+            try ledgerCPU.measure(server: writers == 1) {
                 for n in 0..<perRound {
                     try store.append([event(n)], to: "device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)", on: connection)
                 }
@@ -106,7 +98,7 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
         }
         rawSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try measured("bare") {
+            try bareCPU.measure(server: writers == 1) {
                 for n in 0..<perRound {
                     try connection.execute("""
                         INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
@@ -120,13 +112,12 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
             }
         }
     }
-    let events = Double(writers * perRound * rounds)
-    func micro(_ box: CPUTimeBox) -> Int { Int(box.total / events * 1e6) }
-    // Wall time per append as each writer sees it (the writers run side by side); CPU per event.
-    FileHandle.standardError.write(Data(("append_single_\(writers): wall µs per append and writer, ledger \(Int(ledgerSeconds / events * 1e6 * Double(writers))), "
-        + "bare \(Int(rawSeconds / events * 1e6 * Double(writers))); per event, client CPU µs ledger \(micro(cpu["ledger"]!.client)), bare \(micro(cpu["bare"]!.client))"
-        + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(cpu["ledger"]!.server)), bare \(micro(cpu["bare"]!.server))" : "") + "\n").utf8))
     let total = Double(writers * perRound * rounds)
+    func micro(_ box: CPUTimeBox) -> Int { Int(box.total / total * 1e6) }
+    // Wall time per append as each writer sees it (the writers run side by side); CPU per event.
+    FileHandle.standardError.write(Data(("append_single_\(writers): wall µs per append and writer, ledger \(Int(ledgerSeconds / total * 1e6 * Double(writers))), "
+        + "bare \(Int(rawSeconds / total * 1e6 * Double(writers))); per event, client CPU µs ledger \(micro(ledgerCPU.client)), bare \(micro(bareCPU.client))"
+        + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(ledgerCPU.server)), bare \(micro(bareCPU.server))" : "") + "\n").utf8))
     return Measurement(bench: "append_single_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
                        unit: "events/s", baselineRate: total / rawSeconds,
                        baseline: "single-row INSERT commits into a bare table (PQexecParams, prepared)")
@@ -141,19 +132,12 @@ func benchBatchedAppends(conninfo: String, batches: Int, batchSize: Int, rounds:
     var rawSeconds = 0.0
     let columns = ["stream_id", "stream_version", "event_id", "event_type", "schema_version", "data", "metadata",
                    "occurred_at", "hash"]
-    // CPU per side: this thread's and PostgreSQL's, sampled while the side's connection lives.
-    let cpu = ["ledger": (client: CPUTimeBox(), server: CPUTimeBox()), "bare": (client: CPUTimeBox(), server: CPUTimeBox())]
-    @Sendable func measured(_ side: String, _ body: () throws -> Void) rethrows {
-        let server = CPUUsage.now()
-        let started = threadCPUSeconds()
-        try body()
-        cpu[side]!.client.add(threadCPUSeconds() - started)
-        cpu[side]!.server.add(CPUUsage.now().since(server).server)
-    }
+    // CPU per side: this thread's and PostgreSQL's.
+    let ledgerCPU = SideCPU(), bareCPU = SideCPU()
     for round in 0..<rounds {
         ledgerSeconds += try timeOnThreads(1) { _ in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try measured("ledger") {
+            try ledgerCPU.measure {
                 for batch in 0..<perRound {
                     let events = (0..<batchSize).map { event(batch * batchSize + $0) }
                     try store.append(events, to: "device-bench-batch-\(round)-\(batch)", on: connection)
@@ -162,7 +146,7 @@ func benchBatchedAppends(conninfo: String, batches: Int, batchSize: Int, rounds:
         }
         rawSeconds += try timeOnThreads(1) { _ in
             let raw = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try measured("bare") {
+            try bareCPU.measure {
                 for batch in 0..<perRound {
                     let rows = (0..<batchSize).map { n -> [PostgresValue] in
                         [.text("device-bench-copy-\(round)-\(batch)"), .int64(Int64(n + 1)), .uuid(UUID()),
@@ -175,12 +159,11 @@ func benchBatchedAppends(conninfo: String, batches: Int, batchSize: Int, rounds:
             }
         }
     }
-    let events = Double(perRound * rounds * batchSize)
-    func micro(_ box: CPUTimeBox) -> String { String(format: "%.1f", box.total / events * 1e6) }
-    FileHandle.standardError.write(Data(("append_batch_\(batchSize): per event, wall µs ledger \(String(format: "%.1f", ledgerSeconds / events * 1e6)), "
-        + "bare \(String(format: "%.1f", rawSeconds / events * 1e6)); client CPU µs ledger \(micro(cpu["ledger"]!.client)), "
-        + "bare \(micro(cpu["bare"]!.client)); PostgreSQL CPU µs ledger \(micro(cpu["ledger"]!.server)), bare \(micro(cpu["bare"]!.server))\n").utf8))
     let total = Double(perRound * rounds * batchSize)
+    func micro(_ seconds: Double) -> String { String(format: "%.1f", seconds / total * 1e6) }
+    FileHandle.standardError.write(Data(("append_batch_\(batchSize): per event, wall µs ledger \(micro(ledgerSeconds)), "
+        + "bare \(micro(rawSeconds)); client CPU µs ledger \(micro(ledgerCPU.client.total)), "
+        + "bare \(micro(bareCPU.client.total)); PostgreSQL CPU µs ledger \(micro(ledgerCPU.server.total)), bare \(micro(bareCPU.server.total))\n").utf8))
     return Measurement(bench: "append_batch_\(batchSize)", rate: total / ledgerSeconds, unit: "events/s",
                        baselineRate: total / rawSeconds, baseline: "COPY of \(batchSize) rows into a bare table, one commit each")
 }

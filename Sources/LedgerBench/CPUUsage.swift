@@ -44,3 +44,21 @@ struct CPUUsage {
         return result
     }
 }
+
+/// The CPU one side of a benchmark used: its own threads', and (when sampled) every PostgreSQL
+/// process's.
+final class SideCPU: Sendable {
+    let client = CPUTimeBox()
+    let server = CPUTimeBox()
+
+    /// Runs `body`, adding the calling thread's CPU and, with `server`, PostgreSQL's. Run it
+    /// while the side's connection lives: a backend that has exited is no longer counted. With
+    /// several writers sampling at once, PostgreSQL's would be counted once per writer: pass false.
+    func measure(server sampleServer: Bool = true, _ body: () throws -> Void) rethrows {
+        let serverBefore = sampleServer ? CPUUsage.now() : nil
+        let started = threadCPUSeconds()
+        try body()
+        client.add(threadCPUSeconds() - started)
+        if let serverBefore { server.add(CPUUsage.now().since(serverBefore).server) }
+    }
+}
