@@ -25,7 +25,7 @@ public enum Outbox {
     /// try recorded twice (its first statement committed, but the answer lost with the connection)
     /// is refused as a duplicate instead of stored twice.
     public static func attemptEventID(sendID: UUID, attempt: Int) -> UUID {
-        nameBasedID("ledger.attempt:\(sendID.uuidString.lowercased()):\(attempt)")
+        nameBasedID("ledger.attempt:\(sendID.lowercasedText):\(attempt)")
     }
 
     /// A name-based UUID (SHA-256 of `name`, version 8 layout).
