@@ -149,7 +149,7 @@ func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, pr
         note("round \(round + 1): raw \(raw.rows) rows in \(String(format: "%.2f", raw.seconds)) s; rebuild "
             + "\(report.events) events in \(String(format: "%.2f", elapsed)) s")
     }
-    if profile { try profileRebuild(connection, projection: projection) }
+    if profile { try profileRebuild(connection, store: rebuilder.store, projection: projection) }
     return Measurement(bench: "projection_rebuild", rate: Double(rebuiltEvents) / rebuildSeconds, unit: "events/s",
                        baselineRate: Double(rawRows) / rawSeconds,
                        baseline: "COPY (SELECT … FROM events ORDER BY position) TO STDOUT of the same \(total) rows")
@@ -157,67 +157,42 @@ func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, pr
 
 // MARK: Profile
 
-/// Times the parts of a rebuild's bulk phase one by one, by doing what it does step by step
-/// (with the rebuild's own scan statement and parser, `LogScan`): the COPY out alone, the COPY out with parsing into `RecordedEvent`s, the
-/// payloads' JSON decoding alone, the projection's fold (decoding included), and the write of
-/// the folded states into shadow tables (rolled back).
-func profileRebuild(_ connection: PostgresConnection, projection: SKANDeviceProjection) throws {
-    func scanSQL(after checkpoint: GlobalCheckpoint, limit: Int) throws -> String {
-        try LogScan.scanSQL(after: checkpoint, types: projection.eventTypes, limit: limit)
-    }
-    let chunkSize = 50_000
+/// Times the stages of a rebuild's bulk phase one by one, each alone on one thread, by doing what
+/// the rebuild does step by step with its own parts: the chunked scan (`LogScan`: the server's
+/// binary COPY and the reading of its rows), the opening of personal fields (as every read opens
+/// them), the projection's fold, and the write of the folded states into shadow tables (rolled
+/// back). In the rebuild the first three overlap on three threads; their sum here is the CPU a
+/// rebuild needs, the largest of them its floor.
+func profileRebuild(_ connection: PostgresConnection, store: EventStore, projection: SKANDeviceProjection) throws {
+    let chunkSize = 10_000
+    var chunks: [[RecordedEvent]] = []
     var total = 0
 
-    // 1. The chunked scan alone (server, libpq, transfer).
+    // 1. The chunked scan (server, libpq, reading the rows).
     var started = DispatchTime.now()
     var checkpoint = GlobalCheckpoint.start
     while true {
-        var count = 0
-        var last = checkpoint
-        _ = try connection.copyOut(scanSQL(after: checkpoint, limit: chunkSize)) { line in
-            count += 1
-            last = try lastCheckpoint(line)
-        }
-        total += count
-        checkpoint = last
-        if count < chunkSize { break }
-    }
-    let scan = seconds(since: started)
-
-    // 2. The scan with parsing; 3. decoding alone; 4. the fold (decoding included).
-    var parse = 0.0, decode = 0.0, fold = 0.0
-    var byType: [String: (count: Int, seconds: Double)] = [:]
-    var builder = projection.makeBulkBuilder()
-    let decoder = LedgerJSON.makeDecoder()
-    checkpoint = .start
-    while true {
-        var chunk: [RecordedEvent] = []
-        chunk.reserveCapacity(chunkSize)
-        started = DispatchTime.now()
-        _ = try connection.copyOut(scanSQL(after: checkpoint, limit: chunkSize)) { line in chunk.append(try parseLine(line)) }
-        parse += seconds(since: started)
-        for event in chunk {
-            let begun = DispatchTime.now()
-            switch event.type {
-            case RevenueRecorded.eventType: _ = try decoder.decode(RevenueRecorded.self, from: event.data)
-            case SKANConversionValueUpdated.eventType: _ = try decoder.decode(SKANConversionValueUpdated.self, from: event.data)
-            case SKANRegistered.eventType: _ = try decoder.decode(SKANRegistered.self, from: event.data)
-            default: break
-            }
-            let spent = seconds(since: begun)
-            decode += spent
-            byType[event.type, default: (0, 0)].count += 1
-            byType[event.type, default: (0, 0)].seconds += spent
-        }
-        started = DispatchTime.now()
-        try builder.fold(chunk)
-        fold += seconds(since: started)
+        let chunk = try LogScan.chunk(after: checkpoint, types: projection.eventTypes, limit: chunkSize, on: connection)
+        total += chunk.count
         guard let last = chunk.last else { break }
+        chunks.append(chunk)
         checkpoint = last.checkpoint
         if chunk.count < chunkSize { break }
     }
+    let scan = seconds(since: started)
 
-    // 5. The write (COPY into fresh shadow tables), rolled back.
+    // 2. Opening the personal fields.
+    started = DispatchTime.now()
+    for index in chunks.indices { try store.privacy.reveal(&chunks[index], on: connection) }
+    let open = seconds(since: started)
+
+    // 3. The fold.
+    var builder = projection.makeBulkBuilder()
+    started = DispatchTime.now()
+    for chunk in chunks { try builder.fold(chunk) }
+    let fold = seconds(since: started)
+
+    // 4. The write (COPY into fresh shadow tables), rolled back.
     var write = 0.0
     struct RollBack: Error {}
     do {
@@ -236,34 +211,9 @@ func profileRebuild(_ connection: PostgresConnection, projection: SKANDeviceProj
     func share(_ part: Double) -> String {
         String(format: "%.2f s (%.1f µs/event)", part, part / Double(max(total, 1)) * 1e6)
     }
-    note("profile over \(total) events:")
-    note("  COPY out, chunked (server + transfer):  \(share(scan))")
-    note("  parsing COPY lines into RecordedEvent:  \(share(max(0, parse - scan)))")
-    note("  JSON decoding of the payloads:          \(share(decode))")
-    for (type, part) in byType.sorted(by: { $0.key < $1.key }) {
-        note("    \(type): \(part.count) events, " + String(format: "%.1f µs each", part.seconds / Double(max(part.count, 1)) * 1e6))
-    }
-    note("  fold besides decoding (reducer, route): \(share(max(0, fold - decode)))")
-    note("  write (state JSON encoding + COPY in):  \(share(write))")
+    note("profile over \(total) events, each stage alone:")
+    note("  scan: binary COPY out, chunked, rows read:  \(share(scan))")
+    note("  opening personal fields:                   \(share(open))")
+    note("  fold:                                      \(share(fold))")
+    note("  write (state encoding + COPY in):          \(share(write))")
 }
-
-/// The (transaction id, position) of a COPY line of the scan (its first two fields).
-func lastCheckpoint(_ line: UnsafeRawBufferPointer) throws -> GlobalCheckpoint {
-    var fields: [Int64] = [0, 0]
-    var field = 0
-    for byte in line {
-        if byte == UInt8(ascii: "\t") {
-            field += 1
-            if field == 2 { break }
-            continue
-        }
-        fields[field] = fields[field] &* 10 &+ Int64(byte &- 48)
-    }
-    return GlobalCheckpoint(transactionID: UInt64(fields[1]), position: fields[0])
-}
-
-/// A COPY text line of the scan as a `RecordedEvent`, as the rebuild's own scan parses it.
-func parseLine(_ line: UnsafeRawBufferPointer) throws -> RecordedEvent {
-    try LogScan.parse(line)
-}
-

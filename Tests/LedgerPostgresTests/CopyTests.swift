@@ -66,4 +66,75 @@ struct CopyTests {
             #expect(total == 500_500)
         }
     }
+
+    @Test("binary COPY TO STDOUT reads each type's bytes as the text form says")
+    func copyOutBinaryTypes() async throws {
+        try await withFreshConnection { connection throws in
+            let sql = """
+                COPY (SELECT g::bigint, (g * 1000)::int, 'é\t' || g, md5(g::text)::uuid,
+                             timestamptz '2026-11-23 01:53:54.123456+00' + g * interval '1 second',
+                             jsonb_build_object('n', g, 's', 'a\\b' || chr(10)), pg_current_xact_id(), NULLIF(g % 2, 0)
+                      FROM generate_series(1, 500) g) TO STDOUT (FORMAT binary)
+                """
+            var seen: [Int64] = []
+            var seventh: (UUID, Date)?
+            let count = try connection.copyOutBinary(sql) { row in
+                #expect(row.fieldCount == 8)
+                let n = try row.int64()
+                seen.append(n)
+                #expect(try row.int32() == Int32(n * 1000))
+                #expect(try row.string() == "é\t\(n)")
+                let uuid = try row.uuid()
+                let at = try row.timestamp()
+                let json = String(decoding: try row.jsonbText(), as: UTF8.self)
+                #expect(json == "{\"n\": \(n), \"s\": \"a\\\\b\\n\"}")
+                #expect(try row.int64() > 0)
+                let odd = try row.next()
+                #expect((odd == nil) == (n % 2 == 0))
+                if n == 7 { seventh = (uuid, at) }
+            }
+            #expect(count == 500)
+            #expect(seen == Array(1...500))
+            // The same values through the text protocol (the wrapper's own decoders).
+            let text = try connection.query(
+                "SELECT md5('7')::uuid::text AS u, timestamptz '2026-11-23 01:53:54.123456+00' + interval '7 second' AS t"
+            ).single()
+            #expect(seventh?.0.uuidString.lowercased() == (try text.decode(String.self, column: "u")))
+            #expect(seventh?.1 == (try text.decode(Date.self, column: "t")))
+        }
+    }
+
+    @Test("binary COPY: an empty result, a wrong width and a missing field are told apart")
+    func copyOutBinaryEdges() async throws {
+        try await withFreshConnection { connection throws in
+            let empty = try connection.copyOutBinary("COPY (SELECT 1 WHERE false) TO STDOUT (FORMAT binary)") { _ in
+                Issue.record("no row expected")
+            }
+            #expect(empty == 0)
+            // A 4-byte integer read as a bigint: a decoding error naming the field.
+            #expect {
+                _ = try connection.copyOutBinary("COPY (SELECT 1::int) TO STDOUT (FORMAT binary)") { row in _ = try row.int64() }
+            } throws: { error in
+                let error = error as? PostgresError
+                return error?.code == .decoding && error?.message.contains("field 1 of 1 has 4 bytes, not 8") == true
+            }
+            // Reading past the last field.
+            #expect {
+                _ = try connection.copyOutBinary("COPY (SELECT 1::bigint) TO STDOUT (FORMAT binary)") { row in
+                    _ = try row.int64()
+                    _ = try row.int64()
+                }
+            } throws: { error in (error as? PostgresError)?.code == .decoding }
+            // NULL where a value is required.
+            #expect {
+                _ = try connection.copyOutBinary("COPY (SELECT NULL::text) TO STDOUT (FORMAT binary)") { row in _ = try row.string() }
+            } throws: { error in (error as? PostgresError)?.message.contains("is NULL") == true }
+            // Text format is not binary: the header check refuses it.
+            #expect {
+                _ = try connection.copyOutBinary("COPY (SELECT 1) TO STDOUT") { _ in }
+            } throws: { error in (error as? PostgresError)?.code == .copyFailed }
+            // The connection stays usable after each.
+            #expect(try connection.query("SELECT 2").single().decode(Int.self, at: 0) == 2)
+        }
+    }
 }
