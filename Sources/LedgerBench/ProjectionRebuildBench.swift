@@ -183,7 +183,7 @@ func profileRebuild(_ connection: PostgresConnection, store: EventStore, project
 
     // 2. Opening the personal fields.
     started = DispatchTime.now()
-    for index in chunks.indices { try store.privacy.reveal(&chunks[index], on: connection) }
+    for index in chunks.indices { try store.privacy.reveal(&chunks[index], keeping: projection.personalFieldsRead, on: connection) }
     let open = seconds(since: started)
 
     // 3. The fold.

@@ -72,6 +72,43 @@ struct PrivacyTests {
         }
     }
 
+    @Test("a reader keeping only transaction_id gets it opened and none of the device's fields; other types keep all")
+    func selectionKeepsOnlyNamedFields() async throws {
+        try await TestDatabase.with { database in
+            let store = try Self.store(database)
+            defer { store.pool.close() }
+            let revenue = RevenueRecorded(device: Self.deviceContext, revenue: try Money(amount: "4.99", currency: CurrencyCode("USD")),
+                                          kind: .iap, transactionID: "txn-secret-1")
+            try await store.append([try Self.firstOpen(),
+                                    NewEvent(type: RevenueRecorded.eventType, data: try EventCatalog.standard.encode(revenue),
+                                             occurredAt: Date(timeIntervalSince1970: 1_763_000_100))], to: Self.device)
+            // The stored (sealed) events, read by a store that opens nothing.
+            let sealedReader = EventStore(
+                pool: PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger),
+                privacy: PersonalDataProtection(keys: .success(try MasterKeys(base64: Self.keyA)), catalog: .standard, isEnabled: false),
+                logger: TestDatabase.quietLogger)
+            defer { sealedReader.pool.close() }
+            var kept = try await sealedReader.readStream(Self.device)
+            var all = kept
+            #expect(!String(decoding: kept[1].data, as: UTF8.self).contains("txn-secret-1"))
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try store.privacy.reveal(&kept, keeping: .only([RevenueRecorded.eventType: ["transaction_id"]]), on: connection)
+            try store.privacy.reveal(&all, on: connection)
+
+            let object = try #require(try JSONSerialization.jsonObject(with: kept[1].data) as? [String: Any])
+            #expect(object["transaction_id"] as? String == "txn-secret-1")
+            #expect(object["ledger_personal"] == nil)
+            let device = try #require(object["device"] as? [String: Any])
+            for field in ["idfa", "ip", "user_agent", "custom_user_id"] { #expect(device[field] == nil, "\(field) was opened") }
+            #expect(device["os_version"] as? String == "17.4.1", "non-personal fields stay")
+            // Without a selection, everything; a type the selection does not list, everything too.
+            let full = try LedgerJSON.makeDecoder().decode(RevenueRecorded.self, from: all[1].data)
+            #expect(full.device == Self.deviceContext && full.transactionID == "txn-secret-1")
+            #expect(kept[0].data == all[0].data)
+            #expect(try LedgerJSON.makeDecoder().decode(FirstOpen.self, from: kept[0].data).device == Self.deviceContext)
+        }
+    }
+
     @Test("a send stream's personal fields are sealed with its device's key")
     func sendStreamUsesDeviceKey() async throws {
         try await TestDatabase.with { database in

@@ -56,13 +56,16 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     /// (nil: the device is new).
     mutating func fold(_ event: RecordedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
         guard let (device, send) = try route(event) else { return }
-        if states[device] == nil {
-            states[device] = try loaded(device) ?? reducer.initialState()
-        }
-        // In place: no copy of the state's dictionaries per event.
         let (reducer, deviceEvent) = (reducer, DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder))
-        let initial = reducer.initialState()
-        try reducer.apply(deviceEvent, to: &states[device, default: initial])
+        if let index = states.index(forKey: device) {
+            // In place, found once: no copy of the state (asking `states[device] == nil` copied
+            // it out and back, and a fresh initial state was made for every event).
+            try reducer.apply(deviceEvent, to: &states.values[index])
+        } else {
+            var state = try loaded(device) ?? reducer.initialState()
+            try reducer.apply(deviceEvent, to: &state)
+            states[device] = state
+        }
         lastApplied[device] = (event.position, event.recordedAt)
     }
 

@@ -33,6 +33,8 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
         if !reducer.followedProviders.isEmpty { types += SendLifecycle.eventTypes }
         return Array(Set(types)).sorted()
     }
+    /// The reducer's.
+    public var personalFieldsRead: PersonalFieldSelection { reducer.personalFieldsRead }
     var hasDetail: Bool { !reducer.detailColumns.isEmpty }
     var sendsTable: String { name + "_sends" }
     var rowsTable: String { name + "_rows" }

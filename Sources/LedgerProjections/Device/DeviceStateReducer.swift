@@ -30,6 +30,8 @@ public protocol DeviceStateReducer: Sendable {
 
     /// The state of a device no event has touched.
     func initialState() -> State
+    /// The personal fields ``apply(_:to:)`` reads, by event type (see ``Projection/personalFieldsRead``).
+    var personalFieldsRead: PersonalFieldSelection { get }
     /// Applies one event.
     func apply(_ event: DeviceEvent, to state: inout State) throws
 
@@ -44,6 +46,7 @@ public protocol DeviceStateReducer: Sendable {
 }
 
 extension DeviceStateReducer {
+    public var personalFieldsRead: PersonalFieldSelection { .all }
     /// No detail table.
     public var detailColumns: [ProjectionColumn] { [] }
     /// No detail rows.

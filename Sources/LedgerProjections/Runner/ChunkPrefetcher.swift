@@ -17,14 +17,18 @@ final class ChunkPrefetcher: Sendable {
     private let conninfo: String
     private let store: EventStore
     private let types: [String]
+    private let selection: PersonalFieldSelection
     private let chunkSize: Int
     private let logger: Logger
 
-    /// A prefetcher of `types`' events from the start of `store`'s log, `chunkSize` at a time.
-    init(conninfo: String, store: EventStore, types: [String], chunkSize: Int, logger: Logger) {
+    /// A prefetcher of `types`' events from the start of `store`'s log, `chunkSize` at a time,
+    /// with the personal fields in `selection` opened.
+    init(conninfo: String, store: EventStore, types: [String], selection: PersonalFieldSelection, chunkSize: Int,
+         logger: Logger) {
         self.conninfo = conninfo
         self.store = store
         self.types = types
+        self.selection = selection
         self.chunkSize = chunkSize
         self.logger = logger
     }
@@ -65,7 +69,7 @@ final class ChunkPrefetcher: Sendable {
         do {
             let connection = store.privacy.isEnabled ? try PostgresConnection(conninfo: conninfo, logger: logger) : nil
             while var chunk = try scanned.next() {
-                if let connection { try store.privacy.reveal(&chunk, on: connection) }
+                if let connection { try store.privacy.reveal(&chunk, keeping: selection, on: connection) }
                 guard opened.hand(.success(chunk)) else { return }
             }
             _ = opened.hand(.success([]))

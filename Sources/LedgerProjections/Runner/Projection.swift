@@ -19,6 +19,9 @@ public protocol Projection: Sendable {
     var eventTypes: [String] { get }
     /// The base names of its tables (the first is its main table).
     var tableNames: [String] { get }
+    /// The personal fields it reads, by event type: a rebuild opens only these (the others are
+    /// absent from the payloads it is given). Every field unless the projection says otherwise.
+    var personalFieldsRead: PersonalFieldSelection { get }
 
     /// Creates its tables under `tables`' names, if they do not exist.
     func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws
@@ -30,6 +33,10 @@ public protocol Projection: Sendable {
     /// A builder that folds a long run of events in memory and writes the result in bulk: the
     /// fast path of a rebuild into empty shadow tables.
     func makeBulkBuilder() -> any ProjectionBulkBuilder
+}
+
+extension Projection {
+    public var personalFieldsRead: PersonalFieldSelection { .all }
 }
 
 /// Folds events in memory during a rebuild and writes everything at the end.

@@ -98,7 +98,8 @@ public struct ProjectionRebuilder: Sendable {
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
         let reader = ChunkPrefetcher(conninfo: store.pool.configuration.conninfo, store: store,
-                                     types: projection.eventTypes, chunkSize: chunkSize, logger: logger)
+                                     types: projection.eventTypes, selection: projection.personalFieldsRead,
+                                     chunkSize: chunkSize, logger: logger)
         reader.start()
         defer { reader.cancel() }
         while let chunk = try reader.next(), let last = chunk.last {

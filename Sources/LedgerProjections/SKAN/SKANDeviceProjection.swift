@@ -71,6 +71,12 @@ public struct SKANDeviceReducer: DeviceStateReducer {
 
     public func initialState() -> State { State() }
 
+    /// Of a revenue event's personal fields, only `transaction_id` (hashed, for the duplicate
+    /// check); the device's identifiers are never read.
+    public var personalFieldsRead: PersonalFieldSelection {
+        .only([RevenueRecorded.eventType: ["transaction_id"]])
+    }
+
     public func apply(_ event: DeviceEvent, to state: inout State) throws {
         switch event.type {
         case SKANRegistered.eventType:

@@ -235,20 +235,24 @@ extension PersonalDataProtection {
     /// Like sealing, opening works on the bytes (``PersonalJSONSplitter``): the envelope member is
     /// cut out, and the opened values are written into the objects on their paths. An event the
     /// byte path cannot be sure of goes through a `JSONSerialization` tree instead.
+    ///
+    /// `selection` names the personal fields the caller reads; the others are left out of the
+    /// opened payloads (see ``PersonalFieldSelection``).
     /// - Throws: ``PrivacyError`` when a key or box does not open with the configured master keys.
-    public func reveal(_ events: inout [RecordedEvent], on connection: PostgresConnection) throws {
+    public func reveal(_ events: inout [RecordedEvent], keeping selection: PersonalFieldSelection = .all,
+                       on connection: PostgresConnection) throws {
         guard isEnabled else { return }
-        var sealed: [(index: Int, rest: [UInt8]?, envelope: SealedEnvelope)] = []
+        var sealed: [(index: Int, rest: (bytes: [UInt8], names: [ArraySlice<UInt8>])?, envelope: SealedEnvelope)] = []
         var ids = Set<UUID>()
         for index in events.indices where events[index].data.contains(bytes: Self.sealedKeyMarker) {
             let envelope: SealedEnvelope
-            var rest: [UInt8]?
+            var rest: (bytes: [UInt8], names: [ArraySlice<UInt8>])?
             if let cut = PersonalJSONSplitter.extract(Self.sealedKey, from: [UInt8](events[index].data)),
                 let parsed = SealedEnvelope(bytes: cut.value)
                     ?? (try? JSONSerialization.jsonObject(with: Data(cut.value)) as? [String: Any]).map(SealedEnvelope.init(tree:))
             {
                 envelope = parsed
-                rest = cut.rest
+                rest = (cut.rest, cut.restNames)
             } else if let object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
                 let parsed = object[Self.sealedKey] as? [String: Any]
             {
@@ -273,10 +277,12 @@ extension PersonalDataProtection {
                     throw PrivacyError.integrity(what: "the personal fields of event \(event.id.uuidString.lowercased())")
                 }
             }
-            if let rest, let revealed = Self.revealBytes(rest, opened: opened, fields: fields) {
+            let kept = selection.kept(for: event.type)
+            if let rest, let revealed = Self.revealBytes(rest.bytes, names: rest.names, opened: opened, fields: fields,
+                                                         keeping: kept) {
                 events[index].data = Data(revealed)
             } else {
-                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: fields)
+                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: fields, keeping: kept)
             }
         }
     }
@@ -338,15 +344,21 @@ extension PersonalDataProtection {
         }
     }
 
-    /// The event's bytes with the opened values put back, or with the erased marker when the key
-    /// is gone; nil when the byte path steps aside.
-    static func revealBytes(_ rest: [UInt8], opened: Data?, fields: [String]) -> [UInt8]? {
+    /// The event's bytes with the opened values put back (those on the `kept` paths, when given),
+    /// or with the erased marker when the key is gone; nil when the byte path steps aside.
+    /// `names`, when given, are `rest`'s member names (see ``PersonalJSONSplitter/appendTopLevel(_:to:restNames:)``).
+    static func revealBytes(_ rest: [UInt8], names: [ArraySlice<UInt8>]? = nil, opened: Data?, fields: [String],
+                            keeping kept: Set<String>? = nil) -> [UInt8]? {
         guard let opened else {
             guard fields.allSatisfy(PersonalJSONSplitter.isPlain) else { return nil }
             let list = PersonalJSONSplitter.plainArray(fields)
             return PersonalJSONSplitter.insert([([Substring(erasedMarkerKey)], Array(list.utf8)[...])], into: rest[...])
         }
-        guard let members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
+        guard var members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
+        if let kept { members.removeAll { !kept.contains($0.key) } }
+        if let names, let appended = PersonalJSONSplitter.appendTopLevel(members, to: rest, restNames: names) {
+            return appended
+        }
         return PersonalJSONSplitter.insert(members.map { (dottedPath($0.key), $0.raw) }, into: rest[...])
     }
 
@@ -358,12 +370,12 @@ extension PersonalDataProtection {
     }
 
     /// The same through a `JSONSerialization` tree (keys sorted).
-    static func revealThroughTree(_ data: Data, opened: Data?, fields: [String]) throws -> Data {
+    static func revealThroughTree(_ data: Data, opened: Data?, fields: [String], keeping kept: Set<String>? = nil) throws -> Data {
         guard var object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else { return data }
         object[sealedKey] = nil
         if let opened {
             let personal = try JSONSerialization.jsonObject(with: opened) as? [String: Any] ?? [:]
-            for (path, value) in personal { PersonalPaths.set(value, at: path, in: &object) }
+            for (path, value) in personal where kept?.contains(path) ?? true { PersonalPaths.set(value, at: path, in: &object) }
         } else {
             object[erasedMarkerKey] = fields
         }

@@ -191,9 +191,11 @@ struct PersonalJSONSplitter: Sendable {
 // MARK: - Putting personal members back (reveal)
 
 extension PersonalJSONSplitter {
-    /// `object` without its top-level member `name`, and that member's value; nil when the
-    /// member is absent, repeated, or the object does not scan.
-    static func extract(_ name: String, from object: [UInt8]) -> (rest: [UInt8], value: ArraySlice<UInt8>)? {
+    /// `object` without its top-level member `name`, that member's value, and the names of the
+    /// members left (as bytes); nil when the member is absent, repeated, or the object does not scan.
+    static func extract(_ name: String, from object: [UInt8])
+        -> (rest: [UInt8], value: ArraySlice<UInt8>, restNames: [ArraySlice<UInt8>])?
+    {
         guard let members = members(of: object[...]) else { return nil }
         // Compared as bytes (the marker names are ASCII with no other canonical spelling).
         let wanted = Array(name.utf8)
@@ -205,14 +207,49 @@ extension PersonalJSONSplitter {
         guard let found else { return nil }
         var rest: [UInt8] = [UInt8(ascii: "{")]
         rest.reserveCapacity(object.count)
+        var restNames: [ArraySlice<UInt8>] = []
+        restNames.reserveCapacity(members.count - 1)
         var first = true
         for member in members where !member.keyBytes.elementsEqual(wanted) {
             if !first { rest.append(UInt8(ascii: ",")) }
             first = false
             rest.append(contentsOf: object[member.span])
+            restNames.append(member.keyBytes)
         }
         rest.append(UInt8(ascii: "}"))
-        return (rest, found.raw)
+        return (rest, found.raw, restNames)
+    }
+
+    /// `rest`, an object ``extract(_:from:)`` made (`restNames` its members' names), with the
+    /// top-level `values` added at its end: the very bytes ``insert(_:into:)`` writes for them,
+    /// without scanning `rest` again (which was most of opening an event whose opened fields are
+    /// all top-level, as a reader keeping only `transaction_id` gets). Nil, and `insert` decides,
+    /// unless every value's name is ASCII, has no `.`, is given once and is not in `restNames`,
+    /// and every name in `restNames` is ASCII.
+    static func appendTopLevel(_ values: [JSONObjectBytes.Member], to rest: [UInt8],
+                               restNames: [ArraySlice<UInt8>]) -> [UInt8]? {
+        for (index, value) in values.enumerated() {
+            let name = value.keyBytes
+            guard !name.isEmpty, name.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: ".") }),
+                  !restNames.contains(where: { $0.elementsEqual(name) }),
+                  !values[..<index].contains(where: { $0.keyBytes.elementsEqual(name) })
+            else { return nil }
+        }
+        guard restNames.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }), rest.last == UInt8(ascii: "}") else { return nil }
+        var out = rest
+        out.removeLast()
+        out.reserveCapacity(out.count + values.reduce(1) { $0 + $1.keyBytes.count + $1.raw.count + 4 })
+        var first = restNames.isEmpty
+        for value in values {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: value.keyBytes)
+            out.append(contentsOf: "\":".utf8)
+            out.append(contentsOf: value.raw)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// Puts `values` (dotted path → raw JSON) into `object`, making the objects on the way, as
