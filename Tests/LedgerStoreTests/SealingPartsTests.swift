@@ -43,6 +43,24 @@ struct SealingPartsTests {
         #expect(String(decoding: out, as: UTF8.self) == "prefix:" + bytes.base64EncodedString())
     }
 
+    /// The hand-written decoder reads back every length's text as Foundation does.
+    @Test("Base64 bytes read back as Foundation reads them", arguments: [0, 1, 2, 3, 4, 5, 28, 29, 30, 31, 359, 1000])
+    func base64DecodesAsFoundation(length: Int) throws {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = Data((0..<length).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let text = Array(bytes.base64EncodedString().utf8)
+        #expect(Base64.decode(text[...]) == [UInt8](bytes))
+        #expect(Base64.decode(Array("xx\(bytes.base64EncodedString())".utf8).dropFirst(2)) == [UInt8](bytes), "a slice")
+    }
+
+    /// Text that is not canonical, padded Base64 is declined (the caller then asks Foundation).
+    @Test("Base64 decoding declines what is not canonical padded text", arguments: [
+        "A", "AB", "ABC", "AB=C", "A===", "====", "AA==AAAA", "AAA\n", " AAA", "AB-_", "AR==", "AAB=", "ÄAAA",
+    ])
+    func base64Declines(text: String) {
+        #expect(Base64.decode(Array(text.utf8)[...]) == nil)
+    }
+
     /// The sealing context is the bytes the stored boxes were sealed with: changing them would
     /// make every existing box fail to open.
     @Test("the sealing context keeps its exact bytes")

@@ -139,40 +139,18 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
                     "DELETE FROM \(unescaped: tables.quoted(rowsTable)) WHERE device_stream_id = ANY(\(list)::text[])")
             }
         }
-        let encoder = LedgerJSON.makeEncoder()
-        var detailRows: [[PostgresValue]] = []
-        var encodingError: (any Error)?
-        // Each state is encoded as COPY takes its row, so the server stores one 64 KiB chunk while
-        // the next is encoded; an encoding error ends the rows, and is thrown after the COPY.
-        let mainRows = devices.lazy.compactMap { device -> [PostgresValue]? in
-            guard encodingError == nil, let state = fold.states[device], let last = fold.lastApplied[device] else { return nil }
-            let json: String
-            do {
-                json = String(decoding: try encoder.encode(state), as: UTF8.self)
-            } catch {
-                encodingError = error
-                return nil
-            }
-            if hasDetail {
-                for row in reducer.detailRows(of: state) {
-                    detailRows.append([.text(device), .text(row.key)] + row.values)
-                }
-            }
-            return [.text(device), .jsonb(json), .int64(last.position), .timestamptz(last.recordedAt)]
-                + reducer.summary(of: state)
+        let folded = devices.compactMap { device -> FoldedDevice? in
+            guard let state = fold.states[device], let last = fold.lastApplied[device] else { return nil }
+            return (device, state, last)
         }
-        try connection.copyFrom(
-            table: tables.name(name),
-            columns: ["device_stream_id", "state", "last_position", "updated_at"] + reducer.summaryColumns.map(\.name),
-            rows: mainRows)
-        // Rows are complete only if every state encoded; the caller's transaction rolls the rest back.
-        if let encodingError { throw encodingError }
+        let detailRows = try copyMainRows(folded, into: tables.name(name), on: connection)
         if hasDetail, !detailRows.isEmpty {
             try connection.copyFrom(table: tables.name(rowsTable),
                                     columns: ["device_stream_id", "row_key"] + reducer.detailColumns.map(\.name),
                                     rows: detailRows)
         }
         if !fold.newLinks.isEmpty {
+            let encoder = LedgerJSON.makeEncoder()
             let links = try fold.newLinks.sorted { $0.key < $1.key }.map { stream, link -> [PostgresValue] in
                 [.text(stream), .text(link.deviceStreamID),
                  .jsonb(String(decoding: try encoder.encode(link.request), as: UTF8.self))]

@@ -236,9 +236,9 @@ extension PersonalJSONSplitter {
             else { return nil }
         }
         guard restNames.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }), rest.last == UInt8(ascii: "}") else { return nil }
-        var out = rest
-        out.removeLast()
-        out.reserveCapacity(out.count + values.reduce(1) { $0 + $1.keyBytes.count + $1.raw.count + 4 })
+        var out: [UInt8] = []
+        out.reserveCapacity(rest.count + values.reduce(0) { $0 + $1.keyBytes.count + $1.raw.count + 4 })
+        out.append(contentsOf: rest[..<(rest.count - 1)])
         var first = restNames.isEmpty
         for value in values {
             if !first { out.append(UInt8(ascii: ",")) }
