@@ -132,6 +132,25 @@ struct RunnerTests {
         }
     }
 
+    // The progress bar's total: counted for a small log, the planner's estimate for a large one.
+    @Test func rebuildTotalIsCountedOrEstimated() async throws {
+        try await withStore { store, _ in
+            try await append(try Self.randomHistories(seed: 5, devices: 30, steps: 4), to: store)
+            try await store.pool.withConnection { connection in
+                let types = SKANDeviceProjection(SKANDeviceReducer()).eventTypes
+                let exact = try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(ProjectionRebuilder.arrayLiteral(types))::text[])")
+                    .single().decode(Int64.self, at: 0)
+                #expect(exact > 60)
+                let counted = try ProjectionRebuilder.eventCount(of: types, on: connection)
+                #expect(counted.count == exact && !counted.estimated)
+                try connection.execute("ANALYZE events")
+                let estimate = try ProjectionRebuilder.eventCount(of: types, estimatingFrom: 1, on: connection)
+                #expect(estimate.estimated)
+                #expect(abs(estimate.count - exact) <= exact / 10, "estimate \(estimate.count) against \(exact)")
+            }
+        }
+    }
+
     // Issue 5: a rebuild while writers append concurrently ends equal to incremental application —
     // nothing lost, nothing applied twice — and the live runner keeps going during the rebuild.
     @Test func rebuildDuringConcurrentAppendsEqualsIncremental() async throws {

@@ -26,7 +26,8 @@ public struct ProjectionRebuilder: Sendable {
         public var phase: String
         /// Events folded so far.
         public var eventsDone: Int64
-        /// Events the log held for this projection when the rebuild started (an estimate of the total).
+        /// Events the log held for this projection when the rebuild started (an estimate of the
+        /// total: counted for a small log, the planner's estimate for a large one; see `eventCount`).
         public var eventsTotal: Int64
     }
 
@@ -88,9 +89,7 @@ public struct ProjectionRebuilder: Sendable {
             }
             try projection.createTables(.shadow, on: connection)
         }
-        let total = try connection.query("""
-            SELECT count(*) FROM events WHERE event_type = ANY(\(Self.arrayLiteral(projection.eventTypes))::text[])
-            """).single().decode(Int64.self, at: 0)
+        let total = try Self.eventCount(of: projection.eventTypes, on: connection).count
 
         // Bulk: fold in memory, write once. The chunks are read, and their personal fields opened
         // as every read does (docs/privacy.md), on sessions of their own, ahead of the fold.
@@ -160,6 +159,22 @@ public struct ProjectionRebuilder: Sendable {
                 try connection.execute("ALTER INDEX \(identifier: index) RENAME TO \(identifier: renamed)")
             }
         }
+    }
+
+    /// How many events of `types` the log holds, for the progress bar's total: counted when the
+    /// planner expects fewer than 100,000, else the planner's estimate (from the table's
+    /// statistics, typically within a few percent). Counting a large log reads all of it first:
+    /// ≈ 0.3 s of a 1,000,000-event rebuild, on both cores (a parallel scan).
+    static func eventCount(of types: [String], estimatingFrom threshold: Int64 = 100_000,
+                           on connection: PostgresConnection) throws -> (count: Int64, estimated: Bool) {
+        let list = arrayLiteral(types)
+        let plan = try connection.query("EXPLAIN (FORMAT JSON) SELECT 1 FROM events WHERE event_type = ANY(\(list)::text[])")
+            .single().decode(String.self, at: 0)
+        let estimate = ((try? JSONSerialization.jsonObject(with: Data(plan.utf8))) as? [[String: Any]])?
+            .first.flatMap { $0["Plan"] as? [String: Any] }.flatMap { ($0["Plan Rows"] as? NSNumber)?.int64Value }
+        if let estimate, estimate >= threshold { return (estimate, true) }
+        return (try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(list)::text[])")
+            .single().decode(Int64.self, at: 0), false)
     }
 
     /// A PostgreSQL array literal of quoted strings.
