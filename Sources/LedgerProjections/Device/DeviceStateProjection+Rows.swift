@@ -14,7 +14,7 @@ extension DeviceStateProjection {
 
     /// The rows that store `folded`.
     func rows(of folded: FoldedDevice, encoder: JSONEncoder) throws -> DeviceRows {
-        let json = String(decoding: try encoder.encode(folded.state), as: UTF8.self)
+        let json = try reducer.jsonText(of: folded.state, encoder: encoder)
         let detail = hasDetail
             ? reducer.detailRows(of: folded.state).map { [.text(folded.device), .text($0.key)] + $0.values } : []
         return DeviceRows(

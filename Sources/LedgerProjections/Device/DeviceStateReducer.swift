@@ -30,6 +30,9 @@ public protocol DeviceStateReducer: Sendable {
 
     /// The state of a device no event has touched.
     func initialState() -> State
+    /// The JSON text a state is stored as; it must decode (with the ledger's decoder) to an equal
+    /// state. By default `encoder`'s; a reducer may write it faster itself.
+    func jsonText(of state: State, encoder: JSONEncoder) throws -> String
     /// The personal fields ``apply(_:to:)`` reads, by event type (see ``Projection/personalFieldsRead``).
     var personalFieldsRead: PersonalFieldSelection { get }
     /// Applies one event.
@@ -46,6 +49,9 @@ public protocol DeviceStateReducer: Sendable {
 }
 
 extension DeviceStateReducer {
+    public func jsonText(of state: State, encoder: JSONEncoder) throws -> String {
+        String(decoding: try encoder.encode(state), as: UTF8.self)
+    }
     public var personalFieldsRead: PersonalFieldSelection { .all }
     /// No detail table.
     public var detailColumns: [ProjectionColumn] { [] }

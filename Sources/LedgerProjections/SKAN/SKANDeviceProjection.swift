@@ -71,6 +71,11 @@ public struct SKANDeviceReducer: DeviceStateReducer {
 
     public func initialState() -> State { State() }
 
+    /// Written directly (``State/jsonText()``); through `encoder` only where that declines.
+    public func jsonText(of state: State, encoder: JSONEncoder) throws -> String {
+        try state.jsonText() ?? String(decoding: try encoder.encode(state), as: UTF8.self)
+    }
+
     /// Of a revenue event's personal fields, only `transaction_id` (hashed, for the duplicate
     /// check); the device's identifiers are never read.
     public var personalFieldsRead: PersonalFieldSelection {
