@@ -74,3 +74,18 @@ struct SKANStateJSONTests {
         #expect(directTree == encodedTree)
     }
 }
+
+/// The hex digests projections key personal values by.
+@Suite("Hex SHA-256 digests")
+struct DigestTests {
+    @Test("FIPS 180-2's vectors, whole and cut, and text beyond ASCII")
+    func knownVectors() {
+        #expect(Digest.sha256Hex("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Digest.sha256Hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(Digest.sha256Hex("abc", length: 7) == "ba7816b")
+        #expect(Digest.sha256Hex("abc", length: 0) == "")
+        // "é" as one scalar is the two bytes C3 A9.
+        #expect(Digest.sha256Hex("\u{E9}") == Digest.sha256Hex(String(decoding: [0xC3, 0xA9], as: UTF8.self)))
+        #expect(Digest.sha256Hex("\u{E9}") != Digest.sha256Hex("e\u{301}"))
+    }
+}

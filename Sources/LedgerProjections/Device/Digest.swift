@@ -9,12 +9,19 @@ enum Digest {
 
     /// The lowercase hex SHA-256 of `text`, cut to `length` characters.
     static func sha256Hex(_ text: String, length: Int = 64) -> String {
-        var out = [UInt8]()
-        out.reserveCapacity(64)
-        for byte in SHA256.hash(data: Data(text.utf8)) {
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0x0F)])
+        // Hashed from the string's own bytes and written straight into the result (no `Data` of
+        // the text, no array of digits): a third of a revenue event's fold went here.
+        var text = text
+        let digest = text.withUTF8 { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        let count = min(max(length, 0), 64)
+        return digest.withUnsafeBytes { bytes in
+            String(unsafeUninitializedCapacity: count) { out in
+                for index in 0..<count {
+                    let byte = bytes[index / 2]
+                    out[index] = hexDigits[Int(index % 2 == 0 ? byte >> 4 : byte & 0x0F)]
+                }
+                return count
+            }
         }
-        return String(decoding: out.prefix(length), as: UTF8.self)
     }
 }

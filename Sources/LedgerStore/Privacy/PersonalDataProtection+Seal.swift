@@ -267,7 +267,6 @@ extension PersonalDataProtection {
         let keys = try DataKeys.fetch(ids, protection: self, on: connection)
         for (index, rest, envelope) in sealed {
             let event = events[index]
-            let fields = envelope.fields
             var opened: Data?
             if let id = envelope.keyID, let key = keys[id] {
                 do {
@@ -278,11 +277,12 @@ extension PersonalDataProtection {
                 }
             }
             let kept = selection.kept(for: event.type)
-            if let rest, let revealed = Self.revealBytes(rest.bytes, names: rest.names, opened: opened, fields: fields,
-                                                         keeping: kept) {
+            // The field names are read only where they are written (an erased event's marker).
+            if let rest, let revealed = Self.revealBytes(rest.bytes, names: rest.names, opened: opened,
+                                                         fields: opened == nil ? envelope.fields : [], keeping: kept) {
                 events[index].data = Data(revealed)
             } else {
-                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: fields, keeping: kept)
+                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: envelope.fields, keeping: kept)
             }
         }
     }
