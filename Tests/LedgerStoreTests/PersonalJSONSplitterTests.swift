@@ -109,33 +109,38 @@ struct PersonalJSONSplitterTests {
         #expect(try Self.value(erased) == (try Self.value(erasedTree)))
     }
 
-    @Test("top-level values appended to an extracted rest are the bytes insert writes, or nil where insert decides")
-    func appendTopLevelMatchesInsert() throws {
+    @Test("top-level values put in the cut member's place make the object insert makes of the rest, or nil where insert decides")
+    func replacedMatchesInsert() throws {
         let objects = [
             #"{"ledger_personal":{"box":"x"}}"#,
             #"{"a":1,"ledger_personal":{"box":"x"},"device":{"os":"17"}}"#,
             "{ \"revenue\" : {\"amount\": \"1.5\"} ,\n\"ledger_personal\":{} , \"kind\":\"iap\" }",
+            #"{"ledger_personal": {"v": 1}, "z": [1, {"ledger_personal": 2}]}"#,
         ]
-        let openedSets = [#"{"transaction_id":"t-1"}"#, #"{"transaction_id":"t\"2","custom_user_id":{"v":[1,2]}}"#, "{}"]
+        let openedSets = [#"{"transaction_id":"t-1"}"#, #"{"transaction_id":"t\"2","custom_user_id":{"v":[1,2]}}"#]
         for object in objects {
-            let cut = try #require(PersonalJSONSplitter.extract("ledger_personal", from: Array(object.utf8)))
+            let cut = try #require(PersonalJSONSplitter.cut("ledger_personal", from: Array(object.utf8)))
             for opened in openedSets {
                 let members = try #require(PersonalJSONSplitter.members(of: Array(opened.utf8)[...]))
-                let appended = try #require(PersonalJSONSplitter.appendTopLevel(members, to: cut.rest, restNames: cut.restNames))
+                let replaced = try #require(cut.replaced(by: members))
                 let inserted = try #require(PersonalJSONSplitter.insert(
-                    members.map { ([Substring($0.key)], $0.raw) }, into: cut.rest[...]))
-                #expect(appended == inserted, "\(object) + \(opened)")
+                    members.map { ([Substring($0.key)], $0.raw) }, into: cut.rest().bytes[...]))
+                #expect(try Self.value(replaced) == (try Self.value(inserted)), "\(object) + \(opened)")
+                #expect(!String(decoding: replaced, as: UTF8.self).contains("\"box\""), "the envelope is gone")
             }
         }
-        let cut = try #require(PersonalJSONSplitter.extract("ledger_personal", from: Array(#"{"a":1,"ledger_personal":{}}"#.utf8)))
+        let cut = try #require(PersonalJSONSplitter.cut("ledger_personal", from: Array(#"{"a":1,"ledger_personal":{}}"#.utf8)))
         func members(_ json: String) throws -> [JSONObjectBytes.Member] { try #require(PersonalJSONSplitter.members(of: Array(json.utf8)[...])) }
-        // A dotted path, a name the rest holds, a name given twice, a non-ASCII name: insert decides.
-        for opened in [#"{"device.idfa":"X"}"#, #"{"a":2}"#, #"{"t":1,"t":2}"#, "{\"caf\u{E9}\":1}"] {
-            #expect(PersonalJSONSplitter.appendTopLevel(try members(opened), to: cut.rest, restNames: cut.restNames) == nil, "\(opened)")
+        // Nothing to put in, a dotted path, a name the object holds, a name given twice, a
+        // non-ASCII name: insert decides.
+        for opened in ["{}", #"{"device.idfa":"X"}"#, #"{"a":2}"#, #"{"t":1,"t":2}"#, "{\"caf\u{E9}\":1}"] {
+            #expect(cut.replaced(by: try members(opened)) == nil, "\(opened)")
         }
-        // A non-ASCII name in the rest (the tree compares names as Unicode text).
-        let kelvin = try #require(PersonalJSONSplitter.extract("ledger_personal", from: Array("{\"\u{212A}\":1,\"ledger_personal\":{}}".utf8)))
-        #expect(PersonalJSONSplitter.appendTopLevel(try members(#"{"K":1}"#), to: kelvin.rest, restNames: kelvin.restNames) == nil)
+        // A non-ASCII name among the others (the tree compares names as Unicode text).
+        let kelvin = try #require(PersonalJSONSplitter.cut("ledger_personal", from: Array("{\"\u{212A}\":1,\"ledger_personal\":{}}".utf8)))
+        #expect(kelvin.replaced(by: try members(#"{"K":1}"#)) == nil)
+        // The member given twice is no cut at all.
+        #expect(PersonalJSONSplitter.cut("ledger_personal", from: Array(#"{"ledger_personal":1,"ledger_personal":2}"#.utf8)) == nil)
     }
 
     @Test("reveal makes the objects on the way, and steps aside where a path meets a non-object")

@@ -242,17 +242,17 @@ extension PersonalDataProtection {
     public func reveal(_ events: inout [RecordedEvent], keeping selection: PersonalFieldSelection = .all,
                        on connection: PostgresConnection) throws {
         guard isEnabled else { return }
-        var sealed: [(index: Int, rest: (bytes: [UInt8], names: [ArraySlice<UInt8>])?, envelope: SealedEnvelope)] = []
+        var sealed: [(index: Int, cut: PersonalJSONSplitter.Cut?, envelope: SealedEnvelope)] = []
         var ids = Set<UUID>()
         for index in events.indices where events[index].data.contains(bytes: Self.sealedKeyMarker) {
             let envelope: SealedEnvelope
-            var rest: (bytes: [UInt8], names: [ArraySlice<UInt8>])?
-            if let cut = PersonalJSONSplitter.extract(Self.sealedKey, from: [UInt8](events[index].data)),
-                let parsed = SealedEnvelope(bytes: cut.value)
-                    ?? (try? JSONSerialization.jsonObject(with: Data(cut.value)) as? [String: Any]).map(SealedEnvelope.init(tree:))
+            var cut: PersonalJSONSplitter.Cut?
+            if let found = PersonalJSONSplitter.cut(Self.sealedKey, from: [UInt8](events[index].data)),
+                let parsed = SealedEnvelope(bytes: found.value)
+                    ?? (try? JSONSerialization.jsonObject(with: Data(found.value)) as? [String: Any]).map(SealedEnvelope.init(tree:))
             {
                 envelope = parsed
-                rest = (cut.rest, cut.restNames)
+                cut = found
             } else if let object = try? JSONSerialization.jsonObject(with: events[index].data) as? [String: Any],
                 let parsed = object[Self.sealedKey] as? [String: Any]
             {
@@ -261,11 +261,11 @@ extension PersonalDataProtection {
                 continue
             }
             if let id = envelope.keyID { ids.insert(id) }
-            sealed.append((index, rest, envelope))
+            sealed.append((index, cut, envelope))
         }
         guard !sealed.isEmpty else { return }
         let keys = try DataKeys.fetch(ids, protection: self, on: connection)
-        for (index, rest, envelope) in sealed {
+        for (index, cut, envelope) in sealed {
             let event = events[index]
             var opened: Data?
             if let id = envelope.keyID, let key = keys[id] {
@@ -277,9 +277,18 @@ extension PersonalDataProtection {
                 }
             }
             let kept = selection.kept(for: event.type)
-            // The field names are read only where they are written (an erased event's marker).
-            if let rest, let revealed = Self.revealBytes(rest.bytes, names: rest.names, opened: opened,
-                                                         fields: opened == nil ? envelope.fields : [], keeping: kept) {
+            // Opened values that are all top-level take the envelope's place; anything else is
+            // written into the rest of the object. The field names are read only where they are
+            // written (an erased event's marker).
+            if let cut, let opened, var members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) {
+                if let kept { members.removeAll { !kept.contains($0.key) } }
+                if let spliced = cut.replaced(by: members) {
+                    events[index].data = Data(spliced)
+                    continue
+                }
+            }
+            if let rest = cut?.rest(), let revealed = Self.revealBytes(rest.bytes, opened: opened,
+                                                                     fields: opened == nil ? envelope.fields : [], keeping: kept) {
                 events[index].data = Data(revealed)
             } else {
                 events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: envelope.fields, keeping: kept)
@@ -378,8 +387,7 @@ extension PersonalDataProtection {
 
     /// The event's bytes with the opened values put back (those on the `kept` paths, when given),
     /// or with the erased marker when the key is gone; nil when the byte path steps aside.
-    /// `names`, when given, are `rest`'s member names (see ``PersonalJSONSplitter/appendTopLevel(_:to:restNames:)``).
-    static func revealBytes(_ rest: [UInt8], names: [ArraySlice<UInt8>]? = nil, opened: Data?, fields: [String],
+    static func revealBytes(_ rest: [UInt8], opened: Data?, fields: [String],
                             keeping kept: Set<String>? = nil) -> [UInt8]? {
         guard let opened else {
             guard fields.allSatisfy(PersonalJSONSplitter.isPlain) else { return nil }
@@ -388,9 +396,6 @@ extension PersonalDataProtection {
         }
         guard var members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
         if let kept { members.removeAll { !kept.contains($0.key) } }
-        if let names, let appended = PersonalJSONSplitter.appendTopLevel(members, to: rest, restNames: names) {
-            return appended
-        }
         return PersonalJSONSplitter.insert(members.map { (dottedPath($0.key), $0.raw) }, into: rest[...])
     }
 

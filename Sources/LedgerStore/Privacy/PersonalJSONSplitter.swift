@@ -191,65 +191,79 @@ struct PersonalJSONSplitter: Sendable {
 // MARK: - Putting personal members back (reveal)
 
 extension PersonalJSONSplitter {
-    /// `object` without its top-level member `name`, that member's value, and the names of the
-    /// members left (as bytes); nil when the member is absent, repeated, or the object does not scan.
-    static func extract(_ name: String, from object: [UInt8])
-        -> (rest: [UInt8], value: ArraySlice<UInt8>, restNames: [ArraySlice<UInt8>])?
-    {
-        guard let members = members(of: object[...]) else { return nil }
-        // Compared as bytes (the marker names are ASCII with no other canonical spelling).
-        let wanted = Array(name.utf8)
-        var found: JSONObjectBytes.Member?
-        for member in members where member.keyBytes.elementsEqual(wanted) {
-            guard found == nil else { return nil }
-            found = member
+    /// An object whose top-level member `name` was found once: its value, the object without it
+    /// (``rest()``), or the object with it replaced (``replaced(by:)``), from one scan.
+    struct Cut {
+        /// The whole object.
+        let object: [UInt8]
+        /// Its top-level members, in order.
+        let members: [JSONObjectBytes.Member]
+        /// Which of them was cut.
+        let index: Int
+
+        /// The cut member's value.
+        var value: ArraySlice<UInt8> { members[index].raw }
+
+        /// The object without the cut member, and the names of the members left.
+        func rest() -> (bytes: [UInt8], names: [ArraySlice<UInt8>]) {
+            var rest: [UInt8] = [UInt8(ascii: "{")]
+            rest.reserveCapacity(object.count)
+            var names: [ArraySlice<UInt8>] = []
+            names.reserveCapacity(members.count - 1)
+            for (position, member) in members.enumerated() where position != index {
+                if names.count > 0 { rest.append(UInt8(ascii: ",")) }
+                rest.append(contentsOf: object[member.span])
+                names.append(member.keyBytes)
+            }
+            rest.append(UInt8(ascii: "}"))
+            return (rest, names)
         }
-        guard let found else { return nil }
-        var rest: [UInt8] = [UInt8(ascii: "{")]
-        rest.reserveCapacity(object.count)
-        var restNames: [ArraySlice<UInt8>] = []
-        restNames.reserveCapacity(members.count - 1)
-        var first = true
-        for member in members where !member.keyBytes.elementsEqual(wanted) {
-            if !first { rest.append(UInt8(ascii: ",")) }
-            first = false
-            rest.append(contentsOf: object[member.span])
-            restNames.append(member.keyBytes)
+
+        /// The object with the cut member replaced, where it stood, by the top-level `values`:
+        /// the same object ``insert(_:into:)`` makes of ``rest()`` and them (members in another
+        /// order), with one copy and no second scan. Opening an event whose kept fields are all
+        /// top-level (a reader keeping only `transaction_id`) takes this way. Nil, and `insert`
+        /// decides, unless there is a value, every value's name is ASCII, has no `.`, is given
+        /// once and is not another member's, and every other member's name is ASCII.
+        func replaced(by values: [JSONObjectBytes.Member]) -> [UInt8]? {
+            guard !values.isEmpty else { return nil }
+            for (position, member) in members.enumerated() where position != index {
+                guard member.keyBytes.allSatisfy({ $0 < 0x80 }),
+                      !values.contains(where: { $0.keyBytes.elementsEqual(member.keyBytes) }) else { return nil }
+            }
+            for (position, value) in values.enumerated() {
+                guard !value.keyBytes.isEmpty, value.keyBytes.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: ".") }),
+                      !values[..<position].contains(where: { $0.keyBytes.elementsEqual(value.keyBytes) })
+                else { return nil }
+            }
+            let span = members[index].span
+            var out: [UInt8] = []
+            out.reserveCapacity(object.count - span.count + values.reduce(0) { $0 + $1.keyBytes.count + $1.raw.count + 4 })
+            out.append(contentsOf: object[..<span.lowerBound])
+            for (position, value) in values.enumerated() {
+                if position > 0 { out.append(UInt8(ascii: ",")) }
+                out.append(UInt8(ascii: "\""))
+                out.append(contentsOf: value.keyBytes)
+                out.append(contentsOf: "\":".utf8)
+                out.append(contentsOf: value.raw)
+            }
+            out.append(contentsOf: object[span.upperBound...])
+            return out
         }
-        rest.append(UInt8(ascii: "}"))
-        return (rest, found.raw, restNames)
     }
 
-    /// `rest`, an object ``extract(_:from:)`` made (`restNames` its members' names), with the
-    /// top-level `values` added at its end: the very bytes ``insert(_:into:)`` writes for them,
-    /// without scanning `rest` again (which was most of opening an event whose opened fields are
-    /// all top-level, as a reader keeping only `transaction_id` gets). Nil, and `insert` decides,
-    /// unless every value's name is ASCII, has no `.`, is given once and is not in `restNames`,
-    /// and every name in `restNames` is ASCII.
-    static func appendTopLevel(_ values: [JSONObjectBytes.Member], to rest: [UInt8],
-                               restNames: [ArraySlice<UInt8>]) -> [UInt8]? {
-        for (index, value) in values.enumerated() {
-            let name = value.keyBytes
-            guard !name.isEmpty, name.allSatisfy({ $0 < 0x80 && $0 != UInt8(ascii: ".") }),
-                  !restNames.contains(where: { $0.elementsEqual(name) }),
-                  !values[..<index].contains(where: { $0.keyBytes.elementsEqual(name) })
-            else { return nil }
+    /// `object`'s top-level member `name`, found; nil when it is absent, repeated, or the object
+    /// does not scan.
+    static func cut(_ name: String, from object: [UInt8]) -> Cut? {
+        guard let members = members(of: object[...]) else { return nil }
+        // Compared as bytes (the marker names are ASCII with no other canonical spelling).
+        var found: Int?
+        for (position, member) in members.enumerated() where member.keyBytes.elementsEqual(name.utf8) {
+            guard found == nil else { return nil }
+            found = position
         }
-        guard restNames.allSatisfy({ $0.allSatisfy { $0 < 0x80 } }), rest.last == UInt8(ascii: "}") else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(rest.count + values.reduce(0) { $0 + $1.keyBytes.count + $1.raw.count + 4 })
-        out.append(contentsOf: rest[..<(rest.count - 1)])
-        var first = restNames.isEmpty
-        for value in values {
-            if !first { out.append(UInt8(ascii: ",")) }
-            first = false
-            out.append(UInt8(ascii: "\""))
-            out.append(contentsOf: value.keyBytes)
-            out.append(contentsOf: "\":".utf8)
-            out.append(contentsOf: value.raw)
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
+        guard let found else { return nil }
+        return Cut(object: object, members: members, index: found)
     }
 
     /// Puts `values` (dotted path → raw JSON) into `object`, making the objects on the way, as
