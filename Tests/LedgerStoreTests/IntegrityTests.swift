@@ -32,6 +32,41 @@ struct IntegrityTests {
         }
     }
 
+    // schema/0008: the value rules are domains on the columns, and hold for any INSERT.
+    @Test("a direct INSERT breaking a value rule fails with check_violation naming the rule, and stores nothing")
+    func valueRulesHoldForDirectSQL() async throws {
+        try await withStore { _, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.run(script: "SET ROLE ledger_app")
+            let valid: [String: String] = [
+                "stream_id": "'device-app1-x'", "stream_version": "1", "event_type": "'SessionStarted'", "schema_version": "1",
+                "data": "'{}'", "metadata": "'{}'", "hash": "decode(repeat('00', 32), 'hex')",
+            ]
+            let broken: [(column: String, value: String, rule: String)] = [
+                ("stream_id", "''", "events_stream_id_length"), ("stream_id", "repeat('s', 257)", "events_stream_id_length"),
+                ("stream_version", "0", "events_stream_version_positive"), ("event_type", "''", "events_event_type_length"),
+                ("schema_version", "0", "events_schema_version_positive"), ("data", "'[]'", "events_json_is_object"),
+                ("metadata", "'\"text\"'", "events_json_is_object"), ("hash", "'\\x00'::bytea", "events_hash_length"),
+            ]
+            for (column, value, rule) in broken {
+                var values = valid
+                values[column] = value
+                let names = values.keys.sorted()
+                let sql = "INSERT INTO events (event_id, occurred_at, recorded_at, \(names.joined(separator: ", "))) "
+                    + "VALUES (gen_random_uuid(), now(), now(), \(names.map { values[$0]! }.joined(separator: ", ")))"
+                let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: sql)) }
+                #expect(error?.sqlState == "23514", "\(column) = \(value)")
+                #expect(error?.message.contains(rule) == true, "\(column) = \(value): \(error?.message ?? "")")
+            }
+            #expect(try eventCount(database) == 0)
+            // The valid row itself goes in.
+            let names = valid.keys.sorted()
+            try connection.execute(PostgresQuery(sql: "INSERT INTO events (event_id, occurred_at, recorded_at, \(names.joined(separator: ", "))) "
+                + "VALUES (gen_random_uuid(), now(), now(), \(names.map { valid[$0]! }.joined(separator: ", ")))"))
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
     @Test("verify passes on an untouched history and names the event a superuser edited")
     func verifyNamesEditedEvent() async throws {
         try await withStore { store, database throws in
