@@ -32,8 +32,12 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     /// The device an event is about, and its send's link when it belongs to a send stream.
     /// `nil` when this projection does not follow it (a send of another provider, a stream of
     /// another kind). A send's own `SendRequested` makes the link.
+    ///
+    /// Stream categories are told by their ASCII prefix's bytes: `hasPrefix` compares characters,
+    /// and its grapheme breaking was a visible part of every event's fold. (Stream ids are ASCII,
+    /// by the store's rule.)
     mutating func route(_ event: RecordedEvent) throws -> (device: String, send: SendRequested?)? {
-        if event.streamID.hasPrefix("send-") {
+        if event.streamID.utf8.starts(with: "send-".utf8) {
             if event.type == SendRequested.eventType {
                 let request = try decoder.decode(SendRequested.self, from: event.data)
                 guard reducer.followedProviders.contains(request.provider) else { return nil }
@@ -45,8 +49,8 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
             guard let link = links[event.streamID] else { return nil }
             return (link.deviceStreamID, link.request)
         }
-        if event.streamID.hasPrefix("device-") { return (event.streamID, nil) }
-        if event.streamID.hasPrefix("decision-") {
+        if event.streamID.utf8.starts(with: "device-".utf8) { return (event.streamID, nil) }
+        if event.streamID.utf8.starts(with: "decision-".utf8) {
             return (try decoder.decode(DecisionDevice.self, from: event.data).device_stream_id, nil)
         }
         return nil
@@ -74,7 +78,7 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     func unknownSendStreams(in events: [RecordedEvent]) -> Set<String> {
         var madeHere = Set<String>()
         var unknown = Set<String>()
-        for event in events where event.streamID.hasPrefix("send-") {
+        for event in events where event.streamID.utf8.starts(with: "send-".utf8) {
             if event.type == SendRequested.eventType {
                 madeHere.insert(event.streamID)
             } else if links[event.streamID] == nil, !madeHere.contains(event.streamID) {
