@@ -21,6 +21,9 @@ extension PostgresConnection {
             if !header {
                 offset = try PostgresBinaryCopyRow.headerLength(message, sql: sql)
                 header = true
+                // The server sends the header with the first row (or the trailer); a header alone
+                // would be read as such all the same.
+                if offset == message.count { return }
             }
             guard !trailer, offset + 2 <= message.count else {
                 throw PostgresBinaryCopyRow.malformed("a message after the trailer, or without a field count", sql: sql)
@@ -140,6 +143,9 @@ public struct PostgresBinaryCopyRow {
         guard message.count >= 19, message.prefix(11).elementsEqual(signature) else {
             throw malformed("the stream does not start with binary COPY's signature", sql: sql)
         }
+        // Flag bit 16: each row starts with its OID, which rows read here never carry.
+        let flags = UInt32(bigEndian: message.loadUnaligned(fromByteOffset: 11, as: UInt32.self))
+        guard flags & (1 << 16) == 0 else { throw malformed("the rows carry OIDs", sql: sql) }
         let extensionLength = Int(UInt32(bigEndian: message.loadUnaligned(fromByteOffset: 15, as: UInt32.self)))
         guard 19 + extensionLength <= message.count else { throw malformed("the header's extension runs past the message", sql: sql) }
         return 19 + extensionLength

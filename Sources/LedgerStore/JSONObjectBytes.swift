@@ -55,11 +55,17 @@ public enum JSONObjectBytes {
     /// value, for a string with a backslash (only a parser can read those), and for one with a
     /// raw control character.
     public static func plainString(_ raw: ArraySlice<UInt8>) -> String? {
+        plainStringBody(raw).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The bytes between the quotes of a plain string value (as ``plainString(_:)`` reads it,
+    /// without making a `String`).
+    public static func plainStringBody(_ raw: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
         // A raw control character is no valid JSON either: a parser refuses it, so the caller's
         // parser should be the one to say so.
         guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
             !raw.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return nil }
-        return String(decoding: raw.dropFirst().dropLast(), as: UTF8.self)
+        return raw.dropFirst().dropLast()
     }
 
     /// A cursor over JSON bytes that can step over whole values.

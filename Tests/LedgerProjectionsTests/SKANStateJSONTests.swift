@@ -73,6 +73,19 @@ struct SKANStateJSONTests {
         let encodedTree = try JSONSerialization.jsonObject(with: encoded) as? NSDictionary
         #expect(directTree == encodedTree)
     }
+
+    /// `State.jsonText` names every stored field itself: one added to a type without being added
+    /// there would silently not be stored by a rebuild. (The random states above fill the fields
+    /// this test counts.)
+    @Test("the direct writer covers every stored field of the state, the SKAN state and the answer")
+    func everyFieldIsWritten() {
+        let answer = SKANDeviceReducer.SingularAnswer(conversionValue: 1, coarseValue: 1, lockWindow: false,
+                                                       postbackSequenceIndex: 0, answeredAt: Date(timeIntervalSince1970: 0))
+        let message = "a field was added: write it in SKANStateJSON.swift and fill it in randomState"
+        #expect(Mirror(reflecting: SKANDeviceReducer.State()).children.count == 7, "\(message)")
+        #expect(Mirror(reflecting: SKANDeviceState()).children.count == 21, "\(message)")
+        #expect(Mirror(reflecting: answer).children.count == 6, "\(message)")
+    }
 }
 
 /// The hex digests projections key personal values by.

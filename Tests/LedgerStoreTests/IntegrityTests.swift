@@ -45,8 +45,8 @@ struct IntegrityTests {
             let broken: [(column: String, value: String, rule: String)] = [
                 ("stream_id", "''", "events_stream_id_length"), ("stream_id", "repeat('s', 257)", "events_stream_id_length"),
                 ("stream_version", "0", "events_stream_version_positive"), ("event_type", "''", "events_event_type_length"),
-                ("schema_version", "0", "events_schema_version_positive"), ("data", "'[]'", "events_json_is_object"),
-                ("metadata", "'\"text\"'", "events_json_is_object"), ("hash", "'\\x00'::bytea", "events_hash_length"),
+                ("schema_version", "0", "events_schema_version_positive"), ("data", "'[]'", "events_data_is_object"),
+                ("metadata", "'\"text\"'", "events_metadata_is_object"), ("hash", "'\\x00'::bytea", "events_hash_length"),
             ]
             for (column, value, rule) in broken {
                 var values = valid

@@ -124,7 +124,7 @@ struct PersonalJSONSplitterTests {
                 let members = try #require(PersonalJSONSplitter.members(of: Array(opened.utf8)[...]))
                 let replaced = try #require(cut.replaced(by: members))
                 let inserted = try #require(PersonalJSONSplitter.insert(
-                    members.map { ([Substring($0.key)], $0.raw) }, into: cut.rest().bytes[...]))
+                    members.map { ([Substring($0.key)], $0.raw) }, into: cut.rest()[...]))
                 #expect(try Self.value(replaced) == (try Self.value(inserted)), "\(object) + \(opened)")
                 #expect(!String(decoding: replaced, as: UTF8.self).contains("\"box\""), "the envelope is gone")
             }

@@ -41,6 +41,8 @@ extension DeviceStateProjection {
             let encoder = LedgerJSON.makeEncoder()
             return try back.map { try projection.rows(of: $0, encoder: encoder) }
         }
+        // However this ends, the thread has ended too.
+        defer { _ = try? backRows?.wait() }
         let encoder = LedgerJSON.makeEncoder()
         var detail: [[PostgresValue]] = []
         var encodingError: (any Error)?
@@ -58,10 +60,7 @@ extension DeviceStateProjection {
             }
         }
         try connection.copyFrom(table: table, columns: columns, rows: front)
-        if let encodingError {
-            _ = try? backRows?.wait()
-            throw encodingError
-        }
+        if let encodingError { throw encodingError }
         if let backRows {
             let rows = try backRows.wait()
             try connection.copyFrom(table: table, columns: columns, rows: rows.lazy.map(\.main))
@@ -72,30 +71,4 @@ extension DeviceStateProjection {
 
     /// From how many devices a write encodes on two threads (a rebuild's, not an incremental step's).
     static var parallelEncodingThreshold: Int { 1_000 }
-}
-
-/// Work done on a thread of its own; ``wait()`` gives its result.
-final class ThreadResult<Value: Sendable>: @unchecked Sendable {
-    // `@unchecked`: `result` is read and written under `condition`.
-    private let condition = NSCondition()
-    private var result: Result<Value, any Error>?
-
-    /// Starts `work` on a new thread.
-    init(_ work: @escaping @Sendable () throws -> Value) {
-        Thread { [self] in
-            let outcome = Result { try work() }
-            condition.lock()
-            result = outcome
-            condition.broadcast()
-            condition.unlock()
-        }.start()
-    }
-
-    /// Waits for the work to end; its value, or its error.
-    func wait() throws -> Value {
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil { condition.wait() }
-        return try result!.get()
-    }
 }

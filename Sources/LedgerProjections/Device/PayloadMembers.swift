@@ -26,8 +26,7 @@ struct PayloadMembers {
     /// The raw value of the member named `name`, if present.
     func raw(_ name: StaticString) -> ArraySlice<UInt8>? {
         // The name's bytes as they are (an array of them per lookup was most of a lookup).
-        let wanted = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-        return members.first { $0.keyBytes.elementsEqual(wanted) }?.raw
+        name.withUTF8Buffer { wanted in members.first { $0.keyBytes.elementsEqual(wanted) }?.raw }
     }
 
     /// A JSON object of only the members named in `names` (in their stored order): what a slim

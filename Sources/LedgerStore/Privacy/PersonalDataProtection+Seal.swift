@@ -287,7 +287,7 @@ extension PersonalDataProtection {
                     continue
                 }
             }
-            if let rest = cut?.rest(), let revealed = Self.revealBytes(rest.bytes, opened: opened,
+            if let rest = cut?.rest(), let revealed = Self.revealBytes(rest, opened: opened,
                                                                      fields: opened == nil ? envelope.fields : [], keeping: kept) {
                 events[index].data = Data(revealed)
             } else {
@@ -298,92 +298,6 @@ extension PersonalDataProtection {
 
     /// `"ledger_personal"`: an event whose bytes hold it may carry a sealed envelope.
     private static let sealedKeyMarker = Array("\"\(sealedKey)\"".utf8)
-
-    /// The sealed envelope (`{"box":…,"fields":[…],"key":…,"v":1}`), read from its bytes when they
-    /// are plain (no escapes anywhere), else from a parsed tree.
-    ///
-    /// Read from bytes, the box stays bytes (its Base64 is decoded from them) and the field list
-    /// stays its text until asked for: only an erased event and the tree path need the names, and
-    /// making a `String` of each was a visible part of opening an event.
-    struct SealedEnvelope {
-        /// The box's Base64 text.
-        var box: ArraySlice<UInt8>
-        var keyID: UUID?
-        /// The sealed paths, when read from a tree.
-        private var fieldNames: [String]?
-        /// The items of the `fields` array (each a plain quoted string), when read from bytes.
-        private var fieldItems: [ArraySlice<UInt8>] = []
-
-        /// The sealed fields' dotted paths.
-        var fields: [String] {
-            fieldNames ?? fieldItems.map { String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) }
-        }
-
-        init(tree: [String: Any]) {
-            box = Array((tree["box"] as? String ?? "").utf8)[...]
-            fieldNames = tree["fields"] as? [String] ?? []
-            keyID = (tree["key"] as? String).flatMap(UUID.init(uuidString:))
-        }
-
-        /// Nil when the bytes are not the plain form the sealer writes (the tree then decides).
-        init?(bytes: ArraySlice<UInt8>) {
-            guard !bytes.contains(UInt8(ascii: "\\")), let members = PersonalJSONSplitter.members(of: bytes) else { return nil }
-            var box: ArraySlice<UInt8>?
-            var items: [ArraySlice<UInt8>]?
-            var keyID: UUID?
-            for member in members {
-                // The names as bytes: no `String` per member.
-                let name = member.keyBytes
-                if name.elementsEqual("box".utf8) {
-                    box = Self.plainStringBody(member.raw)
-                } else if name.elementsEqual("key".utf8) {
-                    // The canonical form the sealer writes, read digit by digit; anything else as
-                    // the tree reads it (Foundation's parser), so both paths agree.
-                    if let body = Self.plainStringBody(member.raw) {
-                        keyID = body.withUnsafeBytes { UUID(canonicalText: $0) }
-                            ?? UUID(uuidString: String(decoding: body, as: UTF8.self))
-                    } else {
-                        keyID = nil
-                    }
-                } else if name.elementsEqual("fields".utf8) {
-                    let inner = member.raw.drop(while: { $0 == 0x20 })
-                    guard inner.first == UInt8(ascii: "["), inner.last == UInt8(ascii: "]") else { return nil }
-                    let body = inner.dropFirst().dropLast()
-                    if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-                        items = []
-                    } else {
-                        var list: [ArraySlice<UInt8>] = []
-                        for item in body.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false) {
-                            let trimmed = item.drop(while: { $0 == 0x20 })
-                            let end = trimmed.lastIndex(where: { $0 != 0x20 }).map { $0 + 1 } ?? trimmed.startIndex
-                            let quoted = trimmed[..<end]
-                            guard let text = Self.plainStringBody(quoted), !text.contains(UInt8(ascii: "\"")) else { return nil }
-                            list.append(quoted)
-                        }
-                        items = list
-                    }
-                }
-            }
-            guard let box, let items else { return nil }
-            self.box = box
-            self.fieldItems = items
-            self.keyID = keyID
-        }
-
-        /// Between the quotes of a plain JSON string (see ``JSONObjectBytes/plainString(_:)``: no
-        /// escape, no control character); nil for anything else.
-        private static func plainStringBody(_ raw: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
-            guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
-                !raw.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return nil }
-            return raw.dropFirst().dropLast()
-        }
-
-        /// The box's bytes: Base64 decoded from its text (Foundation's decoder where the strict
-        /// one declines); empty when it is no Base64 at all (opening then fails as it should).
-        func boxBytes() -> [UInt8] {
-            Base64.decode(box) ?? Data(base64Encoded: Data(box)).map { [UInt8]($0) } ?? []
-        }
-    }
 
     /// The event's bytes with the opened values put back (those on the `kept` paths, when given),
     /// or with the erased marker when the key is gone; nil when the byte path steps aside.

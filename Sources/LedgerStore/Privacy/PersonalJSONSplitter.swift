@@ -204,19 +204,16 @@ extension PersonalJSONSplitter {
         /// The cut member's value.
         var value: ArraySlice<UInt8> { members[index].raw }
 
-        /// The object without the cut member, and the names of the members left.
-        func rest() -> (bytes: [UInt8], names: [ArraySlice<UInt8>]) {
+        /// The object without the cut member.
+        func rest() -> [UInt8] {
             var rest: [UInt8] = [UInt8(ascii: "{")]
             rest.reserveCapacity(object.count)
-            var names: [ArraySlice<UInt8>] = []
-            names.reserveCapacity(members.count - 1)
             for (position, member) in members.enumerated() where position != index {
-                if names.count > 0 { rest.append(UInt8(ascii: ",")) }
+                if rest.count > 1 { rest.append(UInt8(ascii: ",")) }
                 rest.append(contentsOf: object[member.span])
-                names.append(member.keyBytes)
             }
             rest.append(UInt8(ascii: "}"))
-            return (rest, names)
+            return rest
         }
 
         /// The object with the cut member replaced, where it stood, by the top-level `values`:
