@@ -83,6 +83,11 @@ struct PersonalJSONSplitterTests {
         }
     }
 
+    /// An opened box's members, as `reveal` scans them before putting them back.
+    static func opened(_ plaintext: Data) throws -> [JSONObjectBytes.Member] {
+        try #require(JSONObjectBytes.members(of: [UInt8](plaintext)[...]))
+    }
+
     /// The plaintext a box would hold for these members.
     static func plaintext(_ personal: [(path: String, value: ArraySlice<UInt8>)]) -> Data {
         Data(("{" + personal.map { "\"\($0.path)\":" + String(decoding: $0.value, as: UTF8.self) }.joined(separator: ",") + "}").utf8)
@@ -99,7 +104,7 @@ struct PersonalJSONSplitterTests {
         let split = try #require(Self.splitter.split(Data(json.utf8)))
         let opened = Self.plaintext(split.personal)
         let fields = split.personal.map(\.path).sorted()
-        let bytes = try #require(PersonalDataProtection.revealBytes(split.remaining, opened: opened, fields: fields))
+        let bytes = try #require(PersonalDataProtection.revealBytes(split.remaining, opened: try Self.opened(opened), fields: fields))
         #expect(try Self.value(bytes) == (try Self.value(json.utf8)))
         let tree = try PersonalDataProtection.revealThroughTree(Data(split.remaining), opened: opened, fields: fields)
         #expect(try Self.value(bytes) == (try Self.value(tree)))
@@ -145,7 +150,7 @@ struct PersonalJSONSplitterTests {
 
     @Test("reveal makes the objects on the way, and steps aside where a path meets a non-object")
     func revealMakesObjectsOrStepsAside() throws {
-        let opened = Data(#"{"device.idfa":"X","custom_user_id":"u"}"#.utf8)
+        let opened = try Self.opened(Data(#"{"device.idfa":"X","custom_user_id":"u"}"#.utf8))
         let made = try #require(PersonalDataProtection.revealBytes(Array(#"{"a":1}"#.utf8), opened: opened, fields: []))
         #expect(try Self.value(made) == (try Self.value(#"{"a":1,"device":{"idfa":"X"},"custom_user_id":"u"}"#.utf8)))
         #expect(PersonalDataProtection.revealBytes(Array(#"{"device":"text"}"#.utf8), opened: opened, fields: []) == nil)
@@ -154,12 +159,12 @@ struct PersonalJSONSplitterTests {
         #expect(PersonalDataProtection.revealBytes(Array(#"{"device":{},"device":{}}"#.utf8), opened: opened, fields: []) == nil)
         // Two opened paths under one object both land in it, and the object's other members stay.
         let merged = try #require(PersonalDataProtection.revealBytes(
-            Array(#"{"device":{"os":"17"}}"#.utf8), opened: Data(#"{"device.idfa":"X","device.ip":"1.2.3.4"}"#.utf8), fields: []))
+            Array(#"{"device":{"os":"17"}}"#.utf8), opened: try Self.opened(Data(#"{"device.idfa":"X","device.ip":"1.2.3.4"}"#.utf8)), fields: []))
         #expect(String(decoding: merged, as: UTF8.self) == #"{"device":{"os":"17","idfa":"X","ip":"1.2.3.4"}}"#)
         // A non-ASCII member name where values go in (the Kelvin sign equals `K` as text): the tree decides.
         #expect(PersonalDataProtection.revealBytes(Array("{\"\u{212A}\":1}".utf8), opened: opened, fields: []) == nil)
         // A non-ASCII name compares as Unicode text in the tree (é composed or not): the bytes path steps aside.
-        #expect(PersonalDataProtection.revealBytes(Array(#"{"a":1}"#.utf8), opened: Data(#"{"caf\#u{E9}.x":"X"}"#.utf8), fields: []) == nil)
+        #expect(PersonalDataProtection.revealBytes(Array(#"{"a":1}"#.utf8), opened: try Self.opened(Data(#"{"caf\#u{E9}.x":"X"}"#.utf8)), fields: []) == nil)
     }
 
     @Test("steps aside for an escaped key on the way, a repeated path, the ledger's markers, or bytes that do not scan",

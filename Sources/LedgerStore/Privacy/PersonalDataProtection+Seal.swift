@@ -276,22 +276,23 @@ extension PersonalDataProtection {
                     throw PrivacyError.integrity(what: "the personal fields of event \(event.id.uuidString.lowercased())")
                 }
             }
-            let kept = selection.kept(for: event.type)
+            // The opened members, scanned once, those the caller reads. (Opened bytes that do not
+            // scan go through the tree.)
+            var members = opened.flatMap { PersonalJSONSplitter.members(of: [UInt8]($0)[...]) }
+            if let kept = selection.kept(for: event.type) { members?.removeAll { !kept.contains($0.key) } }
             // Opened values that are all top-level take the envelope's place; anything else is
             // written into the rest of the object. The field names are read only where they are
             // written (an erased event's marker).
-            if let cut, let opened, var members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) {
-                if let kept { members.removeAll { !kept.contains($0.key) } }
-                if let spliced = cut.replaced(by: members) {
-                    events[index].data = Data(spliced)
-                    continue
-                }
+            if let cut, let members, let spliced = cut.replaced(by: members) {
+                events[index].data = Data(spliced)
+                continue
             }
-            if let rest = cut?.rest(), let revealed = Self.revealBytes(rest, opened: opened,
-                                                                     fields: opened == nil ? envelope.fields : [], keeping: kept) {
+            if let rest = cut?.rest(), opened == nil || members != nil,
+                let revealed = Self.revealBytes(rest, opened: members, fields: opened == nil ? envelope.fields : []) {
                 events[index].data = Data(revealed)
             } else {
-                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: envelope.fields, keeping: kept)
+                events[index].data = try Self.revealThroughTree(event.data, opened: opened, fields: envelope.fields,
+                                                                keeping: selection.kept(for: event.type))
             }
         }
     }
@@ -299,18 +300,16 @@ extension PersonalDataProtection {
     /// `"ledger_personal"`: an event whose bytes hold it may carry a sealed envelope.
     private static let sealedKeyMarker = Array("\"\(sealedKey)\"".utf8)
 
-    /// The event's bytes with the opened values put back (those on the `kept` paths, when given),
-    /// or with the erased marker when the key is gone; nil when the byte path steps aside.
-    static func revealBytes(_ rest: [UInt8], opened: Data?, fields: [String],
-                            keeping kept: Set<String>? = nil) -> [UInt8]? {
+    /// The event's bytes with the opened members (dotted path → raw value) put back, or with the
+    /// erased marker listing `fields` when the key is gone (`opened` nil); nil when the byte path
+    /// steps aside.
+    static func revealBytes(_ rest: [UInt8], opened: [JSONObjectBytes.Member]?, fields: [String]) -> [UInt8]? {
         guard let opened else {
             guard fields.allSatisfy(PersonalJSONSplitter.isPlain) else { return nil }
             let list = PersonalJSONSplitter.plainArray(fields)
             return PersonalJSONSplitter.insert([([Substring(erasedMarkerKey)], Array(list.utf8)[...])], into: rest[...])
         }
-        guard var members = PersonalJSONSplitter.members(of: [UInt8](opened)[...]) else { return nil }
-        if let kept { members.removeAll { !kept.contains($0.key) } }
-        return PersonalJSONSplitter.insert(members.map { (dottedPath($0.key), $0.raw) }, into: rest[...])
+        return PersonalJSONSplitter.insert(opened.map { (dottedPath($0.key), $0.raw) }, into: rest[...])
     }
 
     /// `a.b.c` as its names. An ASCII path splits on its bytes; any other by `Character`, as
