@@ -12,19 +12,15 @@ extension PersonalDataProtection {
         /// The box's Base64 text.
         var box: ArraySlice<UInt8>
         var keyID: UUID?
-        /// The sealed paths, when read from a tree.
-        private var fieldNames: [String]?
-        /// The items of the `fields` array (each a plain quoted string), when read from bytes.
-        private var fieldItems: [ArraySlice<UInt8>] = []
+        /// The sealed fields' dotted paths, as UTF-8.
+        private var fieldBytes: [ArraySlice<UInt8>]
 
         /// The sealed fields' dotted paths.
-        var fields: [String] {
-            fieldNames ?? fieldItems.map { String(decoding: $0.dropFirst().dropLast(), as: UTF8.self) }
-        }
+        var fields: [String] { fieldBytes.map { String(decoding: $0, as: UTF8.self) } }
 
         init(tree: [String: Any]) {
             box = Array((tree["box"] as? String ?? "").utf8)[...]
-            fieldNames = tree["fields"] as? [String] ?? []
+            fieldBytes = (tree["fields"] as? [String] ?? []).map { Array($0.utf8)[...] }
             keyID = (tree["key"] as? String).flatMap(UUID.init(uuidString:))
         }
 
@@ -61,7 +57,7 @@ extension PersonalDataProtection {
                             let end = trimmed.lastIndex(where: { $0 != 0x20 }).map { $0 + 1 } ?? trimmed.startIndex
                             let quoted = trimmed[..<end]
                             guard let text = JSONObjectBytes.plainStringBody(quoted), !text.contains(UInt8(ascii: "\"")) else { return nil }
-                            list.append(quoted)
+                            list.append(text)
                         }
                         items = list
                     }
@@ -69,7 +65,7 @@ extension PersonalDataProtection {
             }
             guard let box, let items else { return nil }
             self.box = box
-            self.fieldItems = items
+            self.fieldBytes = items
             self.keyID = keyID
         }
 
