@@ -159,8 +159,8 @@ func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, pr
 
 /// Times the stages of a rebuild's bulk phase one by one, each alone on one thread, by doing what
 /// the rebuild does step by step with its own parts: the chunked scan (`LogScan`: the server's
-/// binary COPY and the reading of its rows), the opening of personal fields (as every read opens
-/// them), the projection's fold, and the write of the folded states into shadow tables (rolled
+/// binary COPY and the reading of its rows), the opening of personal fields (those the projection
+/// reads, as the rebuild opens them), the projection's fold, and the write of the folded states into shadow tables (rolled
 /// back). In the rebuild the first three overlap on three threads; their sum here is the CPU a
 /// rebuild needs, the largest of them its floor.
 func profileRebuild(_ connection: PostgresConnection, store: EventStore, projection: SKANDeviceProjection) throws {

@@ -5,7 +5,8 @@ import Foundation
 /// key by these, never by the values. Hex by table lookup: `String(format:)` per byte cost more
 /// than the rest of a rebuild put together.
 enum Digest {
-    private static let hexDigits = Array("0123456789abcdef".utf8)
+    /// Lowercase hex digits by value (also ``JSONText``'s `\u00XX` escapes).
+    static let hexDigits = Array("0123456789abcdef".utf8)
 
     /// The lowercase hex SHA-256 of `text`, cut to `length` characters.
     static func sha256Hex(_ text: String, length: Int = 64) -> String {

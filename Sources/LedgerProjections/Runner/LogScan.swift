@@ -14,7 +14,8 @@ import LedgerStore
 /// id, type, schema version, data, both times); `metadata` and `hash` are left empty, since no
 /// projection computes from them (the hash chain is `ledger verify`'s business).
 public enum LogScan {
-    /// Reads the next chunk of at most `limit` events of `types` after `checkpoint`.
+    /// Reads the next chunk of at most `limit` events of `types` after `checkpoint`. Public for
+    /// the benchmark that times the rebuild's stages.
     public static func chunk(after checkpoint: GlobalCheckpoint, types: [String], limit: Int,
                              on connection: PostgresConnection) throws -> [RecordedEvent] {
         let sql = try scanSQL(after: checkpoint, types: types, limit: limit)
@@ -28,8 +29,8 @@ public enum LogScan {
 
     /// The scan's `COPY (SELECT …) TO STDOUT (FORMAT binary)` statement: the next `limit` events of
     /// `types` after `checkpoint`, gap-safely, in (transaction id, position) order; the rows
-    /// ``event(from:)`` reads. Public for the benchmark that times the scan's parts.
-    public static func scanSQL(after checkpoint: GlobalCheckpoint, types: [String], limit: Int) throws -> String {
+    /// ``event(from:)`` reads.
+    static func scanSQL(after checkpoint: GlobalCheckpoint, types: [String], limit: Int) throws -> String {
         // COPY takes no bound parameters: every value below is a number, and type names are
         // checked against the store's type-name rule before being quoted as literals.
         let typeList = try types.map { type -> String in
@@ -50,8 +51,8 @@ public enum LogScan {
     }
 
     /// One row of the scan (position, transaction id, stream, version, id, type, schema version,
-    /// data, and both times) as an event. Public for the benchmark that times the scan's parts.
-    public static func event(from row: inout PostgresBinaryCopyRow) throws -> RecordedEvent {
+    /// data, and both times) as an event.
+    static func event(from row: inout PostgresBinaryCopyRow) throws -> RecordedEvent {
         guard row.fieldCount == 10 else { throw LogScanError(reason: "a COPY row has \(row.fieldCount) fields, not 10") }
         let position = try row.int64()
         // xid8's bytes are an unsigned 64-bit number.

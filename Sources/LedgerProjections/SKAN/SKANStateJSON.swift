@@ -54,8 +54,6 @@ struct JSONText {
 
     init() { bytes.reserveCapacity(4096) }
 
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
     mutating func open() {
         bytes.append(UInt8(ascii: "{"))
         empty = true
@@ -97,7 +95,7 @@ struct JSONText {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
             case 0..<0x20:
-                let hex = Self.hexDigits
+                let hex = Digest.hexDigits
                 bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
                                           hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]])
             default: bytes.append(byte)
