@@ -157,12 +157,13 @@ func benchProjectionRebuild(conninfo: String, events total: Int, rounds: Int, pr
 
 // MARK: Profile
 
-/// Times the stages of a rebuild's bulk phase one by one, each alone on one thread, by doing what
-/// the rebuild does step by step with its own parts: the chunked scan (`LogScan`: the server's
-/// binary COPY and the reading of its rows), the opening of personal fields (those the projection
-/// reads, as the rebuild opens them), the projection's fold, and the write of the folded states into shadow tables (rolled
-/// back). In the rebuild the first three overlap on three threads; their sum here is the CPU a
-/// rebuild needs, the largest of them its floor.
+/// Times the stages of a rebuild one by one, each alone, by doing what the rebuild does step by step
+/// with its own parts: the chunked scan (`LogScan`: the server's binary COPY and the reading of its
+/// rows), the opening of personal fields (those the projection reads, as the rebuild opens them),
+/// and the projection's fold, each on one thread; then the write of the folded states into fresh
+/// shadow tables as the rebuild makes it (two threads and two sessions), under the rebuild's lock,
+/// the tables dropped after. In the rebuild the first three overlap on three threads; their sum
+/// here is the CPU a rebuild needs, the largest of them its floor.
 func profileRebuild(_ connection: PostgresConnection, store: EventStore, projection: SKANDeviceProjection) throws {
     let chunkSize = 10_000
     var chunks: [[RecordedEvent]] = []
@@ -192,21 +193,25 @@ func profileRebuild(_ connection: PostgresConnection, store: EventStore, project
     for chunk in chunks { try builder.fold(chunk) }
     let fold = seconds(since: started)
 
-    // 4. The write (COPY into fresh shadow tables), rolled back.
-    var write = 0.0
-    struct RollBack: Error {}
-    do {
-        try connection.transaction { connection in
-            for table in projection.tableNames {
-                try connection.execute("DROP TABLE IF EXISTS \(unescaped: ProjectionTables.shadow.quoted(table))")
-            }
-            try projection.createTables(.shadow, on: connection)
-            let begun = DispatchTime.now()
-            try builder.write(to: .shadow, on: connection)
-            write = seconds(since: begun)
-            throw RollBack()
+    // 4. The write as a rebuild makes it: COPY into fresh shadow tables, the back half of the
+    // states on a session of its own. Under the rebuild's lock (shadow tables are a running
+    // rebuild's), and the tables are dropped after, however it ends.
+    let lockKey = "ledger.rebuild." + projection.name
+    guard try connection.query("SELECT pg_try_advisory_lock(hashtextextended(\(lockKey), 0))").single().decode(Bool.self, at: 0)
+    else { throw ProjectionError.rebuildInProgress(projection: projection.name) }
+    defer { _ = try? connection.execute("SELECT pg_advisory_unlock(hashtextextended(\(lockKey), 0))") }
+    func dropShadowTables() throws {
+        for table in projection.tableNames {
+            try connection.execute("DROP TABLE IF EXISTS \(unescaped: ProjectionTables.shadow.quoted(table))")
         }
-    } catch is RollBack {}
+    }
+    try dropShadowTables()
+    defer { try? dropShadowTables() }
+    try projection.createTables(.shadow, on: connection)
+    started = DispatchTime.now()
+    let conninfo = store.pool.configuration.conninfo
+    try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: conninfo) }
+    let write = seconds(since: started)
 
     func share(_ part: Double) -> String {
         String(format: "%.2f s (%.1f µs/event)", part, part / Double(max(total, 1)) * 1e6)

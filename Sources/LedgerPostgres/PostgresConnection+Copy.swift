@@ -85,17 +85,58 @@ extension PostgresConnection {
                 out.append(digits[Int(byte >> 4)])
                 out.append(digits[Int(byte & 0x0f)])
             }
+        case .text(let text), .json(let text), .jsonb(let text):
+            // From the string's own bytes: no copy of them first.
+            var text = text
+            guard text.withUTF8({ appendEscaped($0, to: &out) }) else { throw PostgresError.nulInText }
         default:
-            for byte in try value.wireBytes() ?? [] {
-                switch byte {
-                case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-                case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                default: out.append(byte)
+            guard (try value.wireBytes() ?? []).withUnsafeBufferPointer({ appendEscaped($0, to: &out) }) else { throw PostgresError.nulInText }
+        }
+    }
+
+    /// Appends `bytes` to `out` escaped for COPY's text format (`\\`, `\t`, `\n`, `\r`); false, with
+    /// `out` partly written, at a NUL byte (no text value can hold one).
+    ///
+    /// A state row is kilobytes of JSON with hardly a byte to escape, so runs with none are found
+    /// eight bytes at a time and copied whole (byte by byte, the escaping was a visible part of a
+    /// rebuild's final write).
+    static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
+        guard let base = bytes.baseAddress else { return true }
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        out.reserveCapacity(out.count + bytes.count + 16)
+        var runStart = 0
+        var index = 0
+        while index < bytes.count {
+            if index &+ 8 <= bytes.count {
+                let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                let backslash = word ^ (ones &* 0x5C)
+                // A byte below 0x0E (NUL, tab, newline, carriage return among them) or a backslash:
+                // `(x - n…) & ~x & 0x80…` is non-zero exactly when some byte is below n.
+                if ((word &- ones &* 0x0E) & ~word & highs) | ((backslash &- ones) & ~backslash & highs) == 0 {
+                    index &+= 8
+                    continue
                 }
             }
+            let escaped: UInt8
+            switch bytes[index] {
+            case 0: return false
+            case UInt8(ascii: "\\"): escaped = UInt8(ascii: "\\")
+            case UInt8(ascii: "\t"): escaped = UInt8(ascii: "t")
+            case UInt8(ascii: "\n"): escaped = UInt8(ascii: "n")
+            case UInt8(ascii: "\r"): escaped = UInt8(ascii: "r")
+            default:
+                index += 1
+                continue
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            out.append(UInt8(ascii: "\\"))
+            out.append(escaped)
+            index += 1
+            runStart = index
         }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<bytes.count]))
+        return true
     }
 
     /// Streams the output of `COPY (…) TO STDOUT`, one line at a time, to `onLine`.

@@ -120,3 +120,11 @@ public enum SQLState {
     public static let adminShutdown = "57P01"
     public static let raiseException = "P0001"
 }
+
+extension PostgresError {
+    /// A text value with a NUL byte, which no PostgreSQL text value can hold (refused before it is
+    /// sent, as a parameter or in `COPY`).
+    static var nulInText: PostgresError {
+        PostgresError(code: .encoding, message: "text parameters cannot contain a NUL byte (PostgreSQL rule)")
+    }
+}

@@ -54,8 +54,7 @@ public enum PostgresValue: Sendable, Hashable {
         case .text(let value), .json(let value), .jsonb(let value):
             let bytes = Array(value.utf8)
             if bytes.contains(0) {
-                throw PostgresError(
-                    code: .encoding, message: "text parameters cannot contain a NUL byte (PostgreSQL rule)")
+                throw PostgresError.nulInText
             }
             return bytes
         case .bytea(let value): return Array(value)
@@ -176,18 +175,23 @@ extension UUID {
     /// The lowercase text form (`8-4-4-4-12` hex digits), as PostgreSQL prints a `uuid`; written
     /// from a table, without `uuidString`'s formatted printing.
     public var lowercasedText: String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(36)
+        appendLowercasedText(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends ``lowercasedText``'s bytes to `bytes`, without making the text (for byte buffers
+    /// built per event, such as a sealed box's context).
+    package func appendLowercasedText(to bytes: inout [UInt8]) {
         let digits: StaticString = "0123456789abcdef"
-        return withUnsafeBytes(of: uuid) { raw in
+        withUnsafeBytes(of: uuid) { raw in
             digits.withUTF8Buffer { hex in
-                var bytes = [UInt8](repeating: UInt8(ascii: "-"), count: 36)
-                var out = 0
                 for (index, byte) in raw.enumerated() {
-                    if index == 4 || index == 6 || index == 8 || index == 10 { out += 1 }
-                    bytes[out] = hex[Int(byte >> 4)]
-                    bytes[out + 1] = hex[Int(byte & 0x0F)]
-                    out += 2
+                    if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+                    bytes.append(hex[Int(byte >> 4)])
+                    bytes.append(hex[Int(byte & 0x0F)])
                 }
-                return String(decoding: bytes, as: UTF8.self)
             }
         }
     }

@@ -29,26 +29,24 @@ public enum JSONObjectBytes {
     /// The members of the JSON object that is all of `bytes` (whitespace aside), in order; nil
     /// when it does not scan, a key is escaped, or it nests too deep.
     public static func members(of bytes: ArraySlice<UInt8>) -> [Member]? {
-        var scanner = Scanner(bytes: bytes)
-        scanner.skipWhitespace()
-        guard scanner.take(UInt8(ascii: "{")) else { return nil }
-        var members: [Member] = []
-        scanner.skipWhitespace()
-        if !scanner.take(UInt8(ascii: "}")) {
-            members.reserveCapacity(16)  // the ledger's objects: growing 1, 2, 4, 8 cost more than the scan
-            while true {
-                guard let (keyStart, rawKey) = scanner.takeKey() else { return nil }
-                let valueStart = scanner.index
-                guard scanner.skipValue(depth: 1) else { return nil }
-                members.append(Member(keyBytes: rawKey, raw: bytes[valueStart..<scanner.index], span: keyStart..<scanner.index))
-                scanner.skipWhitespace()
-                if scanner.take(UInt8(ascii: ",")) { continue }
-                guard scanner.take(UInt8(ascii: "}")) else { return nil }
-                break
-            }
+        // Scanned as offsets on the buffer (``Cursor``), then made members of the slice.
+        var places: [(key: Range<Int>, value: Range<Int>, span: Range<Int>)] = []
+        places.reserveCapacity(16)  // the ledger's objects: growing 1, 2, 4, 8 cost more than the scan
+        guard bytes.withUnsafeBufferPointer({ Cursor.memberOffsets(of: $0, into: &places) }) else { return nil }
+        let base = bytes.startIndex
+        return places.map { place in
+            Member(keyBytes: bytes[(base + place.key.lowerBound)..<(base + place.key.upperBound)],
+                   raw: bytes[(base + place.value.lowerBound)..<(base + place.value.upperBound)],
+                   span: (base + place.span.lowerBound)..<(base + place.span.upperBound))
         }
-        scanner.skipWhitespace()
-        return scanner.atEnd ? members : nil
+    }
+
+    /// ``members(of:)`` as offsets in `bytes`, appended to `places`: each member's key (between
+    /// its quotes), value, and span (key's opening quote to value's end). False where
+    /// ``members(of:)`` gives nil. For hot paths that look up a few members and keep no slices.
+    package static func memberOffsets(of bytes: UnsafeBufferPointer<UInt8>,
+                                      into places: inout [(key: Range<Int>, value: Range<Int>, span: Range<Int>)]) -> Bool {
+        Cursor.memberOffsets(of: bytes, into: &places)
     }
 
     /// The text of a raw JSON string value with no escapes (`"abc"` → `abc`); nil for any other
@@ -63,12 +61,13 @@ public enum JSONObjectBytes {
     public static func plainStringBody(_ raw: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
         // A raw control character is no valid JSON either: a parser refuses it, so the caller's
         // parser should be the one to say so.
-        guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\""),
-            !raw.contains(where: { $0 == UInt8(ascii: "\\") || $0 < 0x20 }) else { return nil }
-        return raw.dropFirst().dropLast()
+        guard raw.count >= 2, raw.first == UInt8(ascii: "\""), raw.last == UInt8(ascii: "\"") else { return nil }
+        let body = raw.dropFirst().dropLast()
+        return body.withUnsafeBufferPointer(Cursor.holdsEscapeOrControl) ? nil : body
     }
 
-    /// A cursor over JSON bytes that can step over whole values.
+    /// A cursor over JSON bytes that can step over whole values (its loops run in ``Cursor``, on
+    /// the slice's buffer).
     struct Scanner {
         let bytes: ArraySlice<UInt8>
         var index: Int
@@ -87,8 +86,20 @@ public enum JSONObjectBytes {
             return true
         }
 
+        /// Runs `step` on a cursor at the scanner's place, and moves the scanner where it stopped.
+        private mutating func onCursor<Result>(_ step: (inout Cursor) -> Result) -> Result {
+            let base = bytes.startIndex
+            let (result, offset) = bytes.withUnsafeBufferPointer { buffer in
+                var cursor = Cursor(buffer, offset: index - base)
+                let result = step(&cursor)
+                return (result, cursor.offset)
+            }
+            index = base + offset
+            return result
+        }
+
         mutating func skipWhitespace() {
-            while let byte = peek, byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { index += 1 }
+            onCursor { $0.skipWhitespace() }
         }
 
         /// Reads a member's `"key" :` (whitespace around it skipped), leaving the scanner at its
@@ -96,74 +107,20 @@ public enum JSONObjectBytes {
         /// when it does not scan or the key has an escape (`"dev\u0069ce"` may spell a name the
         /// caller looks for; only a parser can say).
         mutating func takeKey() -> (start: Int, key: ArraySlice<UInt8>)? {
-            skipWhitespace()
-            let start = index
-            guard skipString() else { return nil }
-            let key = bytes[(start + 1)..<(index - 1)]
-            guard !key.contains(UInt8(ascii: "\\")) else { return nil }
-            skipWhitespace()
-            guard take(UInt8(ascii: ":")) else { return nil }
-            skipWhitespace()
-            return (start, key)
+            let base = bytes.startIndex
+            guard let (start, key) = onCursor({ $0.takeKey() }) else { return nil }
+            return (base + start, bytes[(base + key.lowerBound)..<(base + key.upperBound)])
         }
 
-        /// Steps over a string, escapes included. (Strings are most of a payload's bytes: the
-        /// loop runs over the buffer, without a slice's index checks on every byte.)
+        /// Steps over a string, escapes included.
         mutating func skipString() -> Bool {
-            guard take(UInt8(ascii: "\"")) else { return false }
-            let base = bytes.startIndex
-            let from = index - base
-            let end: Int? = bytes.withUnsafeBufferPointer { buffer in
-                var offset = from
-                while offset < buffer.count {
-                    let byte = buffer[offset]
-                    if byte == UInt8(ascii: "\"") { return offset + 1 }
-                    offset += byte == UInt8(ascii: "\\") ? 2 : 1
-                }
-                return nil
-            }
-            guard let end else {
-                index = bytes.endIndex
-                return false
-            }
-            index = base + end
-            return true
+            onCursor { $0.skipString() }
         }
 
         /// Steps over any value: string, object, array, number or literal; false past
         /// ``JSONObjectBytes/maximumDepth``.
         mutating func skipValue(depth: Int) -> Bool {
-            guard let byte = peek, depth <= JSONObjectBytes.maximumDepth else { return false }
-            switch byte {
-            case UInt8(ascii: "\""):
-                return skipString()
-            case UInt8(ascii: "{"), UInt8(ascii: "["):
-                let close = byte == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")
-                index += 1
-                skipWhitespace()
-                if take(close) { return true }
-                while true {
-                    skipWhitespace()
-                    if byte == UInt8(ascii: "{") {
-                        guard skipString() else { return false }
-                        skipWhitespace()
-                        guard take(UInt8(ascii: ":")) else { return false }
-                        skipWhitespace()
-                    }
-                    guard skipValue(depth: depth + 1) else { return false }
-                    skipWhitespace()
-                    if take(UInt8(ascii: ",")) { continue }
-                    return take(close)
-                }
-            default:
-                let start = index
-                while let next = peek, next != UInt8(ascii: ","), next != UInt8(ascii: "}"), next != UInt8(ascii: "]"),
-                    next != 0x20, next != 0x0A, next != 0x0D, next != 0x09
-                {
-                    index += 1
-                }
-                return index > start
-            }
+            onCursor { $0.skipValue(depth: depth) }
         }
     }
 }

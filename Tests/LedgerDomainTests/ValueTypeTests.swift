@@ -61,6 +61,30 @@ struct ValueTypeTests {
         #expect(price.description == "19.99 USD")
     }
 
+    @Test("an amount of up to 18 digits is the Decimal that Decimal(string:) makes, bit for bit, and prints the same")
+    func shortAmountsAreParsedDecimals() throws {
+        let usd = try CurrencyCode("USD")
+        let posix = Locale(identifier: "en_US_POSIX")
+        func bits(_ value: Decimal) -> [UInt8] { withUnsafeBytes(of: value) { Array($0) } }
+        var generator = SystemRandomNumberGenerator()
+        var texts = ["4.99", "5.00", "10", "0.10", "007.50", "-0.005", "999999999999999999", "-99999999999999999.9",
+                     "0.000000000000000001", "100000000000000000", "0", "-0", "0.000", "1234567890123456789"]
+        for _ in 0..<20_000 {
+            let digits = Int.random(in: 1...19, using: &generator)
+            var text = String((0..<digits).map { _ in "0123456789".randomElement(using: &generator)! })
+            if Bool.random(using: &generator), digits > 1 {
+                text.insert(".", at: text.index(text.startIndex, offsetBy: Int.random(in: 1..<digits, using: &generator)))
+            }
+            texts.append(Bool.random(using: &generator) ? "-" + text : text)
+        }
+        for text in texts {
+            let parsed = try #require(Decimal(string: text, locale: posix))
+            let money = try Money(amount: text, currency: usd)
+            #expect(bits(money.amount) == bits(parsed), "\(text)")
+            #expect(money.amountText == parsed.description, "\(text)")
+        }
+    }
+
     @Test("timestamps are UTC with six fractional digits and round-trip exactly")
     func timestamps() throws {
         let date = Date(timeIntervalSince1970: 1_714_566_896.123456)

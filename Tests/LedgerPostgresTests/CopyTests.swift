@@ -1,5 +1,5 @@
 import Foundation
-import LedgerPostgres
+@testable import LedgerPostgres
 import Testing
 
 @Suite("COPY")
@@ -135,6 +135,33 @@ struct CopyTests {
             } throws: { error in (error as? PostgresError)?.code == .copyFailed }
             // The connection stays usable after each.
             #expect(try connection.query("SELECT 2").single().decode(Int.self, at: 0) == 2)
+        }
+    }
+}
+
+extension CopyTests {
+    @Test("COPY text escaping, eight bytes at a time, equals escaping byte by byte, at every offset; NUL is refused")
+    func escapingAtEveryOffset() {
+        var generator = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = Array("ab\\\t\n\r\u{1}\u{0E}é".utf8)
+        for _ in 0..<5000 {
+            var bytes = (0..<Int.random(in: 0...40, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
+            let withNUL = Int.random(in: 0..<8, using: &generator) == 0 && !bytes.isEmpty
+            if withNUL { bytes[Int.random(in: 0..<bytes.count, using: &generator)] = 0 }
+            var expected: [UInt8] = [UInt8(ascii: "<")]
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\\"): expected += Array("\\\\".utf8)
+                case UInt8(ascii: "\t"): expected += Array("\\t".utf8)
+                case UInt8(ascii: "\n"): expected += Array("\\n".utf8)
+                case UInt8(ascii: "\r"): expected += Array("\\r".utf8)
+                default: expected.append(byte)
+                }
+            }
+            var out: [UInt8] = [UInt8(ascii: "<")]
+            let written = bytes.withUnsafeBufferPointer { PostgresConnection.appendEscaped($0, to: &out) }
+            #expect(written == !withNUL, "\(bytes)")
+            if !withNUL { #expect(out == expected, "\(bytes)") }
         }
     }
 }

@@ -69,6 +69,7 @@ struct PayloadMembersTests {
                 == #"{"revenue":{"amount":"1.99","currency":"USD"},"kind":"in_app_purchase","transaction_id":"t-1"}"#)
         #expect(PayloadMembers(Data(#"{"a":1"#.utf8)) == nil)
         #expect(PayloadMembers(Data(#"[1]"#.utf8)) == nil)
-        #expect(try #require(PayloadMembers(Data("{}".utf8))).members.isEmpty)
+        #expect(try #require(PayloadMembers(Data("{}".utf8))).count == 0)
+        #expect(try #require(PayloadMembers(Data(json.utf8))).count == 4)
     }
 }

@@ -112,16 +112,23 @@ struct RunnerTests {
         }
     }
 
-    // Issue 5: a rebuild's final write encodes a long device list on two threads (two COPYs, detail
-    // rows from both halves); what it stores equals what incremental steps stored.
+    /// Appends `devices` random device histories (no later steps) and applies them incrementally (every
+    /// standard projection): the set-up of the tests of a rebuild's two-thread final write.
+    static func appendAndCatchUp(_ store: EventStore, seed: UInt64, devices: Int) async throws {
+        let runner = ProjectionRunner(store: store, projections: projections, batchSize: 500)
+        try await runner.prepare()
+        try await append(try randomHistories(seed: seed, devices: devices, steps: 0), to: store)
+        try await waitForHorizon(store)
+        #expect(try await runner.catchUp() > 0)
+    }
+
+    // Issue 5: a rebuild's final write encodes a long device list on two threads, the back half
+    // written on a session of its own (detail rows from both halves); what it stores equals what
+    // incremental steps stored.
     @Test func aRebuildOfManyDevicesEqualsIncremental() async throws {
         try await withStore { store, _ in
-            let runner = ProjectionRunner(store: store, projections: Self.projections, batchSize: 500)
-            try await runner.prepare()
             let devices = SKANDeviceProjection.parallelEncodingThreshold + 150
-            try await append(try Self.randomHistories(seed: 11, devices: devices, steps: 0), to: store)
-            try await waitForHorizon(store)
-            #expect(try await runner.catchUp() > 0)
+            try await Self.appendAndCatchUp(store, seed: 11, devices: devices)
             let incremental = try await Self.dumpAll(store)
             #expect(incremental["skan_devices"]?.count == devices)
 
@@ -131,6 +138,67 @@ struct RunnerTests {
             #expect(rebuilt["skan_devices"]?.count == devices, "main rows from both halves")
             #expect((rebuilt["adservices_tokens_rows"]?.count ?? 0) >= devices, "detail rows from both halves")
             #expect(rebuilt == incremental)
+        }
+    }
+
+    /// The SKAN projection, whose shadow main table refuses one device: the front half of a
+    /// rebuild's final write fails after the back half committed on its own session.
+    struct RefusingOneDevice: Projection {
+        let inner = SKANDeviceProjection(SKANDeviceReducer())
+        let refused: String
+        var name: String { inner.name }
+        var version: Int { inner.version }
+        var eventTypes: [String] { inner.eventTypes }
+        var tableNames: [String] { inner.tableNames }
+        var personalFieldsRead: PersonalFieldSelection { inner.personalFieldsRead }
+        func createTables(_ tables: ProjectionTables, on connection: PostgresConnection) throws {
+            try inner.createTables(tables, on: connection)
+            guard tables == .shadow else { return }
+            // DDL takes no parameters: the id as a literal.
+            let literal = "'" + refused.replacingOccurrences(of: "'", with: "''") + "'"
+            try connection.execute("""
+                ALTER TABLE \(unescaped: tables.quoted(name)) ADD CONSTRAINT refuses_one CHECK (device_stream_id <> \(unescaped: literal))
+                """)
+        }
+        func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+            try inner.apply(events, to: tables, on: connection)
+        }
+        func makeBulkBuilder() -> any ProjectionBulkBuilder { inner.makeBulkBuilder() }
+    }
+
+    // Issue 5: the final write's back half commits on a session of its own. When the front half
+    // then fails, the rebuild fails: the live tables and checkpoint stay as they were, the shadow
+    // holds only what the other session committed, and the next rebuild starts from nothing and
+    // ends equal to incremental application.
+    @Test func aFailedFinalWriteLeavesTheLiveTablesAndTheNextRebuildStartsAfresh() async throws {
+        try await withStore { store, _ in
+            let devices = SKANDeviceProjection.parallelEncodingThreshold + 50
+            try await Self.appendAndCatchUp(store, seed: 12, devices: devices)
+            let skan = SKANDeviceProjection(SKANDeviceReducer())
+            let incremental = try await Self.dumpAll(store, [skan])
+            let checkpoint = try await store.pool.withConnection { connection in
+                try tableDump("projection_checkpoints", on: connection)
+            }
+            // The first device in id order is in the front half.
+            let first = try await store.pool.withConnection { connection in
+                try connection.query("SELECT min(device_stream_id) FROM skan_devices").single().decode(String.self, at: 0)
+            }
+
+            let rebuilder = ProjectionRebuilder(store: store, chunkSize: 1000, logger: TestDatabase.quietLogger)
+            let error = await #expect(throws: PostgresError.self) {
+                _ = try await rebuilder.rebuild(RefusingOneDevice(refused: first))
+            }
+            #expect(error?.sqlState == SQLState.checkViolation)
+            #expect(try await Self.dumpAll(store, [skan]) == incremental)
+            try await store.pool.withConnection { connection in
+                #expect(try tableDump("projection_checkpoints", on: connection) == checkpoint)
+                let shadow = try connection.query("SELECT count(*), min(device_stream_id) > \(first) FROM skan_devices__shadow").single()
+                #expect(try shadow.decode(Int.self, at: 0) == devices - devices / 2, "the back half, committed apart")
+                #expect(try shadow.decode(Bool.self, at: 1))
+            }
+
+            _ = try await rebuilder.rebuild(skan)
+            #expect(try await Self.dumpAll(store, [skan]) == incremental)
         }
     }
 

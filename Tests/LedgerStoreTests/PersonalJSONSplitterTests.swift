@@ -201,6 +201,10 @@ struct PersonalJSONSplitterTests {
         (#"{"box":"AA\u0045C","fields":[],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
         (#"{"box":1,"fields":[],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
         (#"{"fields":["device.ip"]}"#, false),
+        // An escape where the envelope is read steps aside; one in a member it does not read does not.
+        (#"{"box":"AAEC","fields":[],"key":"\u0030c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
+        (#"{"box":"AAEC","fields":["device.\u0069p"],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d"}"#, false),
+        (#"{"box":"AAEC","fields":[],"key":"0c3c2d55-4f3a-4c1e-9d2b-5f0b7a1e2c3d","note":"a\"b"}"#, true),
     ])
     func sealedEnvelope(json: String, readsAsBytes: Bool) throws {
         let bytes = Array(json.utf8)[...]

@@ -221,11 +221,11 @@ public struct EventCatalog: Sendable {
     /// Whether `data` holds the six bytes `\u0000` (also true for an escaped backslash followed
     /// by `u0000`, which the full check then clears).
     static func mayHoldEscapedNUL(_ data: Data) -> Bool {
-        data.contains(bytes: escapedNUL)
+        data.contains(escapedNUL)
     }
 
     /// The text `\u0000`, which no jsonb value can hold.
-    package static let escapedNUL = Array("\\u0000".utf8)
+    package static let escapedNUL = ByteNeedle(Array("\\u0000".utf8))
 
     /// Encodes canonically and enforces the size limit.
     private static func encodedWithinLimit(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {

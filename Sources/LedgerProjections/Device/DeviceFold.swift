@@ -18,14 +18,20 @@ struct SendLink: Sendable {
 struct DeviceFold<Reducer: DeviceStateReducer> {
     let reducer: Reducer
     /// States by device stream id.
-    var states: [String: Reducer.State] = [:]
+    private(set) var states: [String: Reducer.State] = [:]
     /// The last event applied to each device (position and recorded time).
-    var lastApplied: [String: (position: Int64, recordedAt: Date)] = [:]
+    private(set) var lastApplied: [String: (position: Int64, recordedAt: Date)] = [:]
     /// Known send links by send stream id.
     var links: [String: SendLink] = [:]
     /// Links made by the folded events (to be stored).
     var newLinks: [String: SendLink] = [:]
     let decoder = LedgerJSON.makeDecoder()
+    /// The device folded last, and where its entries are in ``states`` and ``lastApplied``:
+    /// consecutive events are mostly one device's (a stream is appended in batches), and hashing
+    /// its id twice for every event was a visible part of a rebuild's fold. Forgotten when either
+    /// dictionary gains a key (its indices may move then).
+    private var lastDevice: (id: String, state: [String: Reducer.State].Index,
+                             applied: [String: (position: Int64, recordedAt: Date)].Index)?
 
     init(reducer: Reducer) { self.reducer = reducer }
 
@@ -61,15 +67,26 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     mutating func fold(_ event: RecordedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
         guard let (device, send) = try route(event) else { return }
         let (reducer, deviceEvent) = (reducer, DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder))
+        if let last = lastDevice, last.id == device {
+            try reducer.apply(deviceEvent, to: &states.values[last.state])
+            lastApplied.values[last.applied] = (event.position, event.recordedAt)
+            return
+        }
         if let index = states.index(forKey: device) {
             // In place, found once: no copy of the state (asking `states[device] == nil` copied
             // it out and back, and a fresh initial state was made for every event).
             try reducer.apply(deviceEvent, to: &states.values[index])
+            if let applied = lastApplied.index(forKey: device) {
+                lastApplied.values[applied] = (event.position, event.recordedAt)
+                lastDevice = (device, index, applied)
+                return
+            }
         } else {
             var state = try loaded(device) ?? reducer.initialState()
             try reducer.apply(deviceEvent, to: &state)
             states[device] = state
         }
+        lastDevice = nil
         lastApplied[device] = (event.position, event.recordedAt)
     }
 

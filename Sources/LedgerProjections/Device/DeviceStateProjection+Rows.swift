@@ -25,47 +25,66 @@ extension DeviceStateProjection {
 
     /// Writes the main rows of `devices` (in order) with `COPY`, and returns their detail rows.
     ///
-    /// Encoding the states is most of a rebuild's final write, and the server stores the rows
-    /// meanwhile on the other core. So a long list is cut in two: a thread of its own encodes the
-    /// back half while this one encodes the front half as `COPY` takes it (the server storing one
-    /// chunk while the next is encoded); the back half follows in a second `COPY`. A short list
-    /// (an incremental step) is encoded here alone.
-    func copyMainRows(_ devices: [FoldedDevice], into table: String, on connection: PostgresConnection) throws
-        -> [[PostgresValue]]
+    /// Encoding the states is most of a rebuild's final write for this process, and parsing them
+    /// (jsonb) most of it for the server. So a long list is cut in two: a thread of its own encodes
+    /// the back half while this one encodes the front half as `COPY` takes it. Given `conninfo`
+    /// (a rebuild's shadow tables), that thread also writes the back half itself, on a session
+    /// of its own in a transaction of its own, so two server processes parse at once; otherwise
+    /// (or when that session cannot be opened) the back half follows on this connection in a
+    /// second `COPY`. A short list (an incremental step) is encoded here alone.
+    func copyMainRows(_ devices: [FoldedDevice], into table: String, on connection: PostgresConnection,
+                      sessionsFrom conninfo: String? = nil) throws -> [[PostgresValue]]
     {
-        let columns = ["device_stream_id", "state", "last_position", "updated_at"] + reducer.summaryColumns.map(\.name)
         let cut = devices.count >= Self.parallelEncodingThreshold ? devices.count / 2 : devices.count
-        let back = Array(devices[cut...])
+        let back = devices[cut...]
         let projection = self
-        let backRows = back.isEmpty ? nil : ThreadResult { () throws -> [DeviceRows] in
+        // On a session of its own, the thread writes the back half as it encodes it and returns
+        // its detail rows (`written`); otherwise it returns the encoded rows, written here after
+        // the front. A session that cannot be opened (the server full, say) is no reason to fail.
+        let backRows = back.isEmpty ? nil : ThreadResult { () throws -> (rows: [DeviceRows], written: Bool) in
+            if let conninfo, let session = try? PostgresConnection(conninfo: conninfo) {
+                let detail = try session.transaction { try projection.copyEncoding(back, into: table, on: $0) }
+                return ([DeviceRows(main: [], detail: detail)], true)
+            }
             let encoder = LedgerJSON.makeEncoder()
-            return try back.map { try projection.rows(of: $0, encoder: encoder) }
+            return (try back.map { try projection.rows(of: $0, encoder: encoder) }, false)
         }
         // However this ends, the thread has ended too.
         defer { _ = try? backRows?.wait() }
+        var detail = try copyEncoding(devices[..<cut], into: table, on: connection)
+        if let backRows {
+            let (rows, written) = try backRows.wait()
+            if !written { try connection.copyFrom(table: table, columns: mainColumns, rows: rows.lazy.map(\.main)) }
+            detail += rows.flatMap(\.detail)
+        }
+        return detail
+    }
+
+    /// The main table's columns, in the order of ``DeviceRows/main``.
+    var mainColumns: [String] { ["device_stream_id", "state", "last_position", "updated_at"] + reducer.summaryColumns.map(\.name) }
+
+    /// Encodes `devices` as `COPY` takes their main rows (the server storing some while the next
+    /// are encoded), and returns their detail rows. An encoding error ends the rows; it is thrown
+    /// after the `COPY`, and the caller's transaction rolls back what went in.
+    func copyEncoding(_ devices: ArraySlice<FoldedDevice>, into table: String, on connection: PostgresConnection) throws
+        -> [[PostgresValue]]
+    {
         let encoder = LedgerJSON.makeEncoder()
         var detail: [[PostgresValue]] = []
         var encodingError: (any Error)?
-        // An encoding error ends the rows; it is thrown after the COPY, and the caller's
-        // transaction rolls back what went in.
-        let front = devices[..<cut].lazy.compactMap { folded -> [PostgresValue]? in
+        let mainRows = devices.lazy.compactMap { folded -> [PostgresValue]? in
             guard encodingError == nil else { return nil }
             do {
-                let rows = try projection.rows(of: folded, encoder: encoder)
-                detail += rows.detail
-                return rows.main
+                let encoded = try rows(of: folded, encoder: encoder)
+                detail += encoded.detail
+                return encoded.main
             } catch {
                 encodingError = error
                 return nil
             }
         }
-        try connection.copyFrom(table: table, columns: columns, rows: front)
+        try connection.copyFrom(table: table, columns: mainColumns, rows: mainRows)
         if let encodingError { throw encodingError }
-        if let backRows {
-            let rows = try backRows.wait()
-            try connection.copyFrom(table: table, columns: columns, rows: rows.lazy.map(\.main))
-            detail += rows.flatMap(\.detail)
-        }
         return detail
     }
 

@@ -8,34 +8,53 @@ import LedgerStore
 /// still gives up (nil) on anything it does not read exactly as `JSONDecoder` would (an escaped
 /// key, a repeated key, bytes that do not scan), and the caller then decodes the usual way.
 struct PayloadMembers {
-    /// The members, in stored order (``JSONObjectBytes``).
-    let members: [JSONObjectBytes.Member]
+    /// The payload's bytes.
     private let bytes: [UInt8]
+    /// Each member's key (between its quotes), value, and span (key's quote to value's end), as
+    /// offsets in ``bytes``, in stored order. Offsets, not slices: a slice retains the array, and
+    /// two retains per member were a visible part of a quick read.
+    private let places: [(key: Range<Int>, value: Range<Int>, span: Range<Int>)]
 
     init?(_ data: Data) {
-        bytes = [UInt8](data)
-        guard let members = JSONObjectBytes.members(of: bytes[...]) else { return nil }
-        // A repeated key: which one counts is the decoder's business.
-        for (position, member) in members.enumerated()
-        where members[..<position].contains(where: { $0.keyBytes.elementsEqual(member.keyBytes) }) {
-            return nil
+        let bytes = data.withUnsafeBytes { [UInt8]($0) }
+        var places: [(key: Range<Int>, value: Range<Int>, span: Range<Int>)] = []
+        places.reserveCapacity(16)
+        let scanned = bytes.withUnsafeBufferPointer { buffer -> Bool in
+            guard JSONObjectBytes.memberOffsets(of: buffer, into: &places) else { return false }
+            // A repeated key: which one counts is the decoder's business.
+            for index in places.indices {
+                let key = places[index].key
+                for earlier in places[..<index] where earlier.key.count == key.count
+                    && memcmp(buffer.baseAddress! + earlier.key.lowerBound, buffer.baseAddress! + key.lowerBound, key.count) == 0
+                {
+                    return false
+                }
+            }
+            return true
         }
-        self.members = members
+        guard scanned else { return nil }
+        self.bytes = bytes
+        self.places = places
     }
+
+    /// How many members the payload has.
+    var count: Int { places.count }
 
     /// The raw value of the member named `name`, if present.
     func raw(_ name: StaticString) -> ArraySlice<UInt8>? {
         // The name's bytes as they are (an array of them per lookup was most of a lookup).
-        name.withUTF8Buffer { wanted in members.first { $0.keyBytes.elementsEqual(wanted) }?.raw }
+        name.withUTF8Buffer { wanted in
+            places.first { bytes[$0.key].elementsEqual(wanted) }.map { bytes[$0.value] }
+        }
     }
 
     /// A JSON object of only the members named in `names` (in their stored order): what a slim
     /// `Decodable` view of the payload needs, without the rest.
     func object(keeping names: Set<String>) -> Data {
         var out: [UInt8] = [UInt8(ascii: "{")]
-        for member in members where names.contains(member.key) {
+        for place in places where names.contains(String(decoding: bytes[place.key], as: UTF8.self)) {
             if out.count > 1 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: bytes[member.span])  // `"key":value`, as stored
+            out.append(contentsOf: bytes[place.span])  // `"key":value`, as stored
         }
         out.append(UInt8(ascii: "}"))
         return Data(out)

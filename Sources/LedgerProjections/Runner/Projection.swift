@@ -45,6 +45,18 @@ public protocol ProjectionBulkBuilder {
     mutating func fold(_ events: [RecordedEvent]) throws
     /// Writes the folded state into `tables` (empty when this is called).
     func write(to tables: ProjectionTables, on connection: PostgresConnection) throws
+    /// ``write(to:on:)`` for a rebuild into shadow tables, which may also write part of the rows
+    /// on a session of its own opened with `conninfo`, committed in a transaction of its own.
+    /// Shadow tables are the rebuild's alone until the swap, and a failed rebuild's are dropped
+    /// when the next one starts, so rows committed apart are never seen half-made. The default
+    /// writes everything on `connection`.
+    func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom conninfo: String) throws
+}
+
+extension ProjectionBulkBuilder {
+    public func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom conninfo: String) throws {
+        try write(to: tables, on: connection)
+    }
 }
 
 /// The actual names of a projection's tables: the live ones, or a rebuild's shadow copies.

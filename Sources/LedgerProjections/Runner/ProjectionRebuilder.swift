@@ -72,7 +72,8 @@ public struct ProjectionRebuilder: Sendable {
 
     /// Rebuilds `projection` on a connection the caller holds (which must not be in a transaction,
     /// and must reach the store's database: the bulk phase reads ahead on two sessions of its own
-    /// opened from the store pool's connection string, outside the pool's limit).
+    /// opened from the store pool's connection string, outside the pool's limit, and a device-state
+    /// projection's final write uses one more, when it can open it).
     public func rebuild(_ projection: any Projection, on connection: PostgresConnection,
                         progress: (Progress) -> Void = { _ in }) throws -> Report {
         let started = ContinuousClock.now
@@ -107,7 +108,8 @@ public struct ProjectionRebuilder: Sendable {
             done += Int64(chunk.count)
             progress(Progress(phase: "bulk", eventsDone: done, eventsTotal: max(total, done)))
         }
-        try connection.transaction { try builder.write(to: .shadow, on: $0) }
+        let conninfo = store.pool.configuration.conninfo
+        try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: conninfo) }
 
         // Catch up outside the lock, then finish under it.
         let filter = EventFilter(types: projection.eventTypes)

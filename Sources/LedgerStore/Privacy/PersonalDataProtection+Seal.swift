@@ -221,7 +221,7 @@ extension PersonalDataProtection {
     static func sealingContext(_ id: UUID, _ type: String) -> [UInt8] {
         var context = sealingContextPrefix
         context.reserveCapacity(context.count + 37 + type.utf8.count)
-        context.append(contentsOf: id.lowercasedText.utf8)
+        id.appendLowercasedText(to: &context)
         context.append(UInt8(ascii: ":"))
         context.append(contentsOf: type.utf8)
         return context
@@ -244,7 +244,7 @@ extension PersonalDataProtection {
         guard isEnabled else { return }
         var sealed: [(index: Int, cut: PersonalJSONSplitter.Cut?, envelope: SealedEnvelope)] = []
         var ids = Set<UUID>()
-        for index in events.indices where events[index].data.contains(bytes: Self.sealedKeyMarker) {
+        for index in events.indices where events[index].data.contains(Self.sealedKeyMarker) {
             let envelope: SealedEnvelope
             var cut: PersonalJSONSplitter.Cut?
             if let found = PersonalJSONSplitter.cut(Self.sealedKey, from: [UInt8](events[index].data)),
@@ -298,7 +298,7 @@ extension PersonalDataProtection {
     }
 
     /// `"ledger_personal"`: an event whose bytes hold it may carry a sealed envelope.
-    private static let sealedKeyMarker = Array("\"\(sealedKey)\"".utf8)
+    private static let sealedKeyMarker = ByteNeedle(Array("\"\(sealedKey)\"".utf8))
 
     /// The event's bytes with the opened members (dotted path → raw value) put back, or with the
     /// erased marker listing `fields` when the key is gone (`opened` nil); nil when the byte path

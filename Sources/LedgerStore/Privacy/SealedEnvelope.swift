@@ -3,7 +3,7 @@ import LedgerPostgres
 
 extension PersonalDataProtection {
     /// The sealed envelope (`{"box":…,"fields":[…],"key":…,"v":1}`), read from its bytes when they
-    /// are plain (no escapes anywhere), else from a parsed tree.
+    /// are plain (no escape in what it reads: names, box, key, fields), else from a parsed tree.
     ///
     /// Read from bytes, the box stays bytes (its Base64 is decoded from them) and the field list
     /// stays its text until asked for: only an erased event and the tree path need the names, and
@@ -24,9 +24,12 @@ extension PersonalDataProtection {
             keyID = (tree["key"] as? String).flatMap(UUID.init(uuidString:))
         }
 
-        /// Nil when the bytes are not the plain form the sealer writes (the tree then decides).
+        /// Nil when the bytes are not the plain form the sealer writes, with no escape in what it
+        /// reads (the tree then decides).
         init?(bytes: ArraySlice<UInt8>) {
-            guard !bytes.contains(UInt8(ascii: "\\")), let members = PersonalJSONSplitter.members(of: bytes) else { return nil }
+            // Every member read here is checked for escapes where it is read (names by the scan,
+            // values by `plainStringBody`); no separate pass over the bytes for a backslash.
+            guard let members = PersonalJSONSplitter.members(of: bytes) else { return nil }
             var box: ArraySlice<UInt8>?
             var items: [ArraySlice<UInt8>]?
             var keyID: UUID?
@@ -38,6 +41,8 @@ extension PersonalDataProtection {
                 } else if name.elementsEqual("key".utf8) {
                     // The canonical form the sealer writes, read digit by digit; anything else as
                     // the tree reads it (Foundation's parser), so both paths agree.
+                    // An escaped key id is the tree's to read.
+                    guard !member.raw.contains(UInt8(ascii: "\\")) else { return nil }
                     if let body = JSONObjectBytes.plainStringBody(member.raw) {
                         keyID = body.withUnsafeBytes { UUID(canonicalText: $0) }
                             ?? UUID(uuidString: String(decoding: body, as: UTF8.self))
