@@ -10,8 +10,9 @@ import Synchronization
 /// parallel without sharing state and never need a mock.
 ///
 /// A migrated template (`ledger_template_<schema checksum>`) is built once per schema version and
-/// cloned with `CREATE DATABASE … TEMPLATE`, which takes a few tens of milliseconds. Databases
-/// left behind by test processes that have exited are dropped the next time a process starts.
+/// cloned with `CREATE DATABASE … TEMPLATE`, which takes a few tens of milliseconds. A test's
+/// database is dropped when its process exits; databases left behind by test processes that
+/// were killed are dropped the next time a process starts.
 public enum TestDatabase {
     /// A database made for one test.
     public struct Handle: Sendable {
@@ -21,15 +22,23 @@ public enum TestDatabase {
         public let name: String
         let admin: String
 
-        /// Drops the database (ending any session still connected to it) on a thread of its own,
-        /// without waiting: a `defer { database.drop() }` in an async test must not block Swift's
-        /// cooperative pool. A database whose drop did not finish before the process exited is
-        /// dropped by the next test process (see ``TestDatabase/server``).
+        /// Drops the database when this process exits (ending any session still connected to it).
+        ///
+        /// Not at once: PostgreSQL's `DROP DATABASE` waits for a checkpoint while holding a
+        /// transaction id, and the first checkpoint of a test run flushes every database the run
+        /// created, which took 11 s here and longer on a slower disk. A transaction id held that
+        /// long holds back the gap-safe read horizon of every database on the server
+        /// (`pg_snapshot_xmin` is cluster-wide), so a test waiting for its own events to become
+        /// readable failed while other tests' databases were being dropped. At exit the drops run
+        /// together (their checkpoints merge); a database whose drop did not happen (a killed
+        /// process) is dropped by the next test process (see ``TestDatabase/server``).
         public func drop() {
-            Thread { dropNow() }.start()
+            TestDatabase.dropAtExit(self)
         }
 
-        /// Drops the database and returns when it is gone. Blocks: call it off the cooperative pool.
+        /// Drops the database and returns when it is gone. Blocks: call it off the cooperative
+        /// pool. For benchmarks and tools, which run nothing else on the server meanwhile; tests
+        /// use ``drop()``.
         public func dropNow() {
             guard let connection = try? PostgresConnection(conninfo: admin, logger: TestDatabase.quietLogger) else { return }
             _ = try? connection.run(script: "DROP DATABASE IF EXISTS \(PostgresQuery.quoteIdentifier(name)) WITH (FORCE)")
@@ -70,20 +79,45 @@ public enum TestDatabase {
         return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
     }
 
-    /// Runs `body` with a fresh database, dropping it afterwards.
+    /// Runs `body` with a fresh database, dropped when the process exits (see ``Handle/drop()``).
     ///
-    /// Creating and dropping run on a thread of their own: they block on libpq for a while, and
-    /// blocking Swift's cooperative pool (two threads here) would stall every other test's
-    /// `await`, including those of a test that holds a transaction open on purpose.
+    /// Creating runs on a thread of its own: it blocks on libpq for a while, and blocking Swift's
+    /// cooperative pool (two threads here) would stall every other test's `await`, including
+    /// those of a test that holds a transaction open on purpose.
     public static func with<T>(migrated: Bool = true, _ body: (Handle) async throws -> T) async throws -> T {
         let handle = try await create(migrated: migrated)
         do {
             let result = try await body(handle)
-            try await offThePool { handle.dropNow() }
+            handle.drop()
             return result
         } catch {
-            try? await offThePool { handle.dropNow() }
+            handle.drop()
             throw error
+        }
+    }
+
+    /// The databases ``Handle/drop()`` left for this process's exit.
+    private static let droppedAtExit = Mutex<[Handle]>([])
+
+    /// Registers the exit hook once.
+    private static let exitHook: Void = { atexit { TestDatabase.dropAllNow() } }()
+
+    static func dropAtExit(_ handle: Handle) {
+        _ = exitHook
+        droppedAtExit.withLock { $0.append(handle) }
+    }
+
+    /// Drops the databases left for the exit, eight sessions at a time: concurrent drops share
+    /// their checkpoints.
+    private static func dropAllNow() {
+        let handles = droppedAtExit.withLock { handles in
+            defer { handles.removeAll() }
+            return handles
+        }
+        guard !handles.isEmpty else { return }
+        let lanes = min(8, handles.count)
+        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            for index in stride(from: lane, to: handles.count, by: lanes) { handles[index].dropNow() }
         }
     }
 
