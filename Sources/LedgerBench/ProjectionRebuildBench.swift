@@ -209,8 +209,8 @@ func profileRebuild(_ connection: PostgresConnection, store: EventStore, project
     defer { try? dropShadowTables() }
     try projection.createTables(.shadow, on: connection)
     started = DispatchTime.now()
-    let conninfo = store.pool.configuration.conninfo
-    try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: conninfo) }
+    let pool = store.pool
+    try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: pool) }
     let write = seconds(since: started)
 
     func share(_ part: Double) -> String {

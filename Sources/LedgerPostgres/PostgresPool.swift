@@ -44,7 +44,8 @@ public final class PostgresPool: Sendable {
 
     /// The pool's configuration.
     public let configuration: Configuration
-    let logger: Logger
+    /// The logger its sessions report to.
+    public let logger: Logger
     private let state = Mutex(State())
 
     /// Creates a pool; no connection is opened until one is needed.
@@ -198,10 +199,7 @@ private final class PooledConnection: @unchecked Sendable {
                 logger.notice("replacing a broken PostgreSQL connection", metadata: ["db.event": "reconnect"])
             }
             connection = nil
-            session = try PostgresConnection(conninfo: conninfo, logger: logger)
-            for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
-                try session.execute("SELECT set_config(\(name), \(value), false)")
-            }
+            session = try PostgresPool.openSession(conninfo: conninfo, settings: settings, logger: logger)
             connection = session
             let handle = session.makeCancelHandle()
             cancelHandle.withLock { $0 = handle }
@@ -219,5 +217,24 @@ private final class PooledConnection: @unchecked Sendable {
     func cancelRunningStatement() {
         let handle = cancelHandle.withLock { $0 }
         handle?.cancelRunningStatement()
+    }
+}
+
+extension PostgresPool {
+    /// Opens a session as the pool's own are opened (its conninfo, its
+    /// ``Configuration/sessionSettings``, its logger), but outside the pool and its limit: for
+    /// work that needs a thread and a session of its own for a while (a rebuild's read-ahead and
+    /// its second writer). The caller owns the session; it closes when released.
+    /// - Throws: ``PostgresError`` when the session cannot be opened or refuses a setting.
+    public func openSession() throws -> PostgresConnection {
+        try Self.openSession(conninfo: configuration.conninfo, settings: configuration.sessionSettings, logger: logger)
+    }
+
+    static func openSession(conninfo: String, settings: [String: String], logger: Logger) throws -> PostgresConnection {
+        let session = try PostgresConnection(conninfo: conninfo, logger: logger)
+        for (name, value) in settings.sorted(by: { $0.key < $1.key }) {
+            try session.execute("SELECT set_config(\(name), \(value), false)")
+        }
+        return session
     }
 }

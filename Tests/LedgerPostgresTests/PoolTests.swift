@@ -24,7 +24,8 @@ struct PoolTests {
     }
 
     /// Session settings hold on every session the pool opens, including one that replaces a
-    /// terminated session; a setting PostgreSQL refuses fails the caller and lends nothing.
+    /// terminated session and one opened outside the pool (``PostgresPool/openSession()``); a
+    /// setting PostgreSQL refuses fails the caller and lends nothing.
     @Test("session settings are made on every session the pool opens, also a replacement", .timeLimit(.minutes(1)))
     func sessionSettingsHoldOnEverySession() async throws {
         try await TestDatabase.with(migrated: false) { database in
@@ -46,9 +47,18 @@ struct PoolTests {
             #expect(try second.decode(Int32.self, at: 2) != firstPID)
             #expect(try second.decode(String.self, at: 0) == "force_generic_plan")
 
+            // A session opened outside the pool (a rebuild's read-ahead and second writer) gets the
+            // same settings, and is not counted against the pool's one session.
+            let third = try await pool.withConnection { _ in
+                let row = try pool.openSession().query(PostgresQuery(sql: show)).single()
+                return [try row.decode(String.self, at: 0), try row.decode(String.self, at: 1)]
+            }
+            #expect(third == ["force_generic_plan", "pool-test"])
+
             let refused = PostgresPool(conninfo: database.conninfo, maxConnections: 1,
                                        sessionSettings: ["plan_cache_mode": "no_such_mode"], logger: TestDatabase.quietLogger)
             defer { refused.close() }
+            #expect(throws: PostgresError.self) { _ = try refused.openSession() }
             await #expect(throws: PostgresError.self) { try await refused.query("SELECT 1") }
             // The failed session took no slot for good: the next caller is answered, not queued forever.
             await #expect(throws: PostgresError.self) { try await refused.query("SELECT 1") }

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
+import Logging
 
 extension DeviceStateProjection {
     /// A device's stored rows: its main row and its detail rows.
@@ -27,22 +28,23 @@ extension DeviceStateProjection {
     ///
     /// Encoding the states is most of a rebuild's final write for this process, and parsing them
     /// (jsonb) most of it for the server. So a long list is cut in two: a thread of its own encodes
-    /// the back half while this one encodes the front half as `COPY` takes it. Given `conninfo`
+    /// the back half while this one encodes the front half as `COPY` takes it. Given `pool`
     /// (a rebuild's shadow tables), that thread also writes the back half itself, on a session
-    /// of its own in a transaction of its own, so two server processes parse at once; otherwise
-    /// (or when that session cannot be opened) the back half follows on this connection in a
-    /// second `COPY`. A short list (an incremental step) is encoded here alone.
+    /// of its own (``PostgresPool/openSession()``) in a transaction of its own, so two server
+    /// processes parse at once; otherwise (or when that session cannot be opened, which is
+    /// logged) the back half follows on this connection in a second `COPY`. A short list (an
+    /// incremental step) is encoded here alone.
     func copyMainRows(_ devices: [FoldedDevice], into table: String, on connection: PostgresConnection,
-                      sessionsFrom conninfo: String? = nil) throws -> [[PostgresValue]]
+                      sessionsFrom pool: PostgresPool? = nil) throws -> [[PostgresValue]]
     {
         let cut = devices.count >= Self.parallelEncodingThreshold ? devices.count / 2 : devices.count
         let back = devices[cut...]
         let projection = self
         // On a session of its own, the thread writes the back half as it encodes it and returns
         // its detail rows (`written`); otherwise it returns the encoded rows, written here after
-        // the front. A session that cannot be opened (the server full, say) is no reason to fail.
+        // the front.
         let backRows = back.isEmpty ? nil : ThreadResult { () throws -> (rows: [DeviceRows], written: Bool) in
-            if let conninfo, let session = try? PostgresConnection(conninfo: conninfo) {
+            if let session = try Self.secondSession(from: pool) {
                 let detail = try session.transaction { try projection.copyEncoding(back, into: table, on: $0) }
                 return ([DeviceRows(main: [], detail: detail)], true)
             }
@@ -58,6 +60,20 @@ extension DeviceStateProjection {
             detail += rows.flatMap(\.detail)
         }
         return detail
+    }
+
+    /// A session for the final write's second writer, or nil (logged) when `pool` is nil or none
+    /// could be opened: the server full, say, which is no reason to fail a rebuild. A session that
+    /// opens but refuses the pool's settings is an error, as it is for the pool.
+    static func secondSession(from pool: PostgresPool?) throws -> PostgresConnection? {
+        guard let pool else { return nil }
+        do {
+            return try pool.openSession()
+        } catch let error as PostgresError where error.code == .connectionFailed {
+            pool.logger.notice("a rebuild's second writer could not open a session; the final write runs on one",
+                               metadata: ["db.error": "\(error)"])
+            return nil
+        }
     }
 
     /// The main table's columns, in the order of ``DeviceRows/main``.

@@ -130,10 +130,10 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
     /// Writes the folded states, detail rows and new links; with `replacing`, first deletes the
     /// rows of the devices folded (an incremental step), otherwise the tables are empty (a rebuild).
     ///
-    /// With `conninfo` (a rebuild's write into shadow tables), a long list's back half goes in on
-    /// a session of its own (see ``copyMainRows(_:into:on:sessionsFrom:)``).
+    /// With `pool` (a rebuild's write into shadow tables), a long list's back half goes in on a
+    /// session of its own (see ``copyMainRows(_:into:on:sessionsFrom:)``).
     func write(_ fold: DeviceFold<Reducer>, to tables: ProjectionTables, replacing: Bool,
-               on connection: PostgresConnection, sessionsFrom conninfo: String? = nil) throws {
+               on connection: PostgresConnection, sessionsFrom pool: PostgresPool? = nil) throws {
         guard !fold.states.isEmpty || !fold.newLinks.isEmpty else { return }
         let devices = fold.states.keys.sorted()
         if replacing, !devices.isEmpty {
@@ -148,7 +148,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
             guard let state = fold.states[device], let last = fold.lastApplied[device] else { return nil }
             return (device, state, last)
         }
-        let detailRows = try copyMainRows(folded, into: tables.name(name), on: connection, sessionsFrom: conninfo)
+        let detailRows = try copyMainRows(folded, into: tables.name(name), on: connection, sessionsFrom: pool)
         if hasDetail, !detailRows.isEmpty {
             try connection.copyFrom(table: tables.name(rowsTable),
                                     columns: ["device_stream_id", "row_key"] + reducer.detailColumns.map(\.name),
@@ -185,8 +185,8 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
             try projection.write(fold, to: tables, replacing: false, on: connection)
         }
 
-        func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom conninfo: String) throws {
-            try projection.write(fold, to: tables, replacing: false, on: connection, sessionsFrom: conninfo)
+        func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws {
+            try projection.write(fold, to: tables, replacing: false, on: connection, sessionsFrom: pool)
         }
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
-import Logging
 
 /// Reads a rebuild's bulk chunks ahead of the fold, in two stages on threads and sessions of
 /// their own: one scans the log (the server's `COPY` and the parsing of its lines), the next
@@ -14,23 +13,19 @@ import Logging
 final class ChunkPrefetcher: Sendable {
     private let scanned = ChunkPipe()
     private let opened = ChunkPipe()
-    private let conninfo: String
     private let store: EventStore
     private let types: [String]
     private let selection: PersonalFieldSelection
     private let chunkSize: Int
-    private let logger: Logger
 
     /// A prefetcher of `types`' events from the start of `store`'s log, `chunkSize` at a time,
-    /// with the personal fields in `selection` opened.
-    init(conninfo: String, store: EventStore, types: [String], selection: PersonalFieldSelection, chunkSize: Int,
-         logger: Logger) {
-        self.conninfo = conninfo
+    /// with the personal fields in `selection` opened; its sessions are opened like the store
+    /// pool's (``PostgresPool/openSession()``), outside the pool's limit.
+    init(store: EventStore, types: [String], selection: PersonalFieldSelection, chunkSize: Int) {
         self.store = store
         self.types = types
         self.selection = selection
         self.chunkSize = chunkSize
-        self.logger = logger
     }
 
     /// Starts both stages.
@@ -52,7 +47,7 @@ final class ChunkPrefetcher: Sendable {
     private func scan() {
         defer { scanned.finish() }
         do {
-            let connection = try PostgresConnection(conninfo: conninfo, logger: logger)
+            let connection = try store.pool.openSession()
             var checkpoint = GlobalCheckpoint.start
             while true {
                 let chunk = try LogScan.chunk(after: checkpoint, types: types, limit: chunkSize, on: connection)
@@ -67,7 +62,7 @@ final class ChunkPrefetcher: Sendable {
     private func open() {
         defer { opened.finish() }
         do {
-            let connection = store.privacy.isEnabled ? try PostgresConnection(conninfo: conninfo, logger: logger) : nil
+            let connection = store.privacy.isEnabled ? try store.pool.openSession() : nil
             while var chunk = try scanned.next() {
                 if let connection { try store.privacy.reveal(&chunk, keeping: selection, on: connection) }
                 guard opened.hand(.success(chunk)) else { return }

@@ -46,15 +46,16 @@ public protocol ProjectionBulkBuilder {
     /// Writes the folded state into `tables` (empty when this is called).
     func write(to tables: ProjectionTables, on connection: PostgresConnection) throws
     /// ``write(to:on:)`` for a rebuild into shadow tables, which may also write part of the rows
-    /// on a session of its own opened with `conninfo`, committed in a transaction of its own.
+    /// on a session of its own opened from `pool` (``PostgresPool/openSession()``), committed in
+    /// a transaction of its own.
     /// Shadow tables are the rebuild's alone until the swap, and a failed rebuild's are dropped
     /// when the next one starts, so rows committed apart are never seen half-made. The default
     /// writes everything on `connection`.
-    func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom conninfo: String) throws
+    func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws
 }
 
 extension ProjectionBulkBuilder {
-    public func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom conninfo: String) throws {
+    public func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws {
         try write(to: tables, on: connection)
     }
 }

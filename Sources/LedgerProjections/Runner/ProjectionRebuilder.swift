@@ -72,7 +72,7 @@ public struct ProjectionRebuilder: Sendable {
 
     /// Rebuilds `projection` on a connection the caller holds (which must not be in a transaction,
     /// and must reach the store's database: the bulk phase reads ahead on two sessions of its own
-    /// opened from the store pool's connection string, outside the pool's limit, and a device-state
+    /// opened like the store pool's, outside its limit, and a device-state
     /// projection's final write uses one more, when it can open it).
     public func rebuild(_ projection: any Projection, on connection: PostgresConnection,
                         progress: (Progress) -> Void = { _ in }) throws -> Report {
@@ -97,9 +97,8 @@ public struct ProjectionRebuilder: Sendable {
         var builder = projection.makeBulkBuilder()
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
-        let reader = ChunkPrefetcher(conninfo: store.pool.configuration.conninfo, store: store,
-                                     types: projection.eventTypes, selection: projection.personalFieldsRead,
-                                     chunkSize: chunkSize, logger: logger)
+        let reader = ChunkPrefetcher(store: store, types: projection.eventTypes, selection: projection.personalFieldsRead,
+                                     chunkSize: chunkSize)
         reader.start()
         defer { reader.cancel() }
         while let chunk = try reader.next(), let last = chunk.last {
@@ -108,8 +107,8 @@ public struct ProjectionRebuilder: Sendable {
             done += Int64(chunk.count)
             progress(Progress(phase: "bulk", eventsDone: done, eventsTotal: max(total, done)))
         }
-        let conninfo = store.pool.configuration.conninfo
-        try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: conninfo) }
+        let pool = store.pool
+        try connection.transaction { [builder] in try builder.write(to: .shadow, on: $0, sessionsFrom: pool) }
 
         // Catch up outside the lock, then finish under it.
         let filter = EventFilter(types: projection.eventTypes)
