@@ -4,7 +4,7 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
-// Run in release mode: swift run -c release ledger-bench [append_single|append_batch|projection_rebuild|skan_verify]
+// Run in release mode: swift run -c release ledger-bench [append_single|append_batch|projection_rebuild|skan_verify|event_encode|drain|append_encrypted]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
 // projection_rebuild loads LEDGER_BENCH_EVENTS events (default 1,000,000) into a database of its
 // own first; LEDGER_BENCH_ROUNDS (default 2) rounds alternate; LEDGER_BENCH_PROFILE=1 adds a
@@ -31,6 +31,9 @@ do {
     }
     if wanted("append_batch") {
         emit(try benchBatchedAppends(conninfo: database.conninfo, batches: 500, batchSize: 100))
+    }
+    if wanted("event_encode") {
+        emit(try benchEventEncoding())  // the catalog's encoder (issue 6's worker): no database involved
     }
     if wanted("skan_verify") {
         emit(try benchSKANVerify())  // SKAN postbacks (issue 10): no database involved

@@ -231,7 +231,7 @@ public struct EventCatalog: Sendable {
     private static func encodedWithinLimit(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {
         let data: Data
         do {
-            data = try LedgerJSON.makeEncoder().encode(value)
+            data = try CanonicalJSONEncoder.encode(value)
         } catch let error as EncodingError {
             throw ErrorMapping.encoding(error, eventType: name)
         } catch {
