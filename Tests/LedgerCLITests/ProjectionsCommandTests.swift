@@ -17,6 +17,9 @@ struct ProjectionsCommandTests {
         var byName: [String: [String: Any]] = [:]
         for line in result.stdout.split(separator: "\n") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            // Other tests' transactions on the server can hold the read horizon back: that report is
+            // a line of its own.
+            if object["readHorizon"] != nil { continue }
             byName[try #require(object["name"] as? String)] = object
         }
         return byName
@@ -51,6 +54,47 @@ struct ProjectionsCommandTests {
         let json = try await statusJSON(database.conninfo)
         #expect(json.keys.sorted() == Self.names)
         #expect(json.values.allSatisfy { $0["stale"] as? Bool == false && $0["eventsApplied"] as? Int == 0 })
+    }
+
+    /// Projections stop moving while any transaction that started before an event is open:
+    /// status counts what waits and names the sessions in front, oldest first, with the way out.
+    @Test("status names the open transaction that holds the read horizon back")
+    func statusNamesTheHorizonHolder() async throws {
+        let database = try await TestDatabase.create()
+        defer { database.drop() }
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        let store = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+        let holder = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        try holder.execute("SET application_name = 'left-open'")
+        let pid = try holder.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+        try holder.run(script: "BEGIN")
+        _ = try holder.query("SELECT pg_current_xact_id()")
+        try await store.append([NewEvent(type: "SKANRegistered", data: Data("{}".utf8), occurredAt: Date())], to: "device-app1-dev1")
+
+        // Other tests' transactions on the server may be older: ask for enough names to see ours.
+        let arguments = ["projections", "status", "--horizon-after", "0", "--horizon-holders", "1000", "--database-url", database.conninfo]
+        let text = try await LedgerProcess.runDetached(arguments)
+        let json = try await LedgerProcess.runDetached(arguments + ["--json"])
+        try holder.run(script: "ROLLBACK")
+
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("Read horizon held back: 1 committed event(s) wait behind"), "\(text.stdout)")
+        #expect(text.stdout.contains("pid \(pid) (database \(database.name), "), "\(text.stdout)")
+        #expect(text.stdout.contains("application left-open): idle in transaction for "), "\(text.stdout)")
+        #expect(text.stdout.contains("SELECT pg_terminate_backend("), "\(text.stdout)")
+
+        let last = try #require(json.stdout.split(separator: "\n").last)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any])
+        let horizon = try #require(report["readHorizon"] as? [String: Any])
+        #expect(horizon["eventsWaiting"] as? Int == 1)
+        let holders = try #require(horizon["holders"] as? [[String: Any]])
+        #expect(holders.contains { $0["pid"] as? Int == Int(pid) && $0["state"] as? String == "idle in transaction" })
+
+        // Nothing held back: no report (the default threshold, and nothing waits once it ended).
+        try await waitForHorizon(pool, count: 1)
+        let quiet = try await LedgerProcess.runDetached(["projections", "status", "--database-url", database.conninfo])
+        #expect(!quiet.stdout.contains("Read horizon"), "\(quiet.stdout)")
     }
 
     @Test("rebuild of one projection applies the log; status then shows the events applied")

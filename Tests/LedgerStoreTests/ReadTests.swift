@@ -39,6 +39,35 @@ struct ReadTests {
         }
     }
 
+    /// Ops' question when projections stop moving: which session holds the horizon back. The
+    /// report counts the committed events waiting and names the open transaction in front of them.
+    @Test("the read horizon counts the events held back and names the transaction holding them")
+    func readHorizonNamesTheHolder() async throws {
+        try await withStore { store, database throws in
+            let slow = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let fast = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try slow.execute("SET application_name = 'horizon-test'")
+            let slowPID = try slow.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
+            try slow.run(script: "BEGIN")
+            _ = try store.append([sampleEvent(1)], to: "device-app1-slow", on: slow)
+            _ = try store.append([sampleEvent(2)], to: "device-app1-fast", on: fast)
+
+            let held = try ReadHorizon.read(on: fast, limit: 1_000)
+            // The committed one waits; the open transaction's own event is not committed at all.
+            #expect(held.eventsWaiting == 1)
+            let holder = try #require(held.holders.first { $0.pid == slowPID })
+            #expect(holder.database == database.name)
+            #expect(holder.application == "horizon-test")
+            #expect(holder.state == "idle in transaction")
+            #expect(holder.secondsOpen >= 0)
+            #expect(held.holders.map(\.secondsOpen) == held.holders.map(\.secondsOpen).sorted(by: >), "oldest first")
+            try slow.run(script: "COMMIT")
+
+            let released = try ReadHorizon.read(on: fast, limit: 1_000)
+            #expect(!released.holders.contains { $0.pid == slowPID })
+        }
+    }
+
     /// Transaction ids 9 and 10 sort "10" < "9" as text: the global order must be numeric, or
     /// readers deliver events twice and skip others when ids cross a power of ten.
     @Test("the global order is by transaction id as a number, across a power of ten")

@@ -36,12 +36,21 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 oldest of them was recorded). A projection built by other code than is running is
                 marked stale: rebuild it.
 
+                Reads are gap-safe: no reader sees an event until every transaction that started
+                before it on the server has ended. When a transaction has held that read horizon back
+                for 5 seconds or more (--horizon-after) while committed events wait behind it, the
+                report ends with the sessions in front (process id, database, state, how long open,
+                statement) and how to end one; projections will not move until they end.
+
                 With --json, one JSON object per line (name, codeVersion, builtWithVersion, position,
-                transactionID, eventsApplied, eventsBehind, secondsBehind, rebuiltAt, stale).
+                transactionID, eventsApplied, eventsBehind, secondsBehind, rebuiltAt, stale), then,
+                when the horizon is held back as above, {"readHorizon": {transactionID,
+                eventsWaiting, holders}}.
 
                 Examples:
                   ledger projections status
                   ledger projections status --json | jq 'select(.stale)'
+                  ledger projections status --horizon-after 0
                 """
         )
 
@@ -50,6 +59,14 @@ struct ProjectionsCommand: AsyncParsableCommand {
         @Flag(help: "Print one JSON object per projection, one per line.")
         var json = false
 
+        @Option(help: ArgumentHelp(
+            "Name the transactions holding the read horizon back once the oldest has been open this long.",
+            valueName: "seconds"))
+        var horizonAfter: Double = defaultHorizonReportThreshold
+
+        @Option(help: ArgumentHelp("How many of those transactions to name, oldest first.", valueName: "count"))
+        var horizonHolders: Int = 5
+
         func run() async throws {
             try await reportingFailures {
                 let logger = makeLogger("ledger.projections")
@@ -57,14 +74,19 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
                 defer { pool.close() }
                 let store = EventStore(pool: pool, logger: logger)
-                let statuses = try await projectionFailures {
+                let (statuses, horizon) = try await projectionFailures {
                     try await ProjectionRunner(store: store, projections: AllProjections.list, logger: logger).prepare()
-                    return try await pool.withConnection { try ProjectionStatus.read(AllProjections.list, on: $0) }
+                    return try await pool.withConnection {
+                        (try ProjectionStatus.read(AllProjections.list, on: $0), try ReadHorizon.read(on: $0, limit: max(1, horizonHolders)))
+                    }
                 }
+                let held = horizonHeldBack(horizon, after: horizonAfter)
                 if json {
                     for status in statuses { print(try statusJSON(status)) }
+                    if let held { print(try horizonJSON(held)) }
                 } else {
                     print(statusTable(statuses))
+                    if let held { print("\n" + horizonReport(held)) }
                 }
             }
         }
@@ -170,6 +192,47 @@ func statusJSON(_ status: ProjectionStatus) throws -> String {
     object["stale"] = status.isStale
     let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
     return String(decoding: data, as: UTF8.self)
+}
+
+/// How long a transaction must have held the read horizon back before `status` names it
+/// (`--horizon-after`): a horizon a few milliseconds behind the appends in flight is the normal
+/// state of a busy ledger.
+let defaultHorizonReportThreshold = 5.0
+
+/// `horizon` when committed events wait behind a transaction open for at least `threshold`
+/// seconds, else nil.
+func horizonHeldBack(_ horizon: ReadHorizon, after threshold: Double) -> ReadHorizon? {
+    guard horizon.eventsWaiting > 0, let oldest = horizon.holders.first, oldest.secondsOpen >= threshold
+    else { return nil }
+    return horizon
+}
+
+/// The read horizon as one JSON object, `{"readHorizon": …}`.
+func horizonJSON(_ horizon: ReadHorizon) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return String(decoding: try encoder.encode(["readHorizon": horizon]), as: UTF8.self)
+}
+
+/// The sessions holding the read horizon back, one line each, and how to end one.
+func horizonReport(_ horizon: ReadHorizon) -> String {
+    let count = horizon.holders.count
+    var lines = ["Read horizon held back: \(horizon.eventsWaiting) committed event(s) wait behind \(count) open transaction(s)"
+        + " on the server; no projection or subscription sees them until these end:"]
+    for holder in horizon.holders {
+        let who = holder.pid.map { "pid \($0)" } ?? "prepared transaction"
+        let where_ = [holder.database.map { "database \($0)" }, holder.user.map { "user \($0)" },
+                      holder.application.flatMap { $0.isEmpty ? nil : "application \($0)" }].compactMap { $0 }
+        let statement = (holder.query ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
+        lines.append("  \(who) (\(where_.joined(separator: ", "))): \(holder.state ?? "?") for "
+                     + String(format: "%.1f s", holder.secondsOpen) + (statement.isEmpty ? "" : " — \(statement.prefix(100))"))
+    }
+    if let pid = horizon.holders.first?.pid {
+        lines.append("End a session with SELECT pg_terminate_backend(\(pid)); (docs/operations.md, \"Projections do not move\").")
+    } else {
+        lines.append("A prepared transaction ends with COMMIT PREPARED or ROLLBACK PREPARED '<gid>' (docs/operations.md).")
+    }
+    return lines.joined(separator: "\n")
 }
 
 /// The statuses as an aligned table, with a hint under each stale projection.

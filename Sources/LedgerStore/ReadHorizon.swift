@@ -1,0 +1,79 @@
+import Foundation
+import LedgerPostgres
+
+/// Where gap-safe reading stands, and who holds it back.
+///
+/// Every gap-safe reader (projections, subscriptions, `readAll`) returns only events whose
+/// transaction is older than every transaction still running on the server
+/// (`pg_snapshot_xmin(pg_current_snapshot())`, see ``EventStore/readAll(after:limit:filter:asOf:)``).
+/// Transaction ids are the server's, not the database's: one transaction left open anywhere on
+/// it (an `idle in transaction` session, a long migration, a `DROP DATABASE` waiting for its
+/// checkpoint, a forgotten prepared transaction) holds every reader of every ledger on that
+/// server back, and projections stop moving while appends go on. This says how many committed
+/// events are waiting behind the horizon and which transactions are in front of them, so that
+/// `ledger projections status` can name the session to end.
+public struct ReadHorizon: Sendable, Hashable, Codable {
+    /// A transaction that holds the horizon back: it took a transaction id before the newest
+    /// waiting event's and has not ended.
+    public struct Holder: Sendable, Hashable, Codable {
+        /// The server process (`pg_terminate_backend(pid)` ends it); nil for a prepared
+        /// transaction, which belongs to no session.
+        public var pid: Int32?
+        /// Its database.
+        public var database: String?
+        /// Its role.
+        public var user: String?
+        /// Its `application_name`.
+        public var application: String?
+        /// `active`, `idle in transaction`, …; `prepared` for a prepared transaction (its
+        /// global id in ``query``).
+        public var state: String?
+        /// Seconds since the transaction started.
+        public var secondsOpen: Double
+        /// The start of its current or last statement; empty where the server does not show it
+        /// to this role.
+        public var query: String?
+    }
+
+    /// The lowest transaction id still running: events of this id or later are not read yet.
+    public var transactionID: UInt64
+    /// Committed events that readers cannot see yet because of the transactions below.
+    public var eventsWaiting: Int64
+    /// The transactions older than the newest waiting event's, oldest first (at most the limit
+    /// asked for); empty when nothing waits.
+    public var holders: [Holder]
+
+    /// Reads the horizon on `connection`, naming at most `limit` holders.
+    public static func read(on connection: PostgresConnection, limit: Int = 5) throws -> ReadHorizon {
+        let row = try connection.query("""
+            SELECT pg_snapshot_xmin(pg_current_snapshot())::text, count(*), max(transaction_id)::text
+            FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
+            """).single()
+        let horizon = UInt64(try row.decode(String.self, at: 0)) ?? 0
+        let waiting = try row.decode(Int64.self, at: 1)
+        guard waiting > 0, let newest = try row.decode(String?.self, at: 2) else {
+            return ReadHorizon(transactionID: horizon, eventsWaiting: 0, holders: [])
+        }
+        // Sessions by their transaction's start; prepared transactions (2PC) hold ids too.
+        let holders = try connection.query("""
+            SELECT pid, datname::text, usename::text, application_name, state, age_seconds, query FROM (
+                SELECT pid, datname, usename, application_name, state,
+                       extract(epoch FROM clock_timestamp() - xact_start)::float8 AS age_seconds,
+                       left(query, 200) AS query, backend_xid AS xid
+                FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid()
+                UNION ALL
+                SELECT NULL, database, owner, NULL, 'prepared',
+                       extract(epoch FROM clock_timestamp() - prepared)::float8, gid, transaction
+                FROM pg_prepared_xacts
+            ) AS open_transactions
+            WHERE age(xid) > age(\(newest)::xid8::xid)
+            ORDER BY age_seconds DESC LIMIT \(Int64(limit))
+            """).map { row in
+                Holder(pid: try row.decode(Int32?.self, at: 0), database: try row.decode(String?.self, at: 1),
+                       user: try row.decode(String?.self, at: 2), application: try row.decode(String?.self, at: 3),
+                       state: try row.decode(String?.self, at: 4), secondsOpen: try row.decode(Double?.self, at: 5) ?? 0,
+                       query: try row.decode(String?.self, at: 6))
+            }
+        return ReadHorizon(transactionID: horizon, eventsWaiting: waiting, holders: holders)
+    }
+}
