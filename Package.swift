@@ -237,7 +237,7 @@ let package = Package(
             name: "LedgerProjectionsTests",
             dependencies: [
                 "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
-                "LedgerTestSupport",
+                "LedgerTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),

@@ -33,6 +33,18 @@ public struct ReadHorizon: Sendable, Hashable, Codable {
         /// The start of its current or last statement; empty where the server does not show it
         /// to this role.
         public var query: String?
+
+        /// A holder as the server describes it.
+        public init(pid: Int32?, database: String?, user: String?, application: String?, state: String?,
+                    secondsOpen: Double, query: String?) {
+            self.pid = pid
+            self.database = database
+            self.user = user
+            self.application = application
+            self.state = state
+            self.secondsOpen = secondsOpen
+            self.query = query
+        }
     }
 
     /// The lowest transaction id still running: events of this id or later are not read yet.
@@ -42,6 +54,13 @@ public struct ReadHorizon: Sendable, Hashable, Codable {
     /// The transactions older than the newest waiting event's, oldest first (at most the limit
     /// asked for); empty when nothing waits.
     public var holders: [Holder]
+
+    /// A horizon as read.
+    public init(transactionID: UInt64, eventsWaiting: Int64, holders: [Holder]) {
+        self.transactionID = transactionID
+        self.eventsWaiting = eventsWaiting
+        self.holders = holders
+    }
 
     /// Reads the horizon on `connection`, naming at most `limit` holders.
     public static func read(on connection: PostgresConnection, limit: Int = 5) throws -> ReadHorizon {

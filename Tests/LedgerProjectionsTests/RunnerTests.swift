@@ -5,6 +5,7 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 import LedgerTestSupport
+import Logging
 import Testing
 
 /// The runner and the rebuild against the real private PostgreSQL.
@@ -125,6 +126,27 @@ struct RunnerTests {
     // Issue 5: a rebuild's final write encodes a long device list on two threads, the back half
     // written on a session of its own (detail rows from both halves); what it stores equals what
     // incremental steps stored.
+    // The runner warns (and names the session) only when committed events wait behind a
+    // transaction open at least the threshold: a horizon a moment behind appends in flight is
+    // normal, and a long transaction with nothing behind it holds nothing back.
+    @Test func theRunnerWarnsOfAHeldHorizonOnlyPastItsThreshold() throws {
+        func horizon(waiting: Int64, open: Double) -> ReadHorizon {
+            ReadHorizon(transactionID: 42, eventsWaiting: waiting, holders: [
+                ReadHorizon.Holder(pid: 4711, database: "other", user: "analyst", application: "psql", state: "idle in transaction",
+                                   secondsOpen: open, query: "UPDATE daily SET total = 0"),
+            ])
+        }
+        let threshold = Duration.seconds(60)
+        #expect(ProjectionRunner.horizonWarning(horizon(waiting: 3, open: 59.9), after: threshold) == nil)
+        #expect(ProjectionRunner.horizonWarning(horizon(waiting: 0, open: 600), after: threshold) == nil)
+        let warning = try #require(ProjectionRunner.horizonWarning(horizon(waiting: 3, open: 60), after: threshold))
+        #expect(warning["horizon.holder.pid"] == "4711")
+        #expect(warning["horizon.holder.database"] == "other")
+        #expect(warning["horizon.events_waiting"] == "3")
+        #expect(warning["horizon.holder.state"] == "idle in transaction")
+        #expect(ProjectionRunner.horizonWarning(horizon(waiting: 3, open: 0.6), after: .milliseconds(500)) != nil)
+    }
+
     @Test func aRebuildOfManyDevicesEqualsIncremental() async throws {
         try await withStore { store, _ in
             let devices = SKANDeviceProjection.parallelEncodingThreshold + 150

@@ -22,6 +22,10 @@ public struct ProjectionRunner: Sendable {
     public var batchSize: Int
     /// How long to wait for a notification before looking anyway (the fallback to LISTEN/NOTIFY).
     public var pollInterval: Duration
+    /// How long a transaction may hold the gap-safe read horizon back, with committed events
+    /// waiting behind it, before ``run()`` logs a warning naming it (then at most once per this
+    /// interval). See ``ReadHorizon``.
+    public var horizonWarningAfter: Duration = .seconds(60)
     let logger: Logger
 
     /// A runner for `projections` over `store`'s log.
@@ -98,11 +102,18 @@ public struct ProjectionRunner: Sendable {
         }
         var eager: Duration?
         var lastReported = ContinuousClock.now - .seconds(3600)
+        var lastHorizonWarning = ContinuousClock.now - .seconds(3600)
         while !Task.isCancelled {
             let applied = try await catchUp()
             if ContinuousClock.now - lastReported >= pollInterval {
                 lastReported = ContinuousClock.now
-                await reportLag()
+                let horizon = await reportLag()
+                if let horizon, let metadata = Self.horizonWarning(horizon, after: horizonWarningAfter),
+                   ContinuousClock.now - lastHorizonWarning >= horizonWarningAfter {
+                    lastHorizonWarning = ContinuousClock.now
+                    logger.warning("an open transaction holds the read horizon back: projections wait for it to end",
+                                   metadata: metadata)
+                }
             }
             if applied > 0 { eager = nil }
             let wait = eager.map { min($0, pollInterval) } ?? pollInterval
@@ -118,18 +129,44 @@ public struct ProjectionRunner: Sendable {
 extension ProjectionRunner {
     /// Records each projection's lag as gauges: `ledger_projection_lag_events` (readable events
     /// not yet applied) and `ledger_projection_lag_seconds` (age of the oldest of them), by
-    /// `projection`. A failure to read the status is logged, never fatal to the runner.
-    func reportLag() async {
+    /// `projection`; and the read horizon's: `ledger_read_horizon_waiting_events` (committed
+    /// events no reader sees yet) and `ledger_read_horizon_held_seconds` (how long the oldest
+    /// transaction in front of them has been open; 0 when none wait). A failure to read them is
+    /// logged, never fatal to the runner.
+    func reportLag() async -> ReadHorizon? {
         do {
-            let statuses = try await store.pool.withConnection { [projections] in try ProjectionStatus.read(projections, on: $0) }
+            let (statuses, horizon) = try await store.pool.withConnection { [projections] in
+                (try ProjectionStatus.read(projections, on: $0), try ReadHorizon.read(on: $0, limit: 1))
+            }
             for status in statuses {
                 Gauge(label: "ledger_projection_lag_events", dimensions: [("projection", status.name)])
                     .record(Double(status.eventsBehind))
                 Gauge(label: "ledger_projection_lag_seconds", dimensions: [("projection", status.name)]).record(status.secondsBehind)
             }
+            Gauge(label: "ledger_read_horizon_waiting_events").record(Double(horizon.eventsWaiting))
+            Gauge(label: "ledger_read_horizon_held_seconds")
+                .record(horizon.eventsWaiting > 0 ? horizon.holders.first?.secondsOpen ?? 0 : 0)
+            return horizon
         } catch {
             logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
+            return nil
         }
+    }
+
+    /// The warning's metadata when committed events wait behind a transaction open for at least
+    /// `threshold` (the oldest one, which is the one to end first), else nil.
+    static func horizonWarning(_ horizon: ReadHorizon, after threshold: Duration) -> Logger.Metadata? {
+        let seconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
+        guard horizon.eventsWaiting > 0, let oldest = horizon.holders.first, oldest.secondsOpen >= seconds else { return nil }
+        var metadata: Logger.Metadata = [
+            "horizon.events_waiting": "\(horizon.eventsWaiting)",
+            "horizon.holder.seconds_open": "\(Int(oldest.secondsOpen))",
+            "horizon.holder.state": "\(oldest.state ?? "?")",
+        ]
+        if let pid = oldest.pid { metadata["horizon.holder.pid"] = "\(pid)" }
+        if let database = oldest.database { metadata["horizon.holder.database"] = "\(database)" }
+        if let application = oldest.application, !application.isEmpty { metadata["horizon.holder.application"] = "\(application)" }
+        return metadata
     }
 }
 
