@@ -220,12 +220,12 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerDomainTests",
-            dependencies: ["LedgerDomain"],
+            dependencies: ["LedgerDomain", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerProvidersTests",
-            dependencies: ["LedgerProviders"],
+            dependencies: ["LedgerProviders", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestSupport
 import Testing
 
 @testable import LedgerDomain
@@ -169,24 +170,12 @@ struct CanonicalJSONEncoderTests {
         }
     }
 
-    /// A small deterministic generator (SplitMix64), so a failure replays.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomKey(_ random: inout Generator) -> String {
+    static func randomKey(_ random: inout SplitMix64) -> String {
         let keys = ["a", "b", "A", "a1", "a10", "a2", "ab", "é", "key_with_underscore", "Z", "", "dup", "dup", "\"q\"", "sp ace"]
         return keys[Int.random(in: 0..<keys.count, using: &random)]
     }
 
-    static func randomFuzz(_ random: inout Generator, depth: Int) -> Fuzz {
+    static func randomFuzz(_ random: inout SplitMix64, depth: Int) -> Fuzz {
         let leaf = depth >= 4
         switch Int.random(in: 0..<(leaf ? 5 : 11), using: &random) {
         case 0: return .text(String((0..<Int.random(in: 0..<12, using: &random)).map { _ in
@@ -207,7 +196,7 @@ struct CanonicalJSONEncoderTests {
     }
 
     @Test func randomValuesThroughEveryContainerOperation() {
-        var random = Generator(state: 2026_11_24)
+        var random = SplitMix64(seed: 2026_11_24)
         for _ in 0..<3_000 {
             let value = Self.randomFuzz(&random, depth: 0)
             Self.expectSameBytes(value)

@@ -16,7 +16,7 @@ struct RunnerTests {
     /// Random device histories over a few devices: SKAN, revenue (with retries), tokens and the
     /// three providers' sends and answers.
     static func randomHistories(seed: UInt64, devices: Int, steps: Int) throws -> [History] {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         var histories = (0..<devices).map { History(device: "device-app1-d\($0)") }
         let start = History.epoch
         for index in histories.indices {
@@ -433,16 +433,3 @@ struct VersionedProjection: Projection {
     func makeBulkBuilder() -> any ProjectionBulkBuilder { inner.makeBulkBuilder() }
 }
 
-/// A small deterministic random generator (SplitMix64), so a failing seed can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func next(upTo bound: UInt64) -> UInt64 { next() % bound }
-}

@@ -2,6 +2,7 @@ import Foundation
 import LedgerDomain
 @testable import LedgerProjections
 import LedgerProviders
+import LedgerTestSupport
 import Testing
 
 /// The SKAN state's directly written JSON (what a rebuild stores) against `JSONEncoder`'s.
@@ -9,7 +10,7 @@ import Testing
 struct SKANStateJSONTests {
     /// A state with every member varied by `seed`: amounts of many scales, odd keys, answers or not.
     static func randomState(seed: UInt64) throws -> SKANDeviceReducer.State {
-        var random = SplitMix(seed: seed)
+        var random = SplitMix64(seed: seed)
         func maybe<T>(_ value: T) -> T? { random.next(upTo: 3) == 0 ? nil : value }
         func coarse() -> LedgerProviders.SKANCoarseValue? { maybe(LedgerProviders.SKANCoarseValue.allCases[Int(random.next(upTo: 3))]) }
         func amounts() throws -> [String: Decimal] {

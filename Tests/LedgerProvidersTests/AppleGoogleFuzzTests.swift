@@ -1,18 +1,7 @@
 import Foundation
 import LedgerProviders
+import LedgerTestSupport
 import Testing
-
-/// SplitMix64: a tiny seeded generator, so that any failure reproduces from its seed.
-private struct FuzzGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Parsers never trap: every input gives a value or a typed `ProviderError`. (Typed throws make
 /// "a typed error" a compile-time fact; these tests make "never a crash" a run-time one.)
@@ -119,7 +108,7 @@ struct AppleGoogleFuzzTests {
 
     @Test("seeded random bytes and random mutations of the samples", arguments: [UInt64(0xC0FFEE), 42, 2_024])
     func randomInputs(seed: UInt64) async {
-        var generator = FuzzGenerator(state: seed)
+        var generator = SplitMix64(seed: seed)
         for _ in 0..<500 {
             await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
             let length = Int.random(in: 0...96, using: &generator)

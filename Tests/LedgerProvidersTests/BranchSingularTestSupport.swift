@@ -34,18 +34,5 @@ func json(_ data: Data?, sourceLocation: SourceLocation = #_sourceLocation) -> B
     json(String(decoding: data ?? Data(), as: UTF8.self), sourceLocation: sourceLocation)
 }
 
-/// A tiny deterministic RNG (SplitMix64), so fuzz runs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// A fixed instant for tests: 2023-11-14T22:13:20Z.
 let testNow = Date(timeIntervalSince1970: 1_700_000_000)
