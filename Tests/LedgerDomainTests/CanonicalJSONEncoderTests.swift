@@ -19,9 +19,16 @@ struct CanonicalJSONEncoderTests {
                     sourceLocation: sourceLocation)
         case (.failure(let expected as EncodingError), .failure(let actual as EncodingError)):
             #expect(Self.path(of: actual) == Self.path(of: expected), sourceLocation: sourceLocation)
+            #expect(Self.reason(of: actual) == Self.reason(of: expected), sourceLocation: sourceLocation)
         default:
             Issue.record("one encoder failed and the other did not: \(foundation) / \(canonical)", sourceLocation: sourceLocation)
         }
+    }
+
+    /// The error's text: the catalog quotes it in the error a client gets.
+    static func reason(of error: EncodingError) -> String {
+        guard case .invalidValue(_, let context) = error else { return "not invalidValue" }
+        return context.debugDescription
     }
 
     static func path(of error: EncodingError) -> [String] {
@@ -89,6 +96,65 @@ struct CanonicalJSONEncoderTests {
         Self.expectSameBytes([[Int]]())
         Self.expectSameBytes(["nothing": Nothing()])
         Self.expectSameBytes(Nothing())
+    }
+
+    @Test func manyKeysEncodeAlikeAndInLinearTime() {
+        // A client's custom data can hold tens of thousands of keys within the size limit.
+        let keys = Dictionary(uniqueKeysWithValues: (0..<30_000).map { ("k\($0 * 7_919 % 30_000)", $0) })
+        Self.expectSameBytes(["custom_data": keys])
+    }
+
+    @Test func wideIntegersAndDepthAlike() {
+        Self.expectSameBytes(["max": Int128.max, "min": Int128.min])
+        Self.expectSameBytes([UInt128.max, 0])
+        // JSONEncoder refuses containers nested 512 deep: the same edge on both sides.
+        for depth in [510, 511, 512, 513] {
+            var value = Fuzz.array([])
+            for _ in 1..<depth { value = .array([value]) }
+            Self.expectSameBytes(value)
+            Self.expectSameBytes(["wrapped": value])
+        }
+    }
+
+    /// Container operations used in unusual orders: the same nested container asked for twice, a
+    /// value encoded under a key a nested container is then asked for, a super encoder kept while
+    /// its key is written directly, an unkeyed super encoder followed by more elements.
+    struct Unusual: Encodable {
+        enum Key: String, CodingKey { case n, u, v, `super`, other }
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            var first = container.nestedContainer(keyedBy: Key.self, forKey: .n)
+            try first.encode(1, forKey: .n)
+            var second = container.nestedContainer(keyedBy: Key.self, forKey: .n)
+            try second.encode(2, forKey: .u)
+            var firstList = container.nestedUnkeyedContainer(forKey: .u)
+            try firstList.encode(1)
+            var secondList = container.nestedUnkeyedContainer(forKey: .u)
+            try secondList.encode(2)
+            try container.encode(["x": 1], forKey: .v)
+            var merged = container.nestedContainer(keyedBy: Key.self, forKey: .v)
+            try merged.encode(3, forKey: .other)
+            do {
+                let kept = container.superEncoder()
+                var value = kept.singleValueContainer()
+                try value.encode(7)
+                try container.encode(5, forKey: .super)
+            }
+            var list = container.nestedUnkeyedContainer(forKey: .other)
+            try list.encode("a")
+            do {
+                let kept = list.superEncoder()
+                try list.encode("b")
+                var inner = kept.container(keyedBy: Key.self)
+                try inner.encode(true, forKey: .n)
+            }
+            try list.encode("c")
+        }
+    }
+
+    @Test func unusualContainerOrdersAlike() {
+        Self.expectSameBytes(Unusual())
+        Self.expectSameBytes([Unusual(), Unusual()])
     }
 
     /// Encodes no container at all.

@@ -9,13 +9,17 @@ import Foundation
 /// and where its values' bytes are, so the output is assembled once, keys sorted, at the end.
 ///
 /// The output is byte for byte `JSONEncoder`'s with `[.sortedKeys, .withoutEscapingSlashes]` and
-/// the ledger's date strategy (tested on every event type and on random values): keys sorted by
+/// the ledger's date strategy (tested on every event type, on random values through every
+/// container operation, and on unusual orders of them): keys sorted by
 /// their UTF-8 bytes; `"`, `\`, and control characters escaped (`\b \f \n \r \t`, the others as
 /// `\u00xx`), everything else written as it is; `Data` as Base64, `URL` as its absolute string,
 /// `Decimal` and integers by their description, floating-point numbers by their description less
-/// a trailing `.0`; a key encoded twice keeps its last value. What `JSONEncoder` refuses, this
-/// refuses with the same `EncodingError` (a date outside the years 0001–9999, a NaN or infinite
-/// number, nothing encoded at the top).
+/// a trailing `.0`; a key encoded twice keeps its last value, a nested container asked for twice
+/// is one container, and a `superEncoder`'s value takes its place when the encoder is released.
+/// What `JSONEncoder` refuses, this refuses with the same `EncodingError` (a date outside the
+/// years 0001–9999, a NaN or infinite number, nothing encoded at the top, containers nested 512
+/// deep). Objects with many keys find them through a dictionary, so a client's wide
+/// `custom_data` costs linear time.
 public enum CanonicalJSONEncoder {
     /// The canonical JSON of `value`.
     public static func encode<Value: Encodable>(_ value: Value) throws -> Data {
@@ -23,7 +27,13 @@ public enum CanonicalJSONEncoder {
         let root = try state.box(value, at: [])
         var output = [UInt8]()
         output.reserveCapacity(state.scratch.count + 64)
-        state.write(root, into: &output)
+        do {
+            try state.write(root, into: &output)
+        } catch {
+            throw EncodingError.invalidValue(
+                value, EncodingError.Context(codingPath: [], debugDescription: "Unable to encode the given top-level value to JSON.",
+                                             underlyingError: error))
+        }
         return Data(output)
     }
 }
@@ -34,32 +44,42 @@ enum CanonicalNode {
     case bytes(Range<Int>)
     case object(CanonicalObject)
     case array(CanonicalArray)
-    case pending(CanonicalSlot)
 }
 
 /// An object's members in the order encoded; sorted when written.
 final class CanonicalObject {
     var keys: [String] = []
     var values: [CanonicalNode] = []
+    /// Where each key is, once there are enough keys that looking along them would cost more
+    /// (a client's `custom_data` can hold tens of thousands).
+    private var index: [String: Int]?
 
     func set(_ key: String, _ value: CanonicalNode) {
-        if let index = keys.lastIndex(of: key) {
-            values[index] = value
+        if let at = position(of: key) {
+            values[at] = value
         } else {
             keys.append(key)
             values.append(value)
+            index?[key] = keys.count - 1
         }
+    }
+
+    /// The value stored under `key`, if any.
+    func value(for key: String) -> CanonicalNode? { position(of: key).map { values[$0] } }
+
+    private func position(of key: String) -> Int? {
+        if let index { return index[key] }
+        if keys.count < 16 { return keys.firstIndex(of: key) }
+        var built = [String: Int](minimumCapacity: keys.count * 2)
+        for (at, existing) in keys.enumerated() { built[existing] = at }
+        index = built
+        return built[key]
     }
 }
 
 /// An array's elements.
 final class CanonicalArray {
     var items: [CanonicalNode] = []
-}
-
-/// The value a nested encoder (`superEncoder`) will write.
-final class CanonicalSlot {
-    var node: CanonicalNode?
 }
 
 /// One encoding's buffer, and the writing of scalars into it.
@@ -124,7 +144,7 @@ final class EncodingState {
     func float<Number: BinaryFloatingPoint & CustomStringConvertible>(_ number: Number, at path: [any CodingKey]) throws -> CanonicalNode {
         guard number.isFinite else {
             throw EncodingError.invalidValue(
-                number, EncodingError.Context(codingPath: path, debugDescription: "Unable to encode \(number) directly in JSON."))
+                number, EncodingError.Context(codingPath: path, debugDescription: "Unable to encode \(Number.self).\(number) directly in JSON."))
         }
         var text = number.description
         if text.hasSuffix(".0") { text.removeLast(2) }
@@ -157,32 +177,39 @@ final class EncodingState {
         return node
     }
 
+    /// Containers nested deeper than this are refused, as `JSONEncoder` refuses them.
+    static let maximumDepth = 512
+
     /// Writes `node` into `output`, objects' keys sorted by their UTF-8 bytes.
-    func write(_ node: CanonicalNode, into output: inout [UInt8]) {
+    /// - Throws: ``TooDeep`` past ``maximumDepth`` nested containers.
+    func write(_ node: CanonicalNode, into output: inout [UInt8], depth: Int = 0) throws(TooDeep) {
         switch node {
         case .bytes(let range):
             output.append(contentsOf: scratch[range])
         case .array(let array):
+            guard depth + 1 < Self.maximumDepth else { throw TooDeep() }
             output.append(UInt8(ascii: "["))
             for (index, item) in array.items.enumerated() {
                 if index > 0 { output.append(UInt8(ascii: ",")) }
-                write(item, into: &output)
+                try write(item, into: &output, depth: depth + 1)
             }
             output.append(UInt8(ascii: "]"))
         case .object(let object):
+            guard depth + 1 < Self.maximumDepth else { throw TooDeep() }
             output.append(UInt8(ascii: "{"))
             let order = object.keys.indices.sorted { object.keys[$0].utf8.lexicographicallyPrecedes(object.keys[$1].utf8) }
             for (position, index) in order.enumerated() {
                 if position > 0 { output.append(UInt8(ascii: ",")) }
                 Self.write(string: object.keys[index], into: &output)
                 output.append(UInt8(ascii: ":"))
-                write(object.values[index], into: &output)
+                try write(object.values[index], into: &output, depth: depth + 1)
             }
             output.append(UInt8(ascii: "}"))
-        case .pending(let slot):
-            write(slot.node ?? .object(CanonicalObject()), into: &output)
         }
     }
+
+    /// More nested containers than ``maximumDepth``.
+    struct TooDeep: Error {}
 }
 
 /// The `Encoder` a value's `encode(to:)` is given.
@@ -258,21 +285,34 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func encode(_ value: UInt16, forKey key: Key) throws { object.set(key.stringValue, state.append(String(value))) }
     mutating func encode(_ value: UInt32, forKey key: Key) throws { object.set(key.stringValue, state.append(String(value))) }
     mutating func encode(_ value: UInt64, forKey key: Key) throws { object.set(key.stringValue, state.append(String(value))) }
+    mutating func encode(_ value: Int128, forKey key: Key) throws { object.set(key.stringValue, state.append(String(value))) }
+    mutating func encode(_ value: UInt128, forKey key: Key) throws { object.set(key.stringValue, state.append(String(value))) }
     mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
         object.set(key.stringValue, try state.box(value, at: codingPath + [key]))
     }
 
+    // A container asked for twice under one key is the same container, as in `JSONEncoder`.
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key)
         -> KeyedEncodingContainer<NestedKey>
     {
-        let nested = CanonicalObject()
-        object.set(key.stringValue, .object(nested))
+        let nested: CanonicalObject
+        if case .object(let existing) = object.value(for: key.stringValue) {
+            nested = existing
+        } else {
+            nested = CanonicalObject()
+            object.set(key.stringValue, .object(nested))
+        }
         return KeyedEncodingContainer(CanonicalKeyedContainer<NestedKey>(state: state, object: nested, codingPath: codingPath + [key]))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
-        let nested = CanonicalArray()
-        object.set(key.stringValue, .array(nested))
+        let nested: CanonicalArray
+        if case .array(let existing) = object.value(for: key.stringValue) {
+            nested = existing
+        } else {
+            nested = CanonicalArray()
+            object.set(key.stringValue, .array(nested))
+        }
         return CanonicalUnkeyedContainer(state: state, array: nested, codingPath: codingPath + [key])
     }
 
@@ -280,9 +320,7 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     mutating func superEncoder(forKey key: Key) -> any Encoder { superEncoder(named: key.stringValue, key: key) }
 
     private func superEncoder(named name: String, key: (any CodingKey)? = nil) -> any Encoder {
-        let slot = CanonicalSlot()
-        object.set(name, .pending(slot))
-        return CanonicalSlotEncoder(state: state, slot: slot, codingPath: codingPath + [key ?? CanonicalNamedKey(name)])
+        CanonicalSuperEncoder(state: state, place: .member(object, name), codingPath: codingPath + [key ?? CanonicalNamedKey(name)])
     }
 }
 
@@ -318,6 +356,8 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
     mutating func encode(_ value: UInt16) throws { array.items.append(state.append(String(value))) }
     mutating func encode(_ value: UInt32) throws { array.items.append(state.append(String(value))) }
     mutating func encode(_ value: UInt64) throws { array.items.append(state.append(String(value))) }
+    mutating func encode(_ value: Int128) throws { array.items.append(state.append(String(value))) }
+    mutating func encode(_ value: UInt128) throws { array.items.append(state.append(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws { array.items.append(try state.box(value, at: nextPath)) }
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
@@ -335,10 +375,7 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
     }
 
     mutating func superEncoder() -> any Encoder {
-        let path = nextPath
-        let slot = CanonicalSlot()
-        array.items.append(.pending(slot))
-        return CanonicalSlotEncoder(state: state, slot: slot, codingPath: path)
+        CanonicalSuperEncoder(state: state, place: .element(array, array.items.count), codingPath: nextPath)
     }
 }
 
@@ -364,61 +401,66 @@ struct CanonicalSingleValueContainer: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt16) throws { set(state.append(String(value))) }
     mutating func encode(_ value: UInt32) throws { set(state.append(String(value))) }
     mutating func encode(_ value: UInt64) throws { set(state.append(String(value))) }
+    mutating func encode(_ value: Int128) throws { set(state.append(String(value))) }
+    mutating func encode(_ value: UInt128) throws { set(state.append(String(value))) }
     mutating func encode<T: Encodable>(_ value: T) throws { set(try state.box(value, at: codingPath)) }
 }
 
-/// The encoder a `superEncoder` call returns: what it encodes fills its slot.
-final class CanonicalSlotEncoder: Encoder {
+/// The encoder a `superEncoder` call returns. As in `JSONEncoder`, what it encoded takes its
+/// place (the member, or the element at the index it was made for) when it is released, and an
+/// encoder that encoded nothing leaves an empty object there.
+final class CanonicalSuperEncoder: Encoder {
+    enum Place {
+        case member(CanonicalObject, String)
+        case element(CanonicalArray, Int)
+    }
+
     let inner: CanonicalEncoder
-    let slot: CanonicalSlot
+    let place: Place
     var codingPath: [any CodingKey] { inner.codingPath }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(state: EncodingState, slot: CanonicalSlot, codingPath: [any CodingKey]) {
+    init(state: EncodingState, place: Place, codingPath: [any CodingKey]) {
         self.inner = CanonicalEncoder(state: state, codingPath: codingPath)
-        self.slot = slot
+        self.place = place
     }
 
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        defer { slot.node = inner.node }
-        return inner.container(keyedBy: type)
+    deinit {
+        let node = inner.node ?? .object(CanonicalObject())
+        switch place {
+        case .member(let object, let key): object.set(key, node)
+        case .element(let array, let index): array.items.insert(node, at: min(index, array.items.count))
+        }
     }
 
-    func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        defer { slot.node = inner.node }
-        return inner.unkeyedContainer()
-    }
-
-    func singleValueContainer() -> any SingleValueEncodingContainer {
-        CanonicalSlotSingleValueContainer(inner: CanonicalSingleValueContainer(encoder: inner), slot: slot)
-    }
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> { inner.container(keyedBy: type) }
+    func unkeyedContainer() -> any UnkeyedEncodingContainer { inner.unkeyedContainer() }
+    /// Keeps this encoder alive while the value is encoded, so the value is placed after it.
+    func singleValueContainer() -> any SingleValueEncodingContainer { CanonicalSuperValueContainer(owner: self) }
 }
 
-/// A single-value container that also fills a slot.
-struct CanonicalSlotSingleValueContainer: SingleValueEncodingContainer {
-    var inner: CanonicalSingleValueContainer
-    let slot: CanonicalSlot
-    var codingPath: [any CodingKey] { inner.codingPath }
+/// A single-value container of a ``CanonicalSuperEncoder``, which it keeps alive.
+struct CanonicalSuperValueContainer: SingleValueEncodingContainer {
+    let owner: CanonicalSuperEncoder
+    var codingPath: [any CodingKey] { owner.codingPath }
+    private var inner: CanonicalSingleValueContainer { CanonicalSingleValueContainer(encoder: owner.inner) }
 
-    private mutating func after(_ body: (inout CanonicalSingleValueContainer) throws -> Void) rethrows {
-        try body(&inner)
-        slot.node = inner.encoder.node
-    }
-
-    mutating func encodeNil() throws { try after { try $0.encodeNil() } }
-    mutating func encode(_ value: Bool) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: String) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Double) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Float) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Int) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Int8) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Int16) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Int32) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: Int64) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: UInt) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: UInt8) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: UInt16) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: UInt32) throws { try after { try $0.encode(value) } }
-    mutating func encode(_ value: UInt64) throws { try after { try $0.encode(value) } }
-    mutating func encode<T: Encodable>(_ value: T) throws { try after { try $0.encode(value) } }
+    mutating func encodeNil() throws { var inner = inner; try inner.encodeNil() }
+    mutating func encode(_ value: Bool) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: String) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Double) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Float) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int8) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int16) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int32) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int64) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: Int128) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt8) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt16) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt32) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt64) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode(_ value: UInt128) throws { var inner = inner; try inner.encode(value) }
+    mutating func encode<T: Encodable>(_ value: T) throws { var inner = inner; try inner.encode(value) }
 }
