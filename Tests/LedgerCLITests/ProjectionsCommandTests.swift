@@ -79,7 +79,7 @@ struct ProjectionsCommandTests {
         try holder.run(script: "ROLLBACK")
 
         #expect(text.status == 0, "\(text.stderr)")
-        #expect(text.stdout.contains("Read horizon held back: 1 committed event(s) wait behind"), "\(text.stdout)")
+        #expect(text.stdout.contains("Read horizon held back: 1 committed event(s), the oldest for "), "\(text.stdout)")
         #expect(text.stdout.contains("pid \(pid) (database \(database.name), "), "\(text.stdout)")
         #expect(text.stdout.contains("application left-open): idle in transaction for "), "\(text.stdout)")
         #expect(text.stdout.contains("SELECT pg_terminate_backend("), "\(text.stdout)")

@@ -123,17 +123,14 @@ struct RunnerTests {
         #expect(try await runner.catchUp() > 0)
     }
 
-    // Issue 5: a rebuild's final write encodes a long device list on two threads, the back half
-    // written on a session of its own (detail rows from both halves); what it stores equals what
-    // incremental steps stored.
     // The runner warns (and names the session) only when committed events wait behind a
     // transaction open at least the threshold: a horizon a moment behind appends in flight is
     // normal, and a long transaction with nothing behind it holds nothing back.
     @Test func theRunnerWarnsOfAHeldHorizonOnlyPastItsThreshold() throws {
         func horizon(waiting: Int64, open: Double) -> ReadHorizon {
-            ReadHorizon(transactionID: 42, eventsWaiting: waiting, holders: [
-                ReadHorizon.Holder(pid: 4711, database: "other", user: "analyst", application: "psql", state: "idle in transaction",
-                                   secondsOpen: open, query: "UPDATE daily SET total = 0"),
+            ReadHorizon(transactionID: 42, eventsWaiting: waiting, secondsWaiting: waiting > 0 ? open : 0, holders: [
+                ReadHorizon.Holder(pid: 4711, transactionID: 42, database: "other", user: "analyst", application: "psql",
+                                   state: "idle in transaction", secondsOpen: open, query: "UPDATE daily SET total = 0"),
             ])
         }
         let threshold = Duration.seconds(60)
@@ -145,8 +142,19 @@ struct RunnerTests {
         #expect(warning["horizon.events_waiting"] == "3")
         #expect(warning["horizon.holder.state"] == "idle in transaction")
         #expect(ProjectionRunner.horizonWarning(horizon(waiting: 3, open: 0.6), after: .milliseconds(500)) != nil)
+        // Another role's session, its state and start hidden (no pg_read_all_stats): still named.
+        let hidden = ReadHorizon(transactionID: 42, eventsWaiting: 3, secondsWaiting: 90, holders: [
+            ReadHorizon.Holder(pid: 4712, transactionID: 42, database: nil, user: "dba", application: nil, state: nil,
+                               secondsOpen: nil, query: "<insufficient privilege>"),
+        ])
+        let named = try #require(ProjectionRunner.horizonWarning(hidden, after: threshold))
+        #expect(named["horizon.holder.pid"] == "4712")
+        #expect(named["horizon.seconds_waiting"] == "90")
     }
 
+    // Issue 5: a rebuild's final write encodes a long device list on two threads, the back half
+    // written on a session of its own (detail rows from both halves); what it stores equals what
+    // incremental steps stored.
     @Test func aRebuildOfManyDevicesEqualsIncremental() async throws {
         try await withStore { store, _ in
             let devices = SKANDeviceProjection.parallelEncodingThreshold + 150

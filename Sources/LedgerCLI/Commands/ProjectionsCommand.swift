@@ -4,6 +4,7 @@ import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerProjections
 import LedgerStore
+import Logging
 
 /// `ledger projections`: where each projection stands, and rebuilding one after a fix.
 struct ProjectionsCommand: AsyncParsableCommand {
@@ -74,13 +75,20 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
                 defer { pool.close() }
                 let store = EventStore(pool: pool, logger: logger)
-                let (statuses, horizon) = try await projectionFailures {
+                let statuses = try await projectionFailures {
                     try await ProjectionRunner(store: store, projections: AllProjections.list, logger: logger).prepare()
-                    return try await pool.withConnection {
-                        (try ProjectionStatus.read(AllProjections.list, on: $0), try ReadHorizon.read(on: $0, limit: max(1, horizonHolders)))
-                    }
+                    return try await pool.withConnection { try ProjectionStatus.read(AllProjections.list, on: $0) }
                 }
-                let held = horizonHeldBack(horizon, after: horizonAfter)
+                // The horizon is a hint for ops: a failure to read it (a restricted role, say) is
+                // logged and the statuses are still printed.
+                let held: ReadHorizon?
+                do {
+                    let limit = max(1, horizonHolders)
+                    held = horizonHeldBack(try await pool.withConnection { try ReadHorizon.read(on: $0, limit: limit) }, after: horizonAfter)
+                } catch {
+                    logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
+                    held = nil
+                }
                 if json {
                     for status in statuses { print(try statusJSON(status)) }
                     if let held { print(try horizonJSON(held)) }
@@ -199,12 +207,9 @@ func statusJSON(_ status: ProjectionStatus) throws -> String {
 /// state of a busy ledger.
 let defaultHorizonReportThreshold = 5.0
 
-/// `horizon` when committed events wait behind a transaction open for at least `threshold`
-/// seconds, else nil.
+/// `horizon` when committed events have waited behind it for at least `threshold` seconds, else nil.
 func horizonHeldBack(_ horizon: ReadHorizon, after threshold: Double) -> ReadHorizon? {
-    guard horizon.eventsWaiting > 0, let oldest = horizon.holders.first, oldest.secondsOpen >= threshold
-    else { return nil }
-    return horizon
+    horizon.eventsWaiting > 0 && horizon.secondsWaiting >= threshold ? horizon : nil
 }
 
 /// The read horizon as one JSON object, `{"readHorizon": …}`.
@@ -217,15 +222,19 @@ func horizonJSON(_ horizon: ReadHorizon) throws -> String {
 /// The sessions holding the read horizon back, one line each, and how to end one.
 func horizonReport(_ horizon: ReadHorizon) -> String {
     let count = horizon.holders.count
-    var lines = ["Read horizon held back: \(horizon.eventsWaiting) committed event(s) wait behind \(count) open transaction(s)"
+    let waiting = horizon.eventsWaiting >= ReadHorizon.countLimit ? "\(horizon.eventsWaiting) or more" : "\(horizon.eventsWaiting)"
+    var lines = ["Read horizon held back: \(waiting) committed event(s), the oldest for "
+        + String(format: "%.1f s", horizon.secondsWaiting) + ", wait behind \(count) open transaction(s)"
         + " on the server; no projection or subscription sees them until these end:"]
     for holder in horizon.holders {
         let who = holder.pid.map { "pid \($0)" } ?? "prepared transaction"
         let where_ = [holder.database.map { "database \($0)" }, holder.user.map { "user \($0)" },
                       holder.application.flatMap { $0.isEmpty ? nil : "application \($0)" }].compactMap { $0 }
         let statement = (holder.query ?? "").split(whereSeparator: \.isNewline).joined(separator: " ")
-        lines.append("  \(who) (\(where_.joined(separator: ", "))): \(holder.state ?? "?") for "
-                     + String(format: "%.1f s", holder.secondsOpen) + (statement.isEmpty ? "" : " — \(statement.prefix(100))"))
+        // Another role's session shows no state, start or statement without pg_read_all_stats.
+        let state = holder.state.map { state in holder.secondsOpen.map { state + " for " + String(format: "%.1f s", $0) } ?? state }
+            ?? "state not shown to this role"
+        lines.append("  \(who) (\(where_.joined(separator: ", "))): \(state)" + (statement.isEmpty ? "" : " — \(statement.prefix(100))"))
     }
     if let pid = horizon.holders.first?.pid {
         lines.append("End a session with SELECT pg_terminate_backend(\(pid)); (docs/operations.md, \"Projections do not move\").")

@@ -130,39 +130,43 @@ extension ProjectionRunner {
     /// Records each projection's lag as gauges: `ledger_projection_lag_events` (readable events
     /// not yet applied) and `ledger_projection_lag_seconds` (age of the oldest of them), by
     /// `projection`; and the read horizon's: `ledger_read_horizon_waiting_events` (committed
-    /// events no reader sees yet) and `ledger_read_horizon_held_seconds` (how long the oldest
-    /// transaction in front of them has been open; 0 when none wait). A failure to read them is
-    /// logged, never fatal to the runner.
+    /// events no reader sees yet) and `ledger_read_horizon_waiting_seconds` (how long the oldest
+    /// of them has waited; 0 when none wait). A failure to read either is logged, never fatal to
+    /// the runner, and one does not keep the other from being recorded.
     func reportLag() async -> ReadHorizon? {
         do {
-            let (statuses, horizon) = try await store.pool.withConnection { [projections] in
-                (try ProjectionStatus.read(projections, on: $0), try ReadHorizon.read(on: $0, limit: 1))
-            }
+            let statuses = try await store.pool.withConnection { [projections] in try ProjectionStatus.read(projections, on: $0) }
             for status in statuses {
                 Gauge(label: "ledger_projection_lag_events", dimensions: [("projection", status.name)])
                     .record(Double(status.eventsBehind))
                 Gauge(label: "ledger_projection_lag_seconds", dimensions: [("projection", status.name)]).record(status.secondsBehind)
             }
-            Gauge(label: "ledger_read_horizon_waiting_events").record(Double(horizon.eventsWaiting))
-            Gauge(label: "ledger_read_horizon_held_seconds")
-                .record(horizon.eventsWaiting > 0 ? horizon.holders.first?.secondsOpen ?? 0 : 0)
-            return horizon
         } catch {
             logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
+        }
+        do {
+            let horizon = try await store.pool.withConnection { try ReadHorizon.read(on: $0, limit: 1) }
+            Gauge(label: "ledger_read_horizon_waiting_events").record(Double(horizon.eventsWaiting))
+            Gauge(label: "ledger_read_horizon_waiting_seconds").record(horizon.secondsWaiting)
+            return horizon
+        } catch {
+            logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
             return nil
         }
     }
 
-    /// The warning's metadata when committed events wait behind a transaction open for at least
-    /// `threshold` (the oldest one, which is the one to end first), else nil.
+    /// The warning's metadata when committed events have waited at least `threshold` behind the
+    /// horizon, naming the transaction with the lowest id (the one to end first), else nil.
     static func horizonWarning(_ horizon: ReadHorizon, after threshold: Duration) -> Logger.Metadata? {
         let seconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
-        guard horizon.eventsWaiting > 0, let oldest = horizon.holders.first, oldest.secondsOpen >= seconds else { return nil }
+        guard horizon.eventsWaiting > 0, horizon.secondsWaiting >= seconds else { return nil }
         var metadata: Logger.Metadata = [
             "horizon.events_waiting": "\(horizon.eventsWaiting)",
-            "horizon.holder.seconds_open": "\(Int(oldest.secondsOpen))",
-            "horizon.holder.state": "\(oldest.state ?? "?")",
+            "horizon.seconds_waiting": "\(Int(horizon.secondsWaiting))",
         ]
+        guard let oldest = horizon.holders.first else { return metadata }
+        if let state = oldest.state { metadata["horizon.holder.state"] = "\(state)" }
+        if let open = oldest.secondsOpen { metadata["horizon.holder.seconds_open"] = "\(Int(open))" }
         if let pid = oldest.pid { metadata["horizon.holder.pid"] = "\(pid)" }
         if let database = oldest.database { metadata["horizon.holder.database"] = "\(database)" }
         if let application = oldest.application, !application.isEmpty { metadata["horizon.holder.application"] = "\(application)" }
