@@ -32,8 +32,20 @@ public enum TestDatabase {
         /// readable failed while other tests' databases were being dropped. At exit the drops run
         /// together (their checkpoints merge); a database whose drop did not happen (a killed
         /// process) is dropped by the next test process (see ``TestDatabase/server``).
+        ///
+        /// Sessions a test left connected are ended now, as the drop used to end them (ending a
+        /// session takes no transaction id), so leaked ones never pile up towards the server's
+        /// connection limit; that runs on a thread of its own, so as not to block the caller.
         public func drop() {
             TestDatabase.dropAtExit(self)
+            Thread { endSessions() }.start()
+        }
+
+        /// Ends every other session connected to the database.
+        func endSessions() {
+            guard let connection = try? PostgresConnection(conninfo: admin, logger: TestDatabase.quietLogger) else { return }
+            _ = try? connection.query(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(name) AND pid <> pg_backend_pid()")
         }
 
         /// Drops the database and returns when it is gone. Blocks: call it off the cooperative
@@ -123,11 +135,22 @@ public enum TestDatabase {
             defer { handles.removeAll() }
             return handles
         }
-        guard !handles.isEmpty else { return }
-        let lanes = min(8, handles.count)
-        DispatchQueue.concurrentPerform(iterations: lanes) { lane in
-            for index in stride(from: lane, to: handles.count, by: lanes) { handles[index].dropNow() }
+        dropInLanes(handles.count) { handles[$0].dropNow() }
+    }
+
+    /// Runs `drop` for `0..<count` on eight threads: concurrent drops share their checkpoints,
+    /// where one after the other each waits for one of its own.
+    static func dropInLanes(_ count: Int, _ drop: @escaping @Sendable (Int) -> Void) {
+        guard count > 0 else { return }
+        let lanes = min(8, count)
+        let done = DispatchSemaphore(value: 0)
+        for lane in 0..<lanes {
+            Thread {
+                for index in stride(from: lane, to: count, by: lanes) { drop(index) }
+                done.signal()
+            }.start()
         }
+        for _ in 0..<lanes { done.wait() }
     }
 
     /// Runs blocking work on a new thread and waits for it without holding a cooperative thread.
@@ -174,12 +197,14 @@ public enum TestDatabase {
             let admin = try PostgresConnection(conninfo: adminConninfo, logger: quietLogger)
             let names = try admin.query("SELECT datname FROM pg_database WHERE datname LIKE 'ledger_test_%'")
                 .map { try $0.decode(String.self, at: 0) }
-            for name in names {
-                let parts = name.split(separator: "_")
-                guard parts.count >= 4, let pid = Int32(parts[2]), pid != getpid(), kill(pid, 0) != 0, errno == ESRCH
-                else { continue }
-                _ = try? admin.run(script: "DROP DATABASE IF EXISTS \(PostgresQuery.quoteIdentifier(name)) WITH (FORCE)")
-            }
+                .filter { name in
+                    let parts = name.split(separator: "_")
+                    guard parts.count >= 4, let pid = Int32(parts[2]), pid != getpid() else { return false }
+                    return kill(pid, 0) != 0 && errno == ESRCH
+                }
+            // A killed run leaves hundreds: dropped in lanes, as at exit.
+            let handles = names.map { Handle(conninfo: "", name: $0, admin: adminConninfo) }
+            TestDatabase.dropInLanes(handles.count) { handles[$0].dropNow() }
         }
 
         /// Builds the template once per schema version, under an advisory lock so that parallel
