@@ -102,18 +102,14 @@ extension PostgresConnection {
     /// rebuild's final write).
     static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) -> Bool {
         guard let base = bytes.baseAddress else { return true }
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
         out.reserveCapacity(out.count + bytes.count + 16)
         var runStart = 0
         var index = 0
         while index < bytes.count {
             if index &+ 8 <= bytes.count {
                 let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                let backslash = word ^ (ones &* 0x5C)
-                // A byte below 0x0E (NUL, tab, newline, carriage return among them) or a backslash:
-                // `(x - n…) & ~x & 0x80…` is non-zero exactly when some byte is below n.
-                if ((word &- ones &* 0x0E) & ~word & highs) | ((backslash &- ones) & ~backslash & highs) == 0 {
+                // A byte below 0x0E (NUL, tab, newline, carriage return among them) or a backslash.
+                if ByteWord.mask(below: 0x0E, in: word) | ByteWord.mask(of: UInt8(ascii: "\\"), in: word) == 0 {
                     index &+= 8
                     continue
                 }

@@ -1,3 +1,5 @@
+import LedgerPostgres
+
 extension JSONObjectBytes {
     /// The scanner's loops over a buffer: offsets checked against one count, no optional per byte.
     ///
@@ -56,29 +58,20 @@ extension JSONObjectBytes {
             return false
         }
 
-        /// Whether any of the eight bytes of `word` is `first` or `second` (the exact test for a
-        /// zero byte, `(x - 0x01…) & ~x & 0x80…`, on the word xor each byte repeated).
+        /// Whether any of the eight bytes of `word` is `first` or `second`.
         @inline(__always)
         static func hasByte(_ first: UInt8, or second: UInt8, in word: UInt64) -> Bool {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
-            let a = word ^ (ones &* UInt64(first))
-            let b = word ^ (ones &* UInt64(second))
-            return ((a &- ones) & ~a & highs) | ((b &- ones) & ~b & highs) != 0
+            ByteWord.mask(of: first, in: word) | ByteWord.mask(of: second, in: word) != 0
         }
 
         /// Whether `bytes` hold a backslash or a control character (below 0x20): what makes a
         /// string's body something only a parser can read. Eight bytes at a time.
         static func holdsEscapeOrControl(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let highs: UInt64 = 0x8080_8080_8080_8080
             var offset = 0
             if let start = bytes.baseAddress.map(UnsafeRawPointer.init) {
                 while offset &+ 8 <= bytes.count {
                     let word = start.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    let backslash = word ^ (ones &* UInt64(UInt8(ascii: "\\")))
-                    // A byte below 0x20: `(x - 0x20…) & ~x & 0x80…` is non-zero (exact for bounds up to 0x80).
-                    if ((backslash &- ones) & ~backslash & highs) | ((word &- ones &* 0x20) & ~word & highs) != 0 { return true }
+                    if ByteWord.mask(of: UInt8(ascii: "\\"), in: word) | ByteWord.mask(below: 0x20, in: word) != 0 { return true }
                     offset &+= 8
                 }
             }
