@@ -160,7 +160,7 @@ public struct EventStore: Sendable {
         guard endsWithItsFirstObject(bytes) else {
             throw refuse(field, "json_object", "must be one JSON object, with nothing after its closing brace")
         }
-        if bytes.contains(EventCatalog.escapedNUL) {
+        if EventCatalog.holdsEscapedNUL(bytes) {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
         return text

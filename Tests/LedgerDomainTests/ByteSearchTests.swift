@@ -23,4 +23,16 @@ struct ByteSearchTests {
         #expect(!Data(#"{"a":"u0000"}"#.utf8).contains(EventCatalog.escapedNUL))
         #expect(Data().contains(ByteNeedle([])))
     }
+
+    /// `\\u0000` in JSON text is a backslash and the letters u0000, which any string may hold;
+    /// only an odd run of backslashes makes the escape jsonb cannot store.
+    @Test("an escaped NUL counts only when its backslash is not itself escaped",
+          arguments: [
+            (#"{"a":"\u0000"}"#, true), (#"{"a":"\\u0000"}"#, false), (#"{"a":"\\\u0000"}"#, true),
+            (#"{"a":"\\\\u0000"}"#, false), (#"{"a":"C:\\u0000dir","b":"x\u0000"}"#, true),
+            (#"{"a":"x\u0000","b":"C:\\u0000dir"}"#, true), (#"\u0000"#, true), (#"{"a":"u0000"}"#, false),
+          ])
+    func escapedNULNeedsAnOddRunOfBackslashes(text: String, holds: Bool) {
+        #expect(EventCatalog.holdsEscapedNUL(Data(text.utf8)) == holds, "\(text)")
+    }
 }

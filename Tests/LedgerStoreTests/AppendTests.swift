@@ -25,6 +25,26 @@ struct AppendTests {
         }
     }
 
+    /// A string may hold a backslash followed by the letters u0000 (a Windows path, a regex): in
+    /// JSON text that is `\\u0000`, which is no NUL and must be stored, unlike `\u0000`.
+    @Test("a backslash followed by the text u0000 is stored; only the escape of U+0000 is refused")
+    func escapedBackslashBeforeU0000IsStored() async throws {
+        try await withStore { store, _ throws in
+            var lookalike = sampleEvent(1)
+            lookalike.data = Data(#"{"path":"C:\\u0000dir","pattern":"\\\\u0000"}"#.utf8)
+            _ = try await store.append([lookalike], to: "device-app1-lookalike")
+            let read = try await store.readStream("device-app1-lookalike")
+            let fields = try #require(try read.first?.decode([String: String].self))
+            #expect(fields["path"] == #"C:\u0000dir"#)
+            #expect(fields["pattern"] == #"\\u0000"#)
+
+            var escape = sampleEvent(2)
+            escape.data = Data(#"{"path":"C:\\\u0000dir"}"#.utf8)  // a backslash, then the escape
+            await #expect(throws: EventStoreError.self) { try await store.append([escape], to: "device-app1-lookalike") }
+            #expect(try await store.readStream("device-app1-lookalike").count == 1)
+        }
+    }
+
     @Test("retrying a batch returns the first attempt's positions and stores nothing new")
     func idempotentRetry() async throws {
         try await withStore { store, database throws in

@@ -218,10 +218,23 @@ public struct EventCatalog: Sendable {
         return data
     }
 
-    /// Whether `data` holds the six bytes `\u0000` (also true for an escaped backslash followed
-    /// by `u0000`, which the full check then clears).
+    /// Whether `data` holds the escape `\u0000`: the six bytes, their backslash not itself
+    /// escaped (`\\u0000` is a backslash and the text `u0000`, which any string may hold). For
+    /// JSON text; the full check (or jsonb) has the last word on anything else.
     static func mayHoldEscapedNUL(_ data: Data) -> Bool {
-        data.contains(escapedNUL)
+        holdsEscapedNUL(data)
+    }
+
+    /// Whether the JSON text `data` holds the escape `\u0000` (see ``mayHoldEscapedNUL(_:)``):
+    /// an occurrence counts when an odd number of backslashes ends at its own.
+    package static func holdsEscapedNUL(_ data: Data) -> Bool {
+        data.withUnsafeBytes { bytes in
+            escapedNUL.occurs(in: bytes) { start in
+                var backslashes = 1
+                while start - backslashes >= 0, bytes[start - backslashes] == UInt8(ascii: "\\") { backslashes += 1 }
+                return backslashes % 2 == 1
+            }
+        }
     }
 
     /// The text `\u0000`, which no jsonb value can hold.

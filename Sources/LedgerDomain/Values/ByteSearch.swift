@@ -24,8 +24,14 @@ package struct ByteNeedle: Sendable {
 
     /// Whether the needle occurs in `haystack`.
     package func occurs(in haystack: UnsafeRawBufferPointer) -> Bool {
+        occurs(in: haystack) { _ in true }
+    }
+
+    /// Whether the needle occurs in `haystack` at an offset `accept` takes (asked only where it
+    /// occurs, last occurrence first).
+    package func occurs(in haystack: UnsafeRawBufferPointer, where accept: (Int) -> Bool) -> Bool {
         let count = bytes.count
-        guard count > 0 else { return true }
+        guard count > 0 else { return accept(haystack.count) }
         guard haystack.count >= count else { return false }
         return bytes.withUnsafeBufferPointer { needle in
             shifts.withUnsafeBufferPointer { shifts in
@@ -36,7 +42,7 @@ package struct ByteNeedle: Sendable {
                     if byte == first {
                         var offset = 1
                         while offset < count, haystack[start + offset] == needle[offset] { offset += 1 }
-                        if offset == count { return true }
+                        if offset == count, accept(start) { return true }
                     }
                     start -= shifts[Int(byte)]
                 }
