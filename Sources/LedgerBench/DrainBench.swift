@@ -10,8 +10,9 @@ import LedgerTestSupport
 
 // drain: 10,000 Apple AdServices token lookups drained by 1 and by 4 send workers (each one
 // `SendWorker.run()`, the loop `ledger worker` runs: its own pool of slots + 2 sessions, its own
-// HTTP client, 8 slots) against the loopback fakes over real HTTP, next to a bare loop at the same
-// concurrency in the same run: per worker, 8 tasks that each claim one row of a plain table with
+// HTTP client, its default 16 slots, LEDGER_BENCH_SLOTS to change) against the loopback fakes over
+// real HTTP, next to a bare loop at the same concurrency in the same run: per worker, as many
+// tasks as slots, each claiming one row of a plain table with
 // FOR UPDATE SKIP LOCKED, make the same HTTP call to the same fake, and delete the row — none of
 // the ledger's recording (no cause read, no SendAttempted, no ResponseReceived/SendSucceeded, no
 // lease checks). Rounds alternate (ledger, bare, ledger, bare) so drift weighs on both alike; the
@@ -23,8 +24,9 @@ struct DrainPlan {
     var sends: Int
     /// Worker processes simulated (each its own pool, HTTP client and liveness lock).
     var workers: Int
-    /// Tries in flight per worker (`ledger worker`'s default).
-    var slots = 8
+    /// Tries in flight per worker: `ledger worker`'s default, or LEDGER_BENCH_SLOTS (both sides
+    /// at the same concurrency either way).
+    var slots = Int(ProcessInfo.processInfo.environment["LEDGER_BENCH_SLOTS"] ?? "") ?? SendWorker.Configuration.defaultSlots
     /// Rounds the sends are split into; ledger and bare alternate.
     var rounds = 2
 }

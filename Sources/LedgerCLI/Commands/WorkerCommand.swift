@@ -34,7 +34,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
             Examples:
               ledger worker
-              ledger worker --slots 16 --lease 120
+              ledger worker --slots 32 --lease 120
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
             """
@@ -43,7 +43,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     @Option(help: "Sends in flight at once.")
-    var slots = 8
+    var slots = SendWorker.Configuration.defaultSlots
 
     @Option(help: "Seconds a claim lasts before another worker may rescue it.")
     var lease = 60

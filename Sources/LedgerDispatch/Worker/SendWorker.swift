@@ -33,6 +33,11 @@ public final class SendWorker: Sendable {
         public var workerID: String
         /// Sends in flight at once.
         public var slots: Int
+        /// The default ``slots``: 16. A claim's tries are recorded in one statement and their
+        /// outcomes settled in groups, so the more tries a group holds, the less each pays; with 8
+        /// slots one worker drained 1,780 sends/s on the loopback bench, with 16 2,600 (and 24 or
+        /// 32 little more: docs/performance.md, drain section).
+        public static let defaultSlots = 16
         /// How long a claim lasts before another worker may rescue it.
         public var lease: TimeInterval
         /// The longest a provider call may take.
@@ -45,7 +50,7 @@ public final class SendWorker: Sendable {
 
         /// A configuration.
         public init(workerID: String = "worker-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
-                    slots: Int = 8, lease: TimeInterval = 60, requestTimeout: Duration = .seconds(20),
+                    slots: Int = defaultSlots, lease: TimeInterval = 60, requestTimeout: Duration = .seconds(20),
                     pollInterval: Duration = .seconds(1), claimThreshold: Int? = nil) {
             self.workerID = workerID
             self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
