@@ -36,8 +36,8 @@ public struct ReadHorizon: Sendable, Hashable, Codable {
         public var state: String?
         /// Seconds since the transaction started; nil where the server does not show it to this role.
         public var secondsOpen: Double?
-        /// The start of its current or last statement; empty where the server does not show it
-        /// to this role.
+        /// The start of its current or last statement; `<insufficient privilege>` where the server
+        /// does not show it to this role.
         public var query: String?
 
         /// A holder as the server describes it.
@@ -63,7 +63,10 @@ public struct ReadHorizon: Sendable, Hashable, Codable {
     /// (0 when none wait). Needs no privilege, unlike a holder's ``Holder/secondsOpen``.
     public var secondsWaiting: Double
     /// The transactions whose ids are below the newest waiting event's, lowest id (the one that
-    /// pins the horizon) first, at most the limit asked for; empty when nothing waits.
+    /// pins the horizon) first, at most the limit asked for; empty when nothing waits. Past
+    /// ``countLimit`` waiting events, "newest" is the newest of the first ``countLimit`` in log
+    /// order (and ``secondsWaiting`` their oldest's age), so a holder behind only later ones is
+    /// not listed; the one pinning the horizon always is.
     public var holders: [Holder]
 
     /// Waiting events are counted up to this many (a count of millions on every poll would cost

@@ -123,9 +123,9 @@ struct RunnerTests {
         #expect(try await runner.catchUp() > 0)
     }
 
-    // The runner warns (and names the session) only when committed events wait behind a
-    // transaction open at least the threshold: a horizon a moment behind appends in flight is
-    // normal, and a long transaction with nothing behind it holds nothing back.
+    // The runner warns (and names the session) only when committed events have waited behind the
+    // horizon at least the threshold: a horizon a moment behind appends in flight is normal, and a
+    // long transaction with nothing behind it holds nothing back.
     @Test func theRunnerWarnsOfAHeldHorizonOnlyPastItsThreshold() throws {
         func horizon(waiting: Int64, open: Double) -> ReadHorizon {
             ReadHorizon(transactionID: 42, eventsWaiting: waiting, secondsWaiting: waiting > 0 ? open : 0, holders: [

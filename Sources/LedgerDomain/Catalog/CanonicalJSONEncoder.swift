@@ -263,6 +263,9 @@ struct CanonicalKeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
     let state: EncodingState
     let object: CanonicalObject
     let codingPath: [any CodingKey]
+    /// A super encoder this container came from, kept alive while the container is (its value
+    /// takes its place when it is released, as in `JSONEncoder`).
+    var owner: AnyObject? = nil
 
     mutating func encodeNil(forKey key: Key) throws { object.set(key.stringValue, state.literal("null")) }
     mutating func encode(_ value: Bool, forKey key: Key) throws {
@@ -337,6 +340,8 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
     let state: EncodingState
     let array: CanonicalArray
     let codingPath: [any CodingKey]
+    /// See ``CanonicalKeyedContainer/owner``.
+    var owner: AnyObject? = nil
     var count: Int { array.items.count }
 
     private var nextPath: [any CodingKey] { codingPath + [CanonicalIndexKey(array.items.count)] }
@@ -433,8 +438,18 @@ final class CanonicalSuperEncoder: Encoder {
         }
     }
 
-    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> { inner.container(keyedBy: type) }
-    func unkeyedContainer() -> any UnkeyedEncodingContainer { inner.unkeyedContainer() }
+    // The containers keep this encoder alive, so its value is placed when they are done.
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        _ = inner.container(keyedBy: type)
+        guard case .object(let object) = inner.node else { preconditionFailure("a keyed container makes an object") }
+        return KeyedEncodingContainer(CanonicalKeyedContainer<Key>(state: inner.state, object: object, codingPath: codingPath, owner: self))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        _ = inner.unkeyedContainer()
+        guard case .array(let array) = inner.node else { preconditionFailure("an unkeyed container makes an array") }
+        return CanonicalUnkeyedContainer(state: inner.state, array: array, codingPath: codingPath, owner: self)
+    }
     /// Keeps this encoder alive while the value is encoded, so the value is placed after it.
     func singleValueContainer() -> any SingleValueEncodingContainer { CanonicalSuperValueContainer(owner: self) }
 }
