@@ -107,14 +107,8 @@ public enum TestDatabase {
     /// those of a test that holds a transaction open on purpose.
     public static func with<T>(migrated: Bool = true, _ body: (Handle) async throws -> T) async throws -> T {
         let handle = try await create(migrated: migrated)
-        do {
-            let result = try await body(handle)
-            handle.drop()
-            return result
-        } catch {
-            handle.drop()
-            throw error
-        }
+        defer { handle.drop() }
+        return try await body(handle)
     }
 
     /// The databases ``Handle/drop()`` left for this process's exit.
@@ -135,18 +129,18 @@ public enum TestDatabase {
             defer { handles.removeAll() }
             return handles
         }
-        dropInLanes(handles.count) { handles[$0].dropNow() }
+        dropInLanes(handles)
     }
 
-    /// Runs `drop` for `0..<count` on eight threads: concurrent drops share their checkpoints,
-    /// where one after the other each waits for one of its own.
-    static func dropInLanes(_ count: Int, _ drop: @escaping @Sendable (Int) -> Void) {
-        guard count > 0 else { return }
-        let lanes = min(8, count)
+    /// Drops `handles` on eight threads: concurrent drops share their checkpoints, where one after
+    /// the other each waits for one of its own.
+    static func dropInLanes(_ handles: [Handle]) {
+        guard !handles.isEmpty else { return }
+        let lanes = min(8, handles.count)
         let done = DispatchSemaphore(value: 0)
         for lane in 0..<lanes {
             Thread {
-                for index in stride(from: lane, to: count, by: lanes) { drop(index) }
+                for index in stride(from: lane, to: handles.count, by: lanes) { handles[index].dropNow() }
                 done.signal()
             }.start()
         }
@@ -203,8 +197,7 @@ public enum TestDatabase {
                     return kill(pid, 0) != 0 && errno == ESRCH
                 }
             // A killed run leaves hundreds: dropped in lanes, as at exit.
-            let handles = names.map { Handle(conninfo: "", name: $0, admin: adminConninfo) }
-            TestDatabase.dropInLanes(handles.count) { handles[$0].dropNow() }
+            TestDatabase.dropInLanes(names.map { Handle(conninfo: "", name: $0, admin: adminConninfo) })
         }
 
         /// Builds the template once per schema version, under an advisory lock so that parallel

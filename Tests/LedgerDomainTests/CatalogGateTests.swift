@@ -121,7 +121,7 @@ struct CatalogGateTests {
         // The text of an escape (a backslash, then `u0000`) is no U+0000: encoded and kept as is.
         let lookalike = InAppEventRecorded(device: Samples.iosDevice, name: "x", customData: ["k": .string(#"a\u0000b"#)])
         let encoded = try EventCatalog.standard.encode(lookalike)
-        #expect(!EventCatalog.mayHoldEscapedNUL(encoded), "its backslash is escaped: no second parse")
+        #expect(!EventCatalog.holdsEscapedNUL(encoded), "its backslash is escaped: no second parse")
         let decoded = try #require(try EventCatalog.standard.validate(type: "InAppEventRecorded", schemaVersion: 1, data: encoded)
             as? InAppEventRecorded)
         #expect(decoded.customData?["k"] == .string(#"a\u0000b"#))

@@ -37,11 +37,12 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 oldest of them was recorded). A projection built by other code than is running is
                 marked stale: rebuild it.
 
-                Reads are gap-safe: no reader sees an event until every transaction that started
-                before it on the server has ended. When a transaction has held that read horizon back
-                for 5 seconds or more (--horizon-after) while committed events wait behind it, the
-                report ends with the sessions in front (process id, database, state, how long open,
-                statement) and how to end one; projections will not move until they end.
+                Reads are gap-safe: no reader sees an event until every transaction that took its
+                transaction id before the event's, anywhere on the server, has ended. When committed
+                events have waited 5 seconds or more behind that read horizon (--horizon-after), the
+                report ends with the transactions in front of them, lowest id first (process id,
+                database, state, how long open, statement) and how to end one; projections will not
+                move until they end.
 
                 With --json, one JSON object per line (name, codeVersion, builtWithVersion, position,
                 transactionID, eventsApplied, eventsBehind, secondsBehind, rebuiltAt, stale), then,
@@ -61,11 +62,11 @@ struct ProjectionsCommand: AsyncParsableCommand {
         var json = false
 
         @Option(help: ArgumentHelp(
-            "Name the transactions holding the read horizon back once the oldest has been open this long.",
+            "Name the transactions holding the read horizon back once committed events have waited this long.",
             valueName: "seconds"))
         var horizonAfter: Double = defaultHorizonReportThreshold
 
-        @Option(help: ArgumentHelp("How many of those transactions to name, oldest first.", valueName: "count"))
+        @Option(help: ArgumentHelp("How many of those transactions to name, lowest transaction id first.", valueName: "count"))
         var horizonHolders: Int = 5
 
         func run() async throws {
@@ -202,9 +203,9 @@ func statusJSON(_ status: ProjectionStatus) throws -> String {
     return String(decoding: data, as: UTF8.self)
 }
 
-/// How long a transaction must have held the read horizon back before `status` names it
-/// (`--horizon-after`): a horizon a few milliseconds behind the appends in flight is the normal
-/// state of a busy ledger.
+/// How long committed events must have waited behind the read horizon before `status` names the
+/// transactions in front (`--horizon-after`): a horizon a few milliseconds behind the appends in
+/// flight is the normal state of a busy ledger.
 let defaultHorizonReportThreshold = 5.0
 
 /// `horizon` when committed events have waited behind it for at least `threshold` seconds, else nil.

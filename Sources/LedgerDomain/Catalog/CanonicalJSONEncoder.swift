@@ -386,6 +386,8 @@ struct CanonicalUnkeyedContainer: UnkeyedEncodingContainer {
 
 struct CanonicalSingleValueContainer: SingleValueEncodingContainer {
     let encoder: CanonicalEncoder
+    /// See ``CanonicalKeyedContainer/owner``.
+    var owner: AnyObject? = nil
     var codingPath: [any CodingKey] { encoder.codingPath }
     private var state: EncodingState { encoder.state }
 
@@ -450,32 +452,6 @@ final class CanonicalSuperEncoder: Encoder {
         guard case .array(let array) = inner.node else { preconditionFailure("an unkeyed container makes an array") }
         return CanonicalUnkeyedContainer(state: inner.state, array: array, codingPath: codingPath, owner: self)
     }
-    /// Keeps this encoder alive while the value is encoded, so the value is placed after it.
-    func singleValueContainer() -> any SingleValueEncodingContainer { CanonicalSuperValueContainer(owner: self) }
-}
 
-/// A single-value container of a ``CanonicalSuperEncoder``, which it keeps alive.
-struct CanonicalSuperValueContainer: SingleValueEncodingContainer {
-    let owner: CanonicalSuperEncoder
-    var codingPath: [any CodingKey] { owner.codingPath }
-    private var inner: CanonicalSingleValueContainer { CanonicalSingleValueContainer(encoder: owner.inner) }
-
-    mutating func encodeNil() throws { var inner = inner; try inner.encodeNil() }
-    mutating func encode(_ value: Bool) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: String) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Double) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Float) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int8) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int16) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int32) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int64) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: Int128) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt8) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt16) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt32) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt64) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode(_ value: UInt128) throws { var inner = inner; try inner.encode(value) }
-    mutating func encode<T: Encodable>(_ value: T) throws { var inner = inner; try inner.encode(value) }
+    func singleValueContainer() -> any SingleValueEncodingContainer { CanonicalSingleValueContainer(encoder: inner, owner: self) }
 }

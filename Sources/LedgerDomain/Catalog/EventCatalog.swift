@@ -209,7 +209,7 @@ public struct EventCatalog: Sendable {
         let data = try encodedWithinLimit(value, name: name)
         // The encoder writes U+0000 as `\u0000`: bytes without that sequence hold none, and need
         // no second parse (which cost as much as the encoding itself).
-        guard mayHoldEscapedNUL(data) else { return data }
+        guard holdsEscapedNUL(data) else { return data }
         if let tree = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
             let problem = JSONShape.firstProblem(input: tree, canonical: nil)
         {
@@ -218,15 +218,10 @@ public struct EventCatalog: Sendable {
         return data
     }
 
-    /// Whether `data` holds the escape `\u0000`: the six bytes, their backslash not itself
-    /// escaped (`\\u0000` is a backslash and the text `u0000`, which any string may hold). For
-    /// JSON text; the full check (or jsonb) has the last word on anything else.
-    static func mayHoldEscapedNUL(_ data: Data) -> Bool {
-        holdsEscapedNUL(data)
-    }
-
-    /// Whether the JSON text `data` holds the escape `\u0000` (see ``mayHoldEscapedNUL(_:)``):
-    /// an occurrence counts when an odd number of backslashes ends at its own.
+    /// Whether the JSON text `data` holds the escape `\u0000`: the six bytes, their backslash not
+    /// itself escaped (`\\u0000` is a backslash and the text `u0000`, which any string may hold),
+    /// i.e. an odd run of backslashes ends at its own. For JSON text; the full check (or jsonb)
+    /// has the last word on anything else.
     package static func holdsEscapedNUL(_ data: Data) -> Bool {
         data.withUnsafeBytes { bytes in
             escapedNUL.occurs(in: bytes) { start in
