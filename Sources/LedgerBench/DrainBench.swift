@@ -257,10 +257,13 @@ func runDrainBenchmarksBlocking() throws {
     if let error = failure.first { throw error }
 }
 
-/// The drain benchmark: 1 and 4 workers, `sends` each (LEDGER_BENCH_SENDS, default 10,000).
+/// The drain benchmark: 1 and 4 workers (LEDGER_BENCH_WORKERS, e.g. `1`, to run fewer), `sends`
+/// each (LEDGER_BENCH_SENDS, default 10,000).
 func runDrainBenchmarks() async throws -> [Measurement] {
-    let text = ProcessInfo.processInfo.environment["LEDGER_BENCH_SENDS"]?.replacingOccurrences(of: "_", with: "")
+    let environment = ProcessInfo.processInfo.environment
+    let text = environment["LEDGER_BENCH_SENDS"]?.replacingOccurrences(of: "_", with: "")
     let sends = text.flatMap { Int($0) }.map { max(2, $0) } ?? 10_000
+    let workerCounts = (environment["LEDGER_BENCH_WORKERS"] ?? "1,4").split(separator: ",").compactMap { Int($0) }.filter { $0 > 0 }
     let database = try TestDatabase.make()
     defer { database.dropNow() }
     let fakes = FakeProviders(logger: TestDatabase.quietLogger)
@@ -268,7 +271,7 @@ func runDrainBenchmarks() async throws -> [Measurement] {
     fakes.branch.setRapidRepeatInterval(.zero)
     var results: [Measurement] = []
     do {
-        for workers in [1, 4] {
+        for workers in workerCounts {
             let measurement = try await benchDrain(conninfo: database.conninfo, plan: DrainPlan(sends: sends, workers: workers),
                                                    fakes: fakes)
             emit(measurement)

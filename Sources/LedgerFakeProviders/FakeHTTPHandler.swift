@@ -33,6 +33,11 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // Requests waiting behind an answer will never be answered now.
+        if !queued.isEmpty {
+            server.requestsInFlight(changedBy: -queued.count)
+            queued.removeAll()
+        }
         server.connectionClosed(context.channel)
         context.fireChannelInactive()
     }
@@ -58,6 +63,7 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             guard let request = head else { return }
             head = nil
             queued.append((request, body, tooLarge))
+            server.requestsInFlight(changedBy: 1)
             body = ByteBuffer()
             answerNext(context: context)
         }
@@ -80,6 +86,7 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     private func finish(_ reply: FakeReply, keepAlive: Bool, context: ChannelHandlerContext) {
+        server.requestsInFlight(changedBy: -1)
         guard context.channel.isActive else { return }
         if reply.drop {
             context.close(promise: nil)

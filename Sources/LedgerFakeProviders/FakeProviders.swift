@@ -61,6 +61,8 @@ public final class FakeProviders: Sendable {
         var sequence = 0
         var connectionCount = 0
         var unrouted: [RecordedRequest] = []
+        var requestsInFlight = 0
+        var mostRequestsInFlight = 0
     }
 
     private let state = Mutex(ServerState())
@@ -149,10 +151,17 @@ public final class FakeProviders: Sendable {
         all.flatMap { $0.anomalies }.sorted { $0.requestSequenceNumber < $1.requestSequenceNumber }
     }
 
-    /// Resets every fake (requests, scripts, anomalies, delays, models).
+    /// The most requests, to all fakes together, that were being answered at one time (received
+    /// whole, answer not yet written): how many calls a client had in flight.
+    public var mostRequestsInFlight: Int { state.withLock { $0.mostRequestsInFlight } }
+
+    /// Resets every fake (requests, scripts, anomalies, delays, models) and the in-flight high-water mark.
     public func reset() {
         for fake in all { fake.reset() }
-        state.withLock { $0.unrouted = [] }
+        state.withLock { state in
+            state.unrouted = []
+            state.mostRequestsInFlight = state.requestsInFlight
+        }
     }
 
     // MARK: - Serving
@@ -169,6 +178,14 @@ public final class FakeProviders: Sendable {
     /// Forgets a closed connection.
     func connectionClosed(_ channel: any Channel) {
         _ = state.withLock { $0.connections.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    /// Notes that `count` requests arrived whole (`count` > 0) or were answered or dropped (`count` < 0).
+    func requestsInFlight(changedBy count: Int) {
+        state.withLock { state in
+            state.requestsInFlight += count
+            state.mostRequestsInFlight = max(state.mostRequestsInFlight, state.requestsInFlight)
+        }
     }
 
     /// The answer to one complete request (`413` when its body was over the limit).

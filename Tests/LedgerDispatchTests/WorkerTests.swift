@@ -245,6 +245,40 @@ struct WorkerTests {
         }
     }
 
+    // Issue 6 (the worker's slots): a slot is a provider call in flight. It is given back when the
+    // answer is in, before the outcome's group commit, yet the provider never sees more calls at
+    // once than the worker has slots, and every send still gets its one outcome.
+    @Test func theWorkerNeverHasMoreCallsInFlightThanSlots() async throws {
+        try await Self.withRig(slots: 3) { rig in
+            var causes: [RecordedEvent] = []
+            for index in 0..<24 {
+                causes.append(try await record(
+                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: testEpoch)),
+                    to: "device-app1-s\(index)", at: testEpoch, store: rig.store))
+            }
+            for (index, cause) in causes.enumerated() {
+                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1-s\(index)", key: "s\(index)",
+                                  now: testEpoch, store: rig.store)
+            }
+            rig.fakes.apple.setDelay(.milliseconds(20))
+            let running = Task { try await rig.worker.run() }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, try await queueCount(rig.store) > 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            running.cancel()
+            try await running.value
+            #expect(try await queueCount(rig.store) == 0)
+            #expect(rig.fakes.apple.requestCount == 24)
+            #expect(rig.fakes.mostRequestsInFlight <= 3)
+            #expect(rig.fakes.mostRequestsInFlight >= 2)  // the slots were used side by side
+            let succeeded = try await rig.store.pool.query(
+                "SELECT count(*) FROM events WHERE event_type = 'SendSucceeded'").single().decode(Int.self, at: 0)
+            #expect(succeeded == 24)
+        }
+    }
+
     // Issue 6: terminate the worker's database backends while it runs: the pool replaces them, the
     // listener re-listens, and the worker finishes the queue.
     @Test func workerRecoversFromTerminatedBackends() async throws {

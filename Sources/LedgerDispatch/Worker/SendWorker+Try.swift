@@ -21,7 +21,9 @@ extension SendWorker {
     /// The tries of one claim, together: the claimed sends' cause events came with the claim,
     /// their `SendAttempted` events are recorded in one statement, committed before any call
     /// leaves, the calls run concurrently, and each outcome joins the next group commit of
-    /// ``OutcomeRecorder``. A claim's slot is freed when its outcome is recorded.
+    /// ``OutcomeRecorder``. A send's slot is freed once its answer is in (its outcome then waits
+    /// for its group commit without holding a slot, as one of at most ``Configuration/slots``
+    /// such outcomes), or, for a send settled without a call, once its outcome is recorded.
     ///
     /// If recording the attempts together fails (a database error, one send's stream moved under
     /// it, or the answer of a statement that did commit was lost), each send is tried on its own
@@ -30,16 +32,19 @@ extension SendWorker {
     /// fails again, is left to its lease, which a rescue makes pending again: nothing is lost,
     /// and no call is made twice.
     func process(_ claims: [SendQueue.Claim], alone: Bool = false) async {
-        var slots = Set(claims.map(\.sendID))
-        func release(_ sendID: UUID) {
-            guard slots.remove(sendID) != nil else { return }
+        let slots = HeldSlots(claims.map(\.sendID))
+        let release: @Sendable (UUID) -> Void = { [self] sendID in
+            guard slots.giveBack(sendID) else { return }
             inFlight.subtract(1, ordering: .relaxed)
             bell.ring()
         }
         defer {
             // A try that ended without its outcome (an error) gives its slot back here.
-            for _ in slots { inFlight.subtract(1, ordering: .relaxed) }
-            if !slots.isEmpty { bell.ring() }
+            let left = slots.giveBackAll()
+            if left > 0 {
+                inFlight.subtract(left, ordering: .relaxed)
+                bell.ring()
+            }
         }
         let steps: [(SendQueue.Claim, NextStep)]
         let held: Set<UUID>
@@ -56,7 +61,7 @@ extension SendWorker {
             logger.warning("recording a claim's attempts together failed; trying each send on its own", metadata: [
                 "ledger.error": "\(error)",
             ])
-            slots.removeAll()  // each lone try frees its own slot
+            _ = slots.giveBackAll()  // each lone try frees its own slot
             await withTaskGroup(of: Void.self) { group in
                 for claim in claims { group.addTask { await self.process([claim], alone: true) } }
             }
@@ -79,12 +84,13 @@ extension SendWorker {
                     }
                 case .call(let request, let context):
                     group.addTask {
-                        await self.call(claim, request: request, context: context)
+                        await self.call(claim, request: request, context: context) { release(claim.sendID) }
                         return claim.sendID
                     }
                 }
             }
-            // Each slot is free as soon as its outcome is recorded.
+            // A slot not given back at its answer (a send settled without a call) is free once its
+            // outcome is recorded.
             for await finished in group { release(finished) }
         }
     }
@@ -152,13 +158,23 @@ extension SendWorker {
         return going
     }
 
-    /// The call of one try, then its outcome recorded.
-    func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext) async {
+    /// The call of one try, then its outcome recorded. `answered` runs once the answer (or the
+    /// call's failure) is in, before the outcome is recorded: the caller gives the send's slot back
+    /// there, and the outcome waits for its group commit as one of ``awaitingOutcome``.
+    func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
+              answered: @Sendable () -> Void) async {
         let answer: SendAnswer
         do {
             answer = .response(try await transport.send(request, timeout: configuration.requestTimeout))
         } catch {
             answer = .failure(error)
+        }
+        awaitingOutcome.add(1, ordering: .relaxed)
+        answered()
+        defer {
+            // The worker may have stopped claiming while too many outcomes waited.
+            awaitingOutcome.subtract(1, ordering: .relaxed)
+            bell.ring()
         }
         if case .response(let response) = answer {
             Timer(label: "ledger_send_attempt_seconds", dimensions: [("provider", claim.request.provider.rawValue)])
@@ -242,4 +258,23 @@ final class LivenessLock {
     }
 
     func release() { connection = nil }
+}
+
+/// The slots one claim's tries hold and have not given back yet (a try gives its slot back from
+/// its own task, once its answer is in).
+final class HeldSlots: Sendable {
+    private let held: Mutex<Set<UUID>>
+
+    init(_ sendIDs: [UUID]) { held = Mutex(Set(sendIDs)) }
+
+    /// Whether `sendID` still held its slot (now given back).
+    func giveBack(_ sendID: UUID) -> Bool { held.withLock { $0.remove(sendID) != nil } }
+
+    /// Gives back every slot still held; returns how many there were.
+    func giveBackAll() -> Int {
+        held.withLock { held in
+            defer { held.removeAll() }
+            return held.count
+        }
+    }
 }

@@ -31,7 +31,9 @@ public final class SendWorker: Sendable {
     public struct Configuration: Sendable {
         /// This worker's name (unique among live workers): the lease owner.
         public var workerID: String
-        /// Sends in flight at once.
+        /// Provider calls in flight at once. A send holds a slot from its claim until its answer is
+        /// in; its outcome then waits for the next group commit without one (as job queues
+        /// complete jobs in batches), and the worker claims nothing while `slots` outcomes wait.
         public var slots: Int
         /// The default ``slots``: 16. A claim's tries are recorded in one statement and their
         /// outcomes settled in groups, so the more tries a group holds, the less each pays; with 8
@@ -85,7 +87,12 @@ public final class SendWorker: Sendable {
     let jitter: @Sendable () -> Double
     let logger: Logger
     let loader: SendContextLoader
+    /// Slots taken: sends claimed whose answer (or outcome, for a send settled without a call)
+    /// is not in yet.
     let inFlight = Atomic<Int>(0)
+    /// Answers whose outcome is not yet recorded: they hold no slot, but at most
+    /// ``Configuration/slots`` of them may wait before the worker stops claiming.
+    let awaitingOutcome = Atomic<Int>(0)
     let bell = WakeUpBell()
     let outcomes = OutcomeRecorder()
 
@@ -177,7 +184,9 @@ public final class SendWorker: Sendable {
     func step(housekeeping: Bool, _ start: ([SendQueue.Claim]) -> Void) async throws -> Duration {
         let now = clock.now()
         let running = inFlight.load(ordering: .relaxed)
-        let free = configuration.slots - running
+        // Outcomes falling behind their answers (a slow database): no new claims until they catch
+        // up; each recorded outcome rings the bell.
+        let free = awaitingOutcome.load(ordering: .relaxed) >= configuration.slots ? 0 : configuration.slots - running
         // Too few slots free: claim nothing yet; the next finished try rings the bell. Claiming
         // into every slot the moment it frees would settle into claims of one or two sends, and
         // each claim, its tries' record and their outcomes cost a statement whatever their size.
