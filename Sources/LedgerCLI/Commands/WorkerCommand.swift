@@ -42,8 +42,12 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "Sends in flight at once.")
+    @Option(help: "Provider calls in flight at once.")
     var slots = SendWorker.Configuration.defaultSlots
+
+    @Option(help: ArgumentHelp("Sends claimed and recorded ahead of a free slot (default: half the slots; at most the slots).",
+                               discussion: "Each waits at most one call's time for its slot; keep --lease above twice --timeout, or a send that waited is left to its lease instead of called."))
+    var prefetch: Int?
 
     @Option(help: "Seconds a claim lasts before another worker may rescue it.")
     var lease = 60
@@ -65,6 +69,7 @@ struct WorkerCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard slots >= 1 else { throw ValidationError("--slots must be 1 or more") }
+        if let prefetch { guard (0...slots).contains(prefetch) else { throw ValidationError("--prefetch must be between 0 and --slots") } }
         guard lease >= 1 else { throw ValidationError("--lease must be 1 second or more") }
         guard timeout >= 1, timeout < lease else { throw ValidationError("--timeout must be at least 1 and less than --lease") }
     }
@@ -101,7 +106,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 store: store, rules: providers.rules, transport: transport,
                 configuration: SendWorker.Configuration(
                     workerID: workerID ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))",
-                    slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout)),
+                    slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout), prefetch: prefetch),
                 logger: logger)
             do {
                 let decider = AttributionDecider(store: otherStore, settings: settings, logger: logger)

@@ -19,6 +19,9 @@ public enum SendQueue {
         public var request: SendRequested
         /// After this, the send fails for good instead of retrying.
         public var deadline: Date
+        /// When this claim's lease runs out (by the claiming worker's clock): past it, another
+        /// worker may rescue the send and try it again.
+        public var leaseExpiresAt: Date
         /// The send's cause event, read with the claim; nil when it is not in the log, or when
         /// its sealed fields could not be opened with the claim (the try reads it again). The
         /// worker opens the sealed fields of the causes it claims before handing them on: a
@@ -46,7 +49,8 @@ public enum SendQueue {
             Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                   attempt: try row.decode(Int.self, at: 2),
                   request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
-                  deadline: try row.decode(Date.self, at: 4), cause: try EventStore.event(from: row, at: 5))
+                  deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease),
+                  cause: try EventStore.event(from: row, at: 5))
         }
     }
 

@@ -20,10 +20,11 @@ extension SendWorker {
 
     /// The tries of one claim, together: the claimed sends' cause events came with the claim,
     /// their `SendAttempted` events are recorded in one statement, committed before any call
-    /// leaves, the calls run concurrently, and each outcome joins the next group commit of
-    /// ``OutcomeRecorder``. A send's slot is freed once its answer is in (its outcome then waits
-    /// for its group commit without holding a slot, as one of at most ``Configuration/slots``
-    /// such outcomes), or, for a send settled without a call, once its outcome is recorded.
+    /// leaves, each call runs as soon as one of the worker's slots is free (``CallSlots``), and
+    /// each outcome joins the next group commit of ``OutcomeRecorder``. A send stops counting
+    /// against the worker's room once its answer is in (its outcome then waits for its group
+    /// commit, as one of at most ``Configuration/slots`` such outcomes), or, for a send settled
+    /// without a call, once its outcome is recorded.
     ///
     /// If recording the attempts together fails (a database error, one send's stream moved under
     /// it, or the answer of a statement that did commit was lost), each send is tried on its own
@@ -32,15 +33,15 @@ extension SendWorker {
     /// fails again, is left to its lease, which a rescue makes pending again: nothing is lost,
     /// and no call is made twice.
     func process(_ claims: [SendQueue.Claim], alone: Bool = false) async {
-        let slots = HeldSlots(claims.map(\.sendID))
+        let open = UnansweredTries(claims.map(\.sendID))
         let release: @Sendable (UUID) -> Void = { [self] sendID in
-            guard slots.giveBack(sendID) else { return }
+            guard open.remove(sendID) else { return }
             inFlight.subtract(1, ordering: .relaxed)
             bell.ring()
         }
         defer {
-            // A try that ended without its outcome (an error) gives its slot back here.
-            let left = slots.giveBackAll()
+            // A try that ended without its answer or outcome (an error) gives its room back here.
+            let left = open.removeAll()
             if left > 0 {
                 inFlight.subtract(left, ordering: .relaxed)
                 bell.ring()
@@ -61,7 +62,7 @@ extension SendWorker {
             logger.warning("recording a claim's attempts together failed; trying each send on its own", metadata: [
                 "ledger.error": "\(error)",
             ])
-            _ = slots.giveBackAll()  // each lone try frees its own slot
+            _ = open.removeAll()  // each lone try gives its own room back
             await withTaskGroup(of: Void.self) { group in
                 for claim in claims { group.addTask { await self.process([claim], alone: true) } }
             }
@@ -89,8 +90,8 @@ extension SendWorker {
                     }
                 }
             }
-            // A slot not given back at its answer (a send settled without a call) is free once its
-            // outcome is recorded.
+            // A try given back at its answer is given back once; one settled without a call is
+            // given back once its outcome is recorded.
             for await finished in group { release(finished) }
         }
     }
@@ -158,17 +159,43 @@ extension SendWorker {
         return going
     }
 
-    /// The call of one try, then its outcome recorded. `answered` runs once the answer (or the
-    /// call's failure) is in, before the outcome is recorded: the caller gives the send's slot back
-    /// there, and the outcome waits for its group commit as one of ``awaitingOutcome``.
+    /// The call of one try, once a slot is free, then its outcome recorded. `answered` runs once
+    /// the answer (or the call's failure) is in, before the outcome is recorded: the send's
+    /// claim no longer counts against the worker's room, and the outcome waits for its group
+    /// commit as one of ``awaitingOutcome``.
+    ///
+    /// A send recorded ahead may have waited for its slot, so the time is looked at again first:
+    /// the rules' preflight (Apple's 24 h) and the send's deadline decide as they would have at
+    /// the claim (the try's `SendAttempted` is recorded: the outcome names its attempt), and a
+    /// try whose lease would run out before the call's timeout is not called at all: another
+    /// worker could rescue it mid-call and call again. Its lease is left to run out, and the
+    /// rescue records the try as outcome-unknown; no call was made.
     func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
               answered: @Sendable () -> Void) async {
+        await callSlots.acquire()
+        var current = context
+        current.now = clock.now()
+        if claim.leaseExpiresAt.timeIntervalSince(current.now) < Self.seconds(configuration.requestTimeout) {
+            callSlots.release()
+            logger.warning("a try's lease would run out before its call could end; not called, left to its lease", metadata: [
+                "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
+            ])
+            return
+        }
+        let late: SendDisposition? = current.now >= claim.deadline
+            ? .failed(rule: "deadline_passed", detail: "the send's deadline passed") : rules.preflight(current)
+        if let late {
+            callSlots.release()
+            await recordOutcome(claim, answer: nil, disposition: late, attempted: true)
+            return
+        }
         let answer: SendAnswer
         do {
             answer = .response(try await transport.send(request, timeout: configuration.requestTimeout))
         } catch {
             answer = .failure(error)
         }
+        callSlots.release()
         awaitingOutcome.add(1, ordering: .relaxed)
         answered()
         defer {
@@ -204,6 +231,10 @@ extension SendWorker {
             return
         }
         await outcomes.record(outcome) { group in await self.writeOutcomes(group) }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// The request as stored: the redacted form, byte for byte otherwise.
@@ -260,21 +291,63 @@ final class LivenessLock {
     func release() { connection = nil }
 }
 
-/// The slots one claim's tries hold and have not given back yet (a try gives its slot back from
-/// its own task, once its answer is in).
-final class HeldSlots: Sendable {
-    private let held: Mutex<Set<UUID>>
+/// The sends of one claim whose answer (or outcome, when there is no call) is not in yet: each
+/// counts against the worker's room (``SendWorker/inFlight``) until then, and is given back from
+/// its own task.
+final class UnansweredTries: Sendable {
+    private let sendIDs: Mutex<Set<UUID>>
 
-    init(_ sendIDs: [UUID]) { held = Mutex(Set(sendIDs)) }
+    init(_ sendIDs: [UUID]) { self.sendIDs = Mutex(Set(sendIDs)) }
 
-    /// Whether `sendID` still held its slot (now given back).
-    func giveBack(_ sendID: UUID) -> Bool { held.withLock { $0.remove(sendID) != nil } }
+    /// Whether `sendID` was still unanswered (it no longer is).
+    func remove(_ sendID: UUID) -> Bool { sendIDs.withLock { $0.remove(sendID) != nil } }
 
-    /// Gives back every slot still held; returns how many there were.
-    func giveBackAll() -> Int {
-        held.withLock { held in
-            defer { held.removeAll() }
-            return held.count
+    /// Removes every send still unanswered; returns how many there were.
+    func removeAll() -> Int {
+        sendIDs.withLock { sendIDs in
+            defer { sendIDs.removeAll() }
+            return sendIDs.count
         }
+    }
+}
+
+/// A worker's slots: a counting semaphore for provider calls. ``acquire()`` waits for a free
+/// slot, first come first served, so a send recorded ahead waits at most for as many calls to end
+/// as there are sends ahead of it (never more than the slots: ``SendWorker/Configuration/prefetch``).
+final class CallSlots: Sendable {
+    private struct State {
+        var free: Int
+        var waiting: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(_ slots: Int) { state = Mutex(State(free: slots)) }
+
+    /// Takes a slot, waiting for one if none is free.
+    func acquire() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.free > 0 {
+                    state.free -= 1
+                    return true
+                }
+                state.waiting.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    /// Gives a slot back: to the longest waiting, if any.
+    func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.free += 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.resume()
     }
 }

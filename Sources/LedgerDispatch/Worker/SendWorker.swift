@@ -17,7 +17,8 @@ import Synchronization
 ///    now) and ask the provider's rules for a preflight decision and the request;
 /// 3. **record the attempt** (one statement for the whole claim, only for sends whose claim
 ///    still holds): `SendAttempted` with the request as sent, credentials redacted;
-/// 4. **call** the provider through the transport, with a timeout;
+/// 4. **call** the provider through the transport, with a timeout, once one of the worker's
+///    slots is free (a claim may run ahead of the slots: ``Configuration/prefetch``);
 /// 5. **record the outcome** (one statement per group of outcomes that finished together, each
 ///    written only while its claim still holds, the queue row settled in the same statement): `ResponseReceived`, then `RetryScheduled` (the
 ///    queue row goes back to pending) or a terminal `SendSucceeded` / `SendFailed` (the row
@@ -31,9 +32,10 @@ public final class SendWorker: Sendable {
     public struct Configuration: Sendable {
         /// This worker's name (unique among live workers): the lease owner.
         public var workerID: String
-        /// Provider calls in flight at once. A send holds a slot from its claim until its answer is
-        /// in; its outcome then waits for the next group commit without one (as job queues
-        /// complete jobs in batches), and the worker claims nothing while `slots` outcomes wait.
+        /// Provider calls in flight at once. A send takes a slot for its call and gives it back
+        /// when the answer is in; its outcome then waits for the next group commit without one
+        /// (as job queues complete jobs in batches), and the worker claims nothing while `slots`
+        /// outcomes wait. Sends claimed ahead wait for a slot (``prefetch``).
         public var slots: Int
         /// The default ``slots``: 16. A claim's tries are recorded in one statement and their
         /// outcomes settled in groups, so the more tries a group holds, the less each pays; with 8
@@ -49,14 +51,23 @@ public final class SendWorker: Sendable {
         /// How many slots must be free before the worker claims again while tries are in flight
         /// (half the slots by default): sends are claimed, recorded and settled in groups.
         public var claimThreshold: Int
+        /// Sends claimed, prepared and recorded ahead of a free slot (half the slots by default):
+        /// their tries' `SendAttempted` are committed while the calls before them are in flight,
+        /// so a freed slot starts its next call without waiting for a claim and a commit. Each
+        /// waits for a slot in turn, at most as long as one call takes; a try whose lease would
+        /// not outlast its call by then is not called (its lease is rescued as outcome-unknown),
+        /// and the rules' preflight is asked again before the call. `0`: claim only into free
+        /// slots; at most ``slots``.
+        public var prefetch: Int
 
         /// A configuration.
         public init(workerID: String = "worker-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString.prefix(8))",
                     slots: Int = defaultSlots, lease: TimeInterval = 60, requestTimeout: Duration = .seconds(20),
-                    pollInterval: Duration = .seconds(1), claimThreshold: Int? = nil) {
+                    pollInterval: Duration = .seconds(1), claimThreshold: Int? = nil, prefetch: Int? = nil) {
             self.workerID = workerID
             self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
             self.slots = slots
+            self.prefetch = max(0, min(slots, prefetch ?? slots / 2))
             self.lease = lease
             self.requestTimeout = requestTimeout
             self.pollInterval = pollInterval
@@ -87,9 +98,12 @@ public final class SendWorker: Sendable {
     let jitter: @Sendable () -> Double
     let logger: Logger
     let loader: SendContextLoader
-    /// Slots taken: sends claimed whose answer (or outcome, for a send settled without a call)
-    /// is not in yet.
+    /// Sends claimed whose answer (or outcome, for a send settled without a call) is not in yet,
+    /// those waiting for a slot included: at most ``Configuration/slots`` + ``Configuration/prefetch``.
     let inFlight = Atomic<Int>(0)
+    /// The slots: provider calls in flight, at most ``Configuration/slots``; a send recorded
+    /// ahead waits here for one.
+    let callSlots: CallSlots
     /// Answers whose outcome is not yet recorded: they hold no slot, but at most
     /// ``Configuration/slots`` of them may wait before the worker stops claiming.
     let awaitingOutcome = Atomic<Int>(0)
@@ -109,6 +123,7 @@ public final class SendWorker: Sendable {
         self.jitter = jitter
         self.logger = logger
         self.loader = SendContextLoader(store: store)
+        self.callSlots = CallSlots(configuration.slots)
     }
 
     /// Runs until the task is cancelled (SIGTERM in `ledger worker`): holds the liveness lock,
@@ -184,9 +199,11 @@ public final class SendWorker: Sendable {
     func step(housekeeping: Bool, _ start: ([SendQueue.Claim]) -> Void) async throws -> Duration {
         let now = clock.now()
         let running = inFlight.load(ordering: .relaxed)
-        // Outcomes falling behind their answers (a slow database): no new claims until they catch
-        // up; each recorded outcome rings the bell.
-        let free = awaitingOutcome.load(ordering: .relaxed) >= configuration.slots ? 0 : configuration.slots - running
+        // Room for the slots and the sends recorded ahead of them. Outcomes falling behind their
+        // answers (a slow database): no new claims until they catch up; each recorded outcome
+        // rings the bell.
+        let capacity = configuration.slots + configuration.prefetch
+        let free = awaitingOutcome.load(ordering: .relaxed) >= configuration.slots ? 0 : capacity - running
         // Too few slots free: claim nothing yet; the next finished try rings the bell. Claiming
         // into every slot the moment it frees would settle into claims of one or two sends, and
         // each claim, its tries' record and their outcomes cost a statement whatever their size.

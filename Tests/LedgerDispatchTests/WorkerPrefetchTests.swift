@@ -1,0 +1,88 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerFakeProviders
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// Sends recorded ahead of a free slot (`SendWorker.Configuration.prefetch`): the time is looked
+/// at again when the slot comes, so waiting never breaks a provider's rule or the lease.
+extension WorkerTests {
+    /// Three Apple token lookups on a worker with two slots and one send ahead: two calls start,
+    /// the third send is claimed and recorded and waits. `tokenIssuedAt` for every token.
+    func startThreeLookups(_ rig: Rig, tokenIssuedAt: Date) async throws -> (running: Task<Void, any Error>, streams: [String]) {
+        var streams: [String] = []
+        for index in 0..<3 {
+            let device = "device-app1-ahead\(index)"
+            let cause = try await record(
+                FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                          adServicesToken: LedgerDomain.AdServicesToken(token: Data("ahead-\(index)".utf8).base64EncodedString(),
+                                                                        issuedAt: tokenIssuedAt)),
+                to: device, at: testEpoch, store: rig.store)
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: "ahead\(index)",
+                                         now: testEpoch, store: rig.store)
+            streams.append(StreamID.send(id: send.sendID).rawValue)
+        }
+        rig.fakes.apple.setDelay(.milliseconds(400))
+        let running = Task { try await rig.worker.run() }
+        #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
+        return (running, streams)
+    }
+
+    func waitUntil(_ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, try await !condition() {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    // seed 002 (Apple AdServices): a token past its 24 h TTL is expired, no call — also when its
+    // send was claimed and recorded in time but waited for a slot past the TTL.
+    @Test func aSendRecordedAheadWhoseTokenExpiredWhileWaitingIsNotCalled() async throws {
+        try await Self.withRig(slots: 2, prefetch: 1) { rig in
+            // The tokens have 20 s to live when the sends are claimed.
+            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch.addingTimeInterval(-86_400 + 20))
+            #expect(rig.fakes.apple.requestCount == 2)
+            rig.clock.advance(by: 21)  // while the third waits for a slot
+            try await waitUntil { try await queueCount(rig.store) == 0 }
+            running.cancel()
+            try await running.value
+            #expect(rig.fakes.apple.requestCount == 2)
+            var histories: [[String]] = []
+            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
+            #expect(histories.filter { $0.last == "SendSucceeded" }.count == 2)
+            let expired = try #require(histories.firstIndex { $0.last == "SendFailed" })
+            #expect(histories[expired] == ["SendRequested", "SendAttempted", "SendFailed"])
+            let failure = try #require(try await rig.store.readStream(streams[expired]).last)
+            let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: failure.data)
+            // The try was recorded: its failure names the attempt.
+            #expect(failed.rule == "adservices_token_expired" && failed.attempt == 1)
+        }
+    }
+
+    // Issue 6 (leases): a try is never called when its lease could run out during the call — a
+    // rescue could then try the send again while the first call is still out. A send recorded
+    // ahead that waited too long is left to its lease: the rescue records it as outcome-unknown,
+    // the next try calls once, and the provider sees one call per send.
+    @Test func aSendRecordedAheadIsNotCalledWhenItsLeaseWouldRunOutDuringTheCall() async throws {
+        try await Self.withRig(slots: 2, prefetch: 1) { rig in
+            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
+            rig.clock.advance(by: 26)  // 4 s of the 30 s lease left, the call may take 5
+            // The two calls end and settle; the third stays claimed, uncalled.
+            try await waitUntil { try await queueCount(rig.store) == 1 }
+            #expect(rig.fakes.apple.requestCount == 2)
+            rig.clock.advance(by: 5)  // past the lease: rescued, claimed again, called
+            try await waitUntil { try await queueCount(rig.store) == 0 }
+            running.cancel()
+            try await running.value
+            #expect(rig.fakes.apple.requestCount == 3)
+            var histories: [[String]] = []
+            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
+            #expect(histories.allSatisfy { $0.last == "SendSucceeded" })
+            #expect(histories.filter { $0.contains("SendOutcomeUnknown") } == [
+                ["SendRequested", "SendAttempted", "SendOutcomeUnknown", "SendAttempted", "ResponseReceived", "SendSucceeded"],
+            ])
+        }
+    }
+}
