@@ -27,6 +27,10 @@ struct DrainPlan {
     /// Tries in flight per worker: `ledger worker`'s default, or LEDGER_BENCH_SLOTS (both sides
     /// at the same concurrency either way).
     var slots = Int(ProcessInfo.processInfo.environment["LEDGER_BENCH_SLOTS"] ?? "") ?? SendWorker.Configuration.defaultSlots
+    /// Sends a worker claims and records ahead of a free slot: the worker's default, or
+    /// LEDGER_BENCH_PREFETCH (the bare loop has nothing like it: each of its loops claims, calls and
+    /// deletes in turn).
+    var prefetch = Int(ProcessInfo.processInfo.environment["LEDGER_BENCH_PREFETCH"] ?? "")
     /// Rounds the sends are split into; ledger and bare alternate.
     var rounds = 2
 }
@@ -111,7 +115,8 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
         let worker = SendWorker(
             store: EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger), rules: rules,
             transport: transport,
-            configuration: .init(workerID: "bench-\(tag)-\(number)", slots: plan.slots, lease: 60, requestTimeout: .seconds(10)),
+            configuration: .init(workerID: "bench-\(tag)-\(number)", slots: plan.slots, lease: 60, requestTimeout: .seconds(10),
+                                 prefetch: plan.prefetch),
             logger: TestDatabase.quietLogger)
         parts.append((pool, transport, worker))
     }

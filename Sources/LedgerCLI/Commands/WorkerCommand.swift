@@ -45,7 +45,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Provider calls in flight at once.")
     var slots = SendWorker.Configuration.defaultSlots
 
-    @Option(help: ArgumentHelp("Sends claimed and recorded ahead of a free slot (default: half the slots; at most the slots).",
+    @Option(help: ArgumentHelp("Sends claimed and recorded ahead of a free slot (default and most: as many as the slots).",
                                discussion: "Each waits at most one call's time for its slot; keep --lease above twice --timeout, or a send that waited is left to its lease instead of called."))
     var prefetch: Int?
 

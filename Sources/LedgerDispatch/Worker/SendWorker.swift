@@ -48,10 +48,11 @@ public final class SendWorker: Sendable {
         public var requestTimeout: Duration
         /// How long to wait for a notification before looking anyway.
         public var pollInterval: Duration
-        /// How many slots must be free before the worker claims again while tries are in flight
-        /// (half the slots by default): sends are claimed, recorded and settled in groups.
+        /// How many places (slots and sends ahead, ``prefetch``) must be free before the worker
+        /// claims again while tries are in flight (half the slots by default): sends are claimed,
+        /// recorded and settled in groups.
         public var claimThreshold: Int
-        /// Sends claimed, prepared and recorded ahead of a free slot (half the slots by default):
+        /// Sends claimed, prepared and recorded ahead of a free slot (as many as the slots by default):
         /// their tries' `SendAttempted` are committed while the calls before them are in flight,
         /// so a freed slot starts its next call without waiting for a claim and a commit. Each
         /// waits for a slot in turn, at most as long as one call takes; a try whose lease would
@@ -67,7 +68,7 @@ public final class SendWorker: Sendable {
             self.workerID = workerID
             self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
             self.slots = slots
-            self.prefetch = max(0, min(slots, prefetch ?? slots / 2))
+            self.prefetch = max(0, min(slots, prefetch ?? slots))
             self.lease = lease
             self.requestTimeout = requestTimeout
             self.pollInterval = pollInterval
