@@ -77,6 +77,10 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.worker")
+            if (prefetch ?? slots) > 0, lease <= 2 * timeout {
+                FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) is not above twice --timeout \(timeout): "
+                    + "a send claimed ahead that waits for a slot may be left to its lease instead of called\n").utf8))
+            }
             let providers: ProviderConfiguration
             do {
                 providers = try ProviderConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
