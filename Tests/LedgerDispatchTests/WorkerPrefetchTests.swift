@@ -24,7 +24,8 @@ extension WorkerTests {
                                          now: testEpoch, store: rig.store)
             streams.append(StreamID.send(id: send.sendID).rawValue)
         }
-        rig.fakes.apple.setDelay(.milliseconds(400))
+        // Long enough for the test to move the clock before the first answer frees a slot.
+        rig.fakes.apple.setDelay(.milliseconds(1500))
         let running = Task { try await rig.worker.run() }
         #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
         return (running, streams)
@@ -68,7 +69,7 @@ extension WorkerTests {
     @Test func aSendRecordedAheadIsNotCalledWhenItsLeaseWouldRunOutDuringTheCall() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
             let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
-            rig.clock.advance(by: 26)  // 4 s of the 30 s lease left, the call may take 5
+            rig.clock.advance(by: 26)  // 4 s of the 30 s lease left; the call may take 5, and a tenth is kept
             // The two calls end and settle; the third stays claimed, uncalled.
             try await waitUntil { try await queueCount(rig.store) == 1 }
             #expect(rig.fakes.apple.requestCount == 2)

@@ -46,7 +46,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var slots = SendWorker.Configuration.defaultSlots
 
     @Option(help: ArgumentHelp("Sends claimed and recorded ahead of a free slot (default and most: as many as the slots).",
-                               discussion: "Each waits at most one call's time for its slot; keep --lease above twice --timeout, or a send that waited is left to its lease instead of called."))
+                               discussion: "Each waits at most one call's time for its slot, so sends are claimed ahead only when --lease is at least twice --timeout and a tenth."))
     var prefetch: Int?
 
     @Option(help: "Seconds a claim lasts before another worker may rescue it.")
@@ -77,9 +77,9 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.worker")
-            if (prefetch ?? slots) > 0, lease <= 2 * timeout {
-                FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) is not above twice --timeout \(timeout): "
-                    + "a send claimed ahead that waits for a slot may be left to its lease instead of called\n").utf8))
+            if (prefetch ?? slots) > 0, Double(lease) * (1 - SendWorker.leaseSlack) < Double(2 * timeout) {
+                FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) leaves no room for sends claimed ahead "
+                    + "(it must be at least twice --timeout \(timeout) and a tenth): --prefetch is 0\n").utf8))
             }
             let providers: ProviderConfiguration
             do {

@@ -164,27 +164,29 @@ extension SendWorker {
     /// claim no longer counts against the worker's room, and the outcome waits for its group
     /// commit as one of ``awaitingOutcome``.
     ///
-    /// A send recorded ahead may have waited for its slot, so the time is looked at again first:
-    /// the rules' preflight (Apple's 24 h) and the send's deadline decide as they would have at
-    /// the claim (the try's `SendAttempted` is recorded: the outcome names its attempt), and a
-    /// try whose lease would run out before the call's timeout is not called at all: another
-    /// worker could rescue it mid-call and call again. Its lease is left to run out, and the
-    /// rescue records the try as outcome-unknown; no call was made.
+    /// A try whose lease could run out before its call ends is not called at all: another worker
+    /// could rescue it mid-call and call again. It is left to its lease, and the rescue records it
+    /// as outcome-unknown; no call was made. A send that waited for its slot (one recorded ahead)
+    /// is looked at again with the time it is now: its deadline, the rules' preflight (Apple's
+    /// 24 h) and its request, rebuilt (a Branch open drops an Apple token past its 24 h; Singular
+    /// refuses a SKAN window that closed) decide as they would have at the claim. A request that
+    /// is no longer the one recorded is not sent: the try is settled as a retry due at once,
+    /// and the next try records and sends the new one. (The try's `SendAttempted` is recorded, so
+    /// such an outcome names its attempt.)
     func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
               answered: @Sendable () -> Void) async {
-        await callSlots.acquire()
+        let waited = await callSlots.acquire()
         var current = context
         current.now = clock.now()
-        if claim.leaseExpiresAt.timeIntervalSince(current.now) < Self.seconds(configuration.requestTimeout) {
+        let leaseLeft = claim.leaseExpiresAt.timeIntervalSince(current.now)
+        if leaseLeft < Self.seconds(configuration.requestTimeout) + configuration.lease * Self.leaseSlack {
             callSlots.release()
-            logger.warning("a try's lease would run out before its call could end; not called, left to its lease", metadata: [
+            logger.warning("a try's lease could run out before its call ends; not called, left to its lease", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
             ])
             return
         }
-        let late: SendDisposition? = current.now >= claim.deadline
-            ? .failed(rule: "deadline_passed", detail: "the send's deadline passed") : rules.preflight(current)
-        if let late {
+        if waited, let late = recheck(request, current: current, deadline: claim.deadline) {
             callSlots.release()
             await recordOutcome(claim, answer: nil, disposition: late, attempted: true)
             return
@@ -231,6 +233,25 @@ extension SendWorker {
             return
         }
         await outcomes.record(outcome) { group in await self.writeOutcomes(group) }
+    }
+
+    /// The part of the lease a try must have left beyond its call's timeout to be called: a tenth.
+    /// A margin for the outcome's commit and for other workers' clocks running ahead.
+    public static let leaseSlack = 0.1
+
+    /// What becomes of a try that waited for its slot, at `current.now`: nil to call with
+    /// `request`, or the disposition it gets instead.
+    func recheck(_ request: ProviderRequest, current: SendContext, deadline: Date) -> SendDisposition? {
+        if current.now >= deadline { return .failed(rule: "deadline_passed", detail: "the send's deadline passed") }
+        if let disposition = rules.preflight(current) { return disposition }
+        do {
+            guard try rules.buildRequest(current) == request else {
+                return .retry(notBefore: current.now, rule: "request_changed_while_waiting")
+            }
+        } catch {
+            return .failed(rule: error.rule, detail: error.detail)
+        }
+        return nil
     }
 
     static func seconds(_ duration: Duration) -> Double {
@@ -324,8 +345,14 @@ final class CallSlots: Sendable {
 
     init(_ slots: Int) { state = Mutex(State(free: slots)) }
 
-    /// Takes a slot, waiting for one if none is free.
-    func acquire() async {
+    /// Takes a slot, waiting for one if none is free; returns whether it waited.
+    func acquire() async -> Bool {
+        let taken = state.withLock { state -> Bool in
+            guard state.free > 0 else { return false }
+            state.free -= 1
+            return true
+        }
+        if taken { return false }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
                 if state.free > 0 {
@@ -337,6 +364,7 @@ final class CallSlots: Sendable {
             }
             if now { continuation.resume() }
         }
+        return true
     }
 
     /// Gives a slot back: to the longest waiting, if any.

@@ -57,8 +57,9 @@ public final class SendWorker: Sendable {
         /// so a freed slot starts its next call without waiting for a claim and a commit. Each
         /// waits for a slot in turn, at most as long as one call takes; a try whose lease would
         /// not outlast its call by then is not called (its lease is rescued as outcome-unknown),
-        /// and the rules' preflight is asked again before the call. `0`: claim only into free
-        /// slots; at most ``slots``.
+        /// and the rules' preflight and the request are looked at again before the call. `0`: claim
+        /// only into free slots; at most ``slots``; `0` too when the lease is shorter than twice the
+        /// request timeout and a tenth.
         public var prefetch: Int
 
         /// A configuration.
@@ -68,7 +69,11 @@ public final class SendWorker: Sendable {
             self.workerID = workerID
             self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
             self.slots = slots
-            self.prefetch = max(0, min(slots, prefetch ?? slots))
+            // A send ahead waits at most one call's time, and is called only with its call's time
+            // and a tenth of the lease left (``SendWorker/leaseSlack``): no prefetch when the
+            // lease cannot hold both.
+            let timeout = SendWorker.seconds(requestTimeout)
+            self.prefetch = lease * (1 - SendWorker.leaseSlack) >= 2 * timeout ? max(0, min(slots, prefetch ?? slots)) : 0
             self.lease = lease
             self.requestTimeout = requestTimeout
             self.pollInterval = pollInterval
@@ -129,9 +134,10 @@ public final class SendWorker: Sendable {
 
     /// Runs until the task is cancelled (SIGTERM in `ledger worker`): holds the liveness lock,
     /// listens for `NOTIFY ledger_sends` (re-listening after a reconnect), rescues stale leases,
-    /// claims as many sends as it has free slots, and sleeps until a notification, a finished
-    /// send, the next due retry or the poll interval. On cancellation it claims nothing more and
-    /// lets the sends in flight finish and record their outcomes before returning.
+    /// claims as many sends as it has room for (free slots and sends ahead), and sleeps until a
+    /// notification, a finished send, the next due retry or the poll interval. On cancellation it
+    /// claims nothing more and lets the sends claimed — in flight or waiting for a slot — finish
+    /// and record their outcomes before returning (at most about two calls' timeouts).
     public func run() async throws {
         let liveness = try LivenessLock(conninfo: store.pool.configuration.conninfo, workerID: configuration.workerID)
         defer { liveness.release() }
