@@ -86,4 +86,42 @@ extension WorkerTests {
             ])
         }
     }
+
+    // seed 003 (Branch `v1/open`): `apple_attribution_token` only within the token's 24 h TTL.
+    // A Branch open built with the token that waits for its slot past the TTL is not sent as
+    // built: the try is retried at once, and the open that goes out has no token.
+    @Test func aRequestThatChangedWhileItsSendWaitedIsNotSentAsRecorded() async throws {
+        try await Self.withRig(slots: 2, prefetch: 1) { rig in
+            var streams: [String] = []
+            for index in 0..<3 {
+                let device = "device-app1-open\(index)"
+                let cause = try await record(
+                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("open-\(index)".utf8).base64EncodedString(),
+                                                                            issuedAt: testEpoch.addingTimeInterval(-86_400 + 20))),
+                    to: device, at: testEpoch, store: rig.store)
+                let send = try await enqueue(.branch, .open, cause: cause, device: device, key: "open\(index)", now: testEpoch,
+                                             store: rig.store)
+                streams.append(StreamID.send(id: send.sendID).rawValue)
+            }
+            rig.fakes.branch.setDelay(.milliseconds(1500))
+            let running = Task { try await rig.worker.run() }
+            #expect(await rig.fakes.branch.waitForRequests(2, timeout: .seconds(10)))
+            rig.clock.advance(by: 21)  // the tokens pass their 24 h while the third open waits
+            try await waitUntil { try await queueCount(rig.store) == 0 }
+            running.cancel()
+            try await running.value
+            let opens = rig.fakes.branch.requests
+            #expect(opens.count == 3)
+            #expect(opens.filter { $0.bodyText.contains("apple_attribution_token") }.count == 2)
+            var histories: [[String]] = []
+            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
+            #expect(histories.filter { $0.contains("RetryScheduled") } == [
+                ["SendRequested", "SendAttempted", "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded"],
+            ])
+            let retried = try #require(zip(streams, histories).first { $0.1.contains("RetryScheduled") }?.0)
+            let retry = try #require(try await rig.store.readStream(retried).first { $0.type == "RetryScheduled" })
+            #expect(try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: retry.data).rule == "request_changed_while_waiting")
+        }
+    }
 }
