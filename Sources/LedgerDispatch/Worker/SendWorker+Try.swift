@@ -23,7 +23,8 @@ extension SendWorker {
     /// leaves, each call runs as soon as one of the worker's slots is free (``CallSlots``), and
     /// each outcome joins the next group commit of ``OutcomeRecorder``. A send stops counting
     /// against the worker's room once its answer is in (its outcome then waits for its group
-    /// commit, as one of at most ``Configuration/slots`` such outcomes), or, for a send settled
+    /// commit, and the worker claims nothing while ``SendWorker/outcomeBacklog(slots:)`` such
+    /// outcomes wait), or, for a send settled
     /// without a call, once its outcome is recorded.
     ///
     /// If recording the attempts together fails (a database error, one send's stream moved under
