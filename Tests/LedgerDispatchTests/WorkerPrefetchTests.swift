@@ -13,15 +13,9 @@ extension WorkerTests {
     /// the third send is claimed and recorded and waits. `tokenIssuedAt` for every token.
     func startThreeLookups(_ rig: Rig, tokenIssuedAt: Date) async throws -> (running: Task<Void, any Error>, streams: [String]) {
         var streams: [String] = []
-        for index in 0..<3 {
-            let device = "device-app1-ahead\(index)"
-            let cause = try await record(
-                FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                          adServicesToken: LedgerDomain.AdServicesToken(token: Data("ahead-\(index)".utf8).base64EncodedString(),
-                                                                        issuedAt: tokenIssuedAt)),
-                to: device, at: testEpoch, store: rig.store)
-            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: "ahead\(index)",
-                                         now: testEpoch, store: rig.store)
+        for (device, cause) in try await firstOpens(rig, count: 3, prefix: "ahead", tokenIssuedAt: tokenIssuedAt) {
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch,
+                                         store: rig.store)
             streams.append(StreamID.send(id: send.sendID).rawValue)
         }
         // Long enough for the test to move the clock before the first answer frees a slot.
@@ -29,6 +23,16 @@ extension WorkerTests {
         let running = Task { try await rig.worker.run() }
         #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
         return (running, streams)
+    }
+
+    /// Waits for the queue to empty, stops the worker, and returns each stream's event types.
+    func finish(_ rig: Rig, _ running: Task<Void, any Error>, streams: [String]) async throws -> [[String]] {
+        try await waitUntil { try await queueCount(rig.store) == 0 }
+        running.cancel()
+        try await running.value
+        var histories: [[String]] = []
+        for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
+        return histories
     }
 
     func waitUntil(_ condition: () async throws -> Bool) async throws {
@@ -46,12 +50,8 @@ extension WorkerTests {
             let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch.addingTimeInterval(-86_400 + 20))
             #expect(rig.fakes.apple.requestCount == 2)
             rig.clock.advance(by: 21)  // while the third waits for a slot
-            try await waitUntil { try await queueCount(rig.store) == 0 }
-            running.cancel()
-            try await running.value
+            let histories = try await finish(rig, running, streams: streams)
             #expect(rig.fakes.apple.requestCount == 2)
-            var histories: [[String]] = []
-            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
             #expect(histories.filter { $0.last == "SendSucceeded" }.count == 2)
             let expired = try #require(histories.firstIndex { $0.last == "SendFailed" })
             #expect(histories[expired] == ["SendRequested", "SendAttempted", "SendFailed"])
@@ -74,12 +74,8 @@ extension WorkerTests {
             try await waitUntil { try await queueCount(rig.store) == 1 }
             #expect(rig.fakes.apple.requestCount == 2)
             rig.clock.advance(by: 5)  // past the lease: rescued, claimed again, called
-            try await waitUntil { try await queueCount(rig.store) == 0 }
-            running.cancel()
-            try await running.value
+            let histories = try await finish(rig, running, streams: streams)
             #expect(rig.fakes.apple.requestCount == 3)
-            var histories: [[String]] = []
-            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
             #expect(histories.allSatisfy { $0.last == "SendSucceeded" })
             #expect(histories.filter { $0.contains("SendOutcomeUnknown") } == [
                 ["SendRequested", "SendAttempted", "SendOutcomeUnknown", "SendAttempted", "ResponseReceived", "SendSucceeded"],
@@ -93,29 +89,18 @@ extension WorkerTests {
     @Test func aRequestThatChangedWhileItsSendWaitedIsNotSentAsRecorded() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
             var streams: [String] = []
-            for index in 0..<3 {
-                let device = "device-app1-open\(index)"
-                let cause = try await record(
-                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("open-\(index)".utf8).base64EncodedString(),
-                                                                            issuedAt: testEpoch.addingTimeInterval(-86_400 + 20))),
-                    to: device, at: testEpoch, store: rig.store)
-                let send = try await enqueue(.branch, .open, cause: cause, device: device, key: "open\(index)", now: testEpoch,
-                                             store: rig.store)
+            for (device, cause) in try await firstOpens(rig, count: 3, prefix: "open", tokenIssuedAt: testEpoch.addingTimeInterval(-86_400 + 20)) {
+                let send = try await enqueue(.branch, .open, cause: cause, device: device, key: device, now: testEpoch, store: rig.store)
                 streams.append(StreamID.send(id: send.sendID).rawValue)
             }
             rig.fakes.branch.setDelay(.milliseconds(1500))
             let running = Task { try await rig.worker.run() }
             #expect(await rig.fakes.branch.waitForRequests(2, timeout: .seconds(10)))
             rig.clock.advance(by: 21)  // the tokens pass their 24 h while the third open waits
-            try await waitUntil { try await queueCount(rig.store) == 0 }
-            running.cancel()
-            try await running.value
+            let histories = try await finish(rig, running, streams: streams)
             let opens = rig.fakes.branch.requests
             #expect(opens.count == 3)
             #expect(opens.filter { $0.bodyText.contains("apple_attribution_token") }.count == 2)
-            var histories: [[String]] = []
-            for stream in streams { histories.append(try await streamTypes(stream, store: rig.store)) }
             #expect(histories.filter { $0.contains("RetryScheduled") } == [
                 ["SendRequested", "SendAttempted", "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded"],
             ])

@@ -64,6 +64,21 @@ struct WorkerTests {
                          to: Self.device, at: time, store: rig.store)
     }
 
+    /// `count` devices `device-app1-<prefix><n>`, each with a first open whose Apple token was
+    /// issued at `tokenIssuedAt`: the devices and their opens.
+    func firstOpens(_ rig: Rig, count: Int, prefix: String, tokenIssuedAt: Date = testEpoch) async throws
+        -> [(device: String, cause: RecordedEvent)]
+    {
+        var opens: [(device: String, cause: RecordedEvent)] = []
+        for index in 0..<count {
+            let device = "device-app1-\(prefix)\(index)"
+            let token = LedgerDomain.AdServicesToken(token: Data("\(prefix)-\(index)".utf8).base64EncodedString(), issuedAt: tokenIssuedAt)
+            opens.append((device, try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(), adServicesToken: token),
+                                                   to: device, at: testEpoch, store: rig.store)))
+        }
+        return opens
+    }
+
     // seed 002: 404 means "too soon" — retry every 5 s, at most 3 attempts; the third try's 200 settles it.
     @Test func apple404404200SucceedsOnTheThirdTry() async throws {
         try await Self.withRig { rig in
@@ -251,16 +266,8 @@ struct WorkerTests {
     // once than the worker has slots, and every send still gets its one outcome.
     @Test func theWorkerNeverHasMoreCallsInFlightThanSlots() async throws {
         try await Self.withRig(slots: 3) { rig in
-            var causes: [RecordedEvent] = []
-            for index in 0..<24 {
-                causes.append(try await record(
-                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: testEpoch)),
-                    to: "device-app1-s\(index)", at: testEpoch, store: rig.store))
-            }
-            for (index, cause) in causes.enumerated() {
-                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1-s\(index)", key: "s\(index)",
-                                  now: testEpoch, store: rig.store)
+            for (device, cause) in try await firstOpens(rig, count: 24, prefix: "s") {
+                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch, store: rig.store)
             }
             rig.fakes.apple.setDelay(.milliseconds(20))
             let running = Task { try await rig.worker.run() }
@@ -284,18 +291,11 @@ struct WorkerTests {
     // listener re-listens, and the worker finishes the queue.
     @Test func workerRecoversFromTerminatedBackends() async throws {
         try await Self.withRig(slots: 2) { rig in
-            var causes: [RecordedEvent] = []
-            for index in 0..<20 {
-                causes.append(try await record(
-                    FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                              adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-\(index)".utf8).base64EncodedString(), issuedAt: testEpoch)),
-                    to: "device-app1-t\(index)", at: testEpoch, store: rig.store))
-            }
+            let opens = try await firstOpens(rig, count: 20, prefix: "t")
             rig.fakes.apple.setDelay(.milliseconds(30))
             let running = Task { try await rig.worker.run() }
-            for (index, cause) in causes.enumerated() {
-                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1-t\(index)", key: "t\(index)",
-                                  now: testEpoch, store: rig.store)
+            for (device, cause) in opens {
+                try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch, store: rig.store)
             }
             #expect(await rig.fakes.apple.waitForRequests(3, timeout: .seconds(10)))
             let killer = try PostgresConnection(conninfo: rig.store.pool.configuration.conninfo, logger: TestDatabase.quietLogger)
