@@ -46,7 +46,7 @@ struct WorkerCommand: AsyncParsableCommand {
     var slots = SendWorker.Configuration.defaultSlots
 
     @Option(help: ArgumentHelp("Sends claimed and recorded ahead of a free slot (default and most: as many as the slots).",
-                               discussion: "Each waits at most one call's time for its slot, so sends are claimed ahead only when --lease is at least twice --timeout and a tenth."))
+                               discussion: "Each waits at most one call's time for its slot, so sends are claimed ahead only when --lease is at least twice --timeout plus a tenth of --lease."))
     var prefetch: Int?
 
     @Option(help: "Seconds a claim lasts before another worker may rescue it.")
@@ -72,6 +72,9 @@ struct WorkerCommand: AsyncParsableCommand {
         if let prefetch { guard (0...slots).contains(prefetch) else { throw ValidationError("--prefetch must be between 0 and --slots") } }
         guard lease >= 1 else { throw ValidationError("--lease must be 1 second or more") }
         guard timeout >= 1, timeout < lease else { throw ValidationError("--timeout must be at least 1 and less than --lease") }
+        guard SendWorker.leaseLeavesRoom(lease: TimeInterval(lease), requestTimeout: .seconds(timeout)) else {
+            throw ValidationError("--lease must leave --timeout, a tenth of itself and a second: a try is called only with that much of its lease left")
+        }
     }
 
     func run() async throws {
@@ -79,7 +82,7 @@ struct WorkerCommand: AsyncParsableCommand {
             let logger = makeLogger("ledger.worker")
             if (prefetch ?? slots) > 0, Double(lease) * (1 - SendWorker.leaseSlack) < Double(2 * timeout) {
                 FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) leaves no room for sends claimed ahead "
-                    + "(it must be at least twice --timeout \(timeout) and a tenth): --prefetch is 0\n").utf8))
+                    + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0\n").utf8))
             }
             let providers: ProviderConfiguration
             do {

@@ -169,8 +169,8 @@ extension SendWorker {
     /// could rescue it mid-call and call again. It is left to its lease, and the rescue records it
     /// as outcome-unknown; no call was made. A send that waited for its slot (one recorded ahead)
     /// is looked at again with the time it is now: its deadline, the rules' preflight (Apple's
-    /// 24 h) and its request, rebuilt (a Branch open drops an Apple token past its 24 h; Singular
-    /// refuses a SKAN window that closed) decide as they would have at the claim. A request that
+    /// 24 h) and its request, rebuilt (a Branch open drops an Apple token past its 24 h; a
+    /// Singular send whose SKAN window closed fails) decide as they would have at the claim. A request that
     /// is no longer the one recorded is not sent: the try is settled as a retry due at once,
     /// and the next try records and sends the new one. (The try's `SendAttempted` is recorded, so
     /// such an outcome names its attempt.)

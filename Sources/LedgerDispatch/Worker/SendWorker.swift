@@ -42,7 +42,9 @@ public final class SendWorker: Sendable {
         /// slots one worker drained 1,780 sends/s on the loopback bench, with 16 2,600 (and 24 or
         /// 32 little more: docs/performance.md, drain section).
         public static let defaultSlots = 16
-        /// How long a claim lasts before another worker may rescue it.
+        /// How long a claim lasts before another worker may rescue it. A try is called only with
+        /// its ``requestTimeout`` and a tenth of the lease left, so the lease must be longer than
+        /// that (``SendWorker/leaseLeavesRoom(lease:requestTimeout:)``), or nothing is ever called.
         public var lease: TimeInterval
         /// The longest a provider call may take.
         public var requestTimeout: Duration
@@ -59,7 +61,7 @@ public final class SendWorker: Sendable {
         /// not outlast its call by then is not called (its lease is rescued as outcome-unknown),
         /// and the rules' preflight and the request are looked at again before the call. `0`: claim
         /// only into free slots; at most ``slots``; `0` too when the lease is shorter than twice the
-        /// request timeout and a tenth.
+        /// request timeout plus a tenth of the lease.
         public var prefetch: Int
 
         /// A configuration.
@@ -118,6 +120,13 @@ public final class SendWorker: Sendable {
     /// twice the slots. (With as many as the slots, one worker on the loopback bench stopped
     /// claiming now and then while a group commit was under way: ≈ 3,300 against ≈ 3,600 sends/s.)
     static func outcomeBacklog(slots: Int) -> Int { 2 * slots }
+
+    /// Whether a claim's lease leaves room for a call: the request timeout, a tenth of the lease
+    /// (``leaseSlack``) and a second for the claim and the attempt's commit. With less, every try
+    /// would be left to its lease uncalled.
+    public static func leaseLeavesRoom(lease: TimeInterval, requestTimeout: Duration) -> Bool {
+        lease * (1 - leaseSlack) >= seconds(requestTimeout) + 1
+    }
     let bell = WakeUpBell()
     let outcomes = OutcomeRecorder()
 
@@ -134,6 +143,11 @@ public final class SendWorker: Sendable {
         self.jitter = jitter
         self.logger = logger
         self.loader = SendContextLoader(store: store)
+        if !Self.leaseLeavesRoom(lease: configuration.lease, requestTimeout: configuration.requestTimeout) {
+            logger.error("the lease leaves no room for a call: every try will be left to its lease uncalled", metadata: [
+                "ledger.lease": "\(configuration.lease)", "ledger.timeout": "\(configuration.requestTimeout)",
+            ])
+        }
         self.callSlots = CallSlots(configuration.slots)
     }
 
