@@ -12,17 +12,23 @@ extension WorkerTests {
     /// Three Apple token lookups on a worker with two slots and one send ahead: two calls start,
     /// the third send is claimed and recorded and waits. `tokenIssuedAt` for every token.
     func startThreeLookups(_ rig: Rig, tokenIssuedAt: Date) async throws -> (running: Task<Void, any Error>, streams: [String]) {
-        var streams: [String] = []
-        for (device, cause) in try await firstOpens(rig, count: 3, prefix: "ahead", tokenIssuedAt: tokenIssuedAt) {
-            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch,
-                                         store: rig.store)
-            streams.append(StreamID.send(id: send.sendID).rawValue)
-        }
+        let streams = try await enqueueLookups(rig, count: 3, prefix: "ahead", tokenIssuedAt: tokenIssuedAt)
         // Long enough for the test to move the clock before the first answer frees a slot.
         rig.fakes.apple.setDelay(.milliseconds(1500))
         let running = Task { try await rig.worker.run() }
         #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
         return (running, streams)
+    }
+
+    /// `count` Apple token lookups, one per new device: their send streams.
+    func enqueueLookups(_ rig: Rig, count: Int, prefix: String, tokenIssuedAt: Date = testEpoch) async throws -> [String] {
+        var streams: [String] = []
+        for (device, cause) in try await firstOpens(rig, count: count, prefix: prefix, tokenIssuedAt: tokenIssuedAt) {
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch,
+                                         store: rig.store)
+            streams.append(StreamID.send(id: send.sendID).rawValue)
+        }
+        return streams
     }
 
     /// Waits for the queue to empty, stops the worker, and returns each stream's event types.
@@ -107,6 +113,25 @@ extension WorkerTests {
             let retried = try #require(zip(streams, histories).first { $0.1.contains("RetryScheduled") }?.0)
             let retry = try #require(try await rig.store.readStream(retried).first { $0.type == "RetryScheduled" })
             #expect(try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: retry.data).rule == "request_changed_while_waiting")
+        }
+    }
+
+    // Issue 6 (graceful stop): SIGTERM finishes what is in flight — the sends claimed ahead too:
+    // their tries are recorded, so they are called as slots free and settled before the worker
+    // returns; nothing is left running for a rescue.
+    @Test func aStopFinishesTheSendsClaimedAhead() async throws {
+        try await Self.withRig(slots: 2, prefetch: 2) { rig in
+            let streams = try await enqueueLookups(rig, count: 4, prefix: "stop")
+            rig.fakes.apple.setDelay(.milliseconds(500))
+            let running = Task { try await rig.worker.run() }
+            #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
+            running.cancel()  // two calls out, two sends recorded and waiting for a slot
+            try await running.value
+            #expect(try await queueCount(rig.store) == 0)
+            #expect(rig.fakes.apple.requestCount == 4)
+            for stream in streams {
+                #expect(try await streamTypes(stream, store: rig.store) == ["SendRequested", "SendAttempted", "ResponseReceived", "SendSucceeded"])
+            }
         }
     }
 }
