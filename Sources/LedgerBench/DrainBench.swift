@@ -145,7 +145,7 @@ func drainLedger(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expect
             SELECT stream_id FROM events WHERE event_type = 'SendRequested' AND data ->> 'device_stream_id' LIKE \("device-bench-\(tag)-%"))
         """).single().decode(Int.self, at: 0)
     guard succeeded == expected else { throw DrainBenchError.stuck("ledger: \(succeeded) of \(expected) sends succeeded") }
-    return (elapsed.seconds, cpu)
+    return (elapsed.timeInterval, cpu)
 }
 
 /// Drains the bare table with `plan.workers × plan.slots` claim–call–delete loops; returns seconds.
@@ -197,7 +197,7 @@ func drainBare(conninfo: String, plan: DrainPlan, fakes: FakeProviders, expected
         part.0.close()
     }
     guard done == expected else { throw DrainBenchError.stuck("bare: \(done) of \(expected) sent") }
-    return (elapsed.seconds, cpu)
+    return (elapsed.timeInterval, cpu)
 }
 
 enum DrainBenchError: Error, CustomStringConvertible {
@@ -207,10 +207,6 @@ enum DrainBenchError: Error, CustomStringConvertible {
         case .stuck(let why): "drain benchmark: \(why)"
         }
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The drain measurement for `plan`: ledger and bare rounds alternating on one database and one

@@ -36,3 +36,11 @@ public final class ManualClock: WallClock {
     /// Moves the time forward by `interval` seconds (backward when negative).
     public func advance(by interval: TimeInterval) { current.withLock { $0 += interval } }
 }
+
+extension Duration {
+    /// The duration in seconds, as Foundation's `TimeInterval` (for comparing with `Date`s and
+    /// lease lengths).
+    public var timeInterval: TimeInterval {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

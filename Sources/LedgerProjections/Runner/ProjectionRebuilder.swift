@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import Logging
@@ -137,7 +138,7 @@ public struct ProjectionRebuilder: Sendable {
         }
         progress(Progress(phase: "swap", eventsDone: done, eventsTotal: max(total, done)))
         let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.timeInterval
         logger.info("rebuilt projection", metadata: [
             "ledger.projection": "\(projection.name)", "ledger.events": "\(done)", "ledger.seconds": "\(seconds)",
         ])

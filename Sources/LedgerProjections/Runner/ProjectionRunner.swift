@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import Logging
@@ -158,8 +159,7 @@ extension ProjectionRunner {
     /// The warning's metadata when committed events have waited at least `threshold` behind the
     /// horizon, naming the transaction with the lowest id (the one to end first), else nil.
     static func horizonWarning(_ horizon: ReadHorizon, after threshold: Duration) -> Logger.Metadata? {
-        let seconds = Double(threshold.components.seconds) + Double(threshold.components.attoseconds) / 1e18
-        guard horizon.eventsWaiting > 0, horizon.secondsWaiting >= seconds else { return nil }
+        guard horizon.eventsWaiting > 0, horizon.secondsWaiting >= threshold.timeInterval else { return nil }
         var metadata: Logger.Metadata = [
             "horizon.events_waiting": "\(horizon.eventsWaiting)",
             "horizon.seconds_waiting": "\(Int(horizon.secondsWaiting))",
