@@ -80,7 +80,7 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.worker")
-            if (prefetch ?? slots) > 0, Double(lease) * (1 - SendWorker.leaseSlack) < Double(2 * timeout) {
+            if (prefetch ?? slots) > 0, !SendWorker.leaseHoldsSendsAhead(lease: TimeInterval(lease), requestTimeout: .seconds(timeout)) {
                 FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) leaves no room for sends claimed ahead "
                     + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0\n").utf8))
             }

@@ -24,8 +24,7 @@ extension SendWorker {
     /// each outcome joins the next group commit of ``OutcomeRecorder``. A send stops counting
     /// against the worker's room once its answer is in (its outcome then waits for its group
     /// commit, and the worker claims nothing while ``SendWorker/outcomeBacklog(slots:)`` such
-    /// outcomes wait), or, for a send settled
-    /// without a call, once its outcome is recorded.
+    /// outcomes wait), or, for a send settled without a call, once its outcome is recorded.
     ///
     /// If recording the attempts together fails (a database error, one send's stream moved under
     /// it, or the answer of a statement that did commit was lost), each send is tried on its own
@@ -118,19 +117,21 @@ extension SendWorker {
                 steps.append((claim, .settle(.failed(rule: error.rule, detail: error.detail))))
                 continue
             }
-            if context.now >= claim.deadline {
-                steps.append((claim, .settle(.failed(rule: "deadline_passed", detail: "the send's deadline passed"))))
-            } else if let disposition = rules.preflight(context) {
-                steps.append((claim, .settle(disposition)))
-            } else {
-                do {
-                    steps.append((claim, .call(try rules.buildRequest(context), context)))
-                } catch {
-                    steps.append((claim, .settle(.failed(rule: error.rule, detail: error.detail))))
-                }
-            }
+            steps.append((claim, nextStep(context, deadline: claim.deadline)))
         }
         return steps
+    }
+
+    /// A send's next step at `context.now`: settled when its deadline has passed, when the rules'
+    /// preflight decides (Apple's 24 h), or when its request cannot be built; otherwise its call.
+    func nextStep(_ context: SendContext, deadline: Date) -> NextStep {
+        if context.now >= deadline { return .settle(.failed(rule: "deadline_passed", detail: "the send's deadline passed")) }
+        if let disposition = rules.preflight(context) { return .settle(disposition) }
+        do {
+            return .call(try rules.buildRequest(context), context)
+        } catch {
+            return .settle(.failed(rule: error.rule, detail: error.detail))
+        }
     }
 
     /// Records the `SendAttempted` of every send about to be called, in one statement that
@@ -180,7 +181,7 @@ extension SendWorker {
         var current = context
         current.now = clock.now()
         let leaseLeft = claim.leaseExpiresAt.timeIntervalSince(current.now)
-        if leaseLeft < Self.seconds(configuration.requestTimeout) + configuration.lease * Self.leaseSlack {
+        if leaseLeft < Self.leaseNeededForCall(lease: configuration.lease, requestTimeout: configuration.requestTimeout) {
             callSlots.release()
             logger.warning("a try's lease could run out before its call ends; not called, left to its lease", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
@@ -240,23 +241,14 @@ extension SendWorker {
     /// A margin for the outcome's commit and for other workers' clocks running ahead.
     public static let leaseSlack = 0.1
 
-    /// What becomes of a try that waited for its slot, at `current.now`: nil to call with
-    /// `request`, or the disposition it gets instead.
+    /// What becomes of a try that waited for its slot, at `current.now`: the same decision as at
+    /// its claim (``nextStep(_:deadline:)``); nil to call with `request`, or the disposition it gets
+    /// instead — a retry due at once when the request would now be another than the one recorded.
     func recheck(_ request: ProviderRequest, current: SendContext, deadline: Date) -> SendDisposition? {
-        if current.now >= deadline { return .failed(rule: "deadline_passed", detail: "the send's deadline passed") }
-        if let disposition = rules.preflight(current) { return disposition }
-        do {
-            guard try rules.buildRequest(current) == request else {
-                return .retry(notBefore: current.now, rule: "request_changed_while_waiting")
-            }
-        } catch {
-            return .failed(rule: error.rule, detail: error.detail)
+        switch nextStep(current, deadline: deadline) {
+        case .settle(let disposition): return disposition
+        case .call(let rebuilt, _): return rebuilt == request ? nil : .retry(notBefore: current.now, rule: "request_changed_while_waiting")
         }
-        return nil
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     /// The request as stored: the redacted form, byte for byte otherwise.

@@ -71,11 +71,8 @@ public final class SendWorker: Sendable {
             self.workerID = workerID
             self.claimThreshold = max(1, min(slots, claimThreshold ?? slots / 2))
             self.slots = slots
-            // A send ahead waits at most one call's time, and is called only with its call's time
-            // and a tenth of the lease left (``SendWorker/leaseSlack``): no prefetch when the
-            // lease cannot hold both.
-            let timeout = SendWorker.seconds(requestTimeout)
-            self.prefetch = lease * (1 - SendWorker.leaseSlack) >= 2 * timeout ? max(0, min(slots, prefetch ?? slots)) : 0
+            self.prefetch = SendWorker.leaseHoldsSendsAhead(lease: lease, requestTimeout: requestTimeout)
+                ? max(0, min(slots, prefetch ?? slots)) : 0
             self.lease = lease
             self.requestTimeout = requestTimeout
             self.pollInterval = pollInterval
@@ -121,11 +118,24 @@ public final class SendWorker: Sendable {
     /// claiming now and then while a group commit was under way: ≈ 3,300 against ≈ 3,600 sends/s.)
     static func outcomeBacklog(slots: Int) -> Int { 2 * slots }
 
-    /// Whether a claim's lease leaves room for a call: the request timeout, a tenth of the lease
-    /// (``leaseSlack``) and a second for the claim and the attempt's commit. With less, every try
-    /// would be left to its lease uncalled.
+    /// How much of its lease a try must have left to be called: its request timeout and a tenth
+    /// of the lease (``leaseSlack``).
+    static func leaseNeededForCall(lease: TimeInterval, requestTimeout: Duration) -> TimeInterval {
+        requestTimeout.timeInterval + lease * leaseSlack
+    }
+
+    /// Whether a claim's lease leaves room for a call: what a call needs
+    /// (``leaseNeededForCall(lease:requestTimeout:)``) and a second for the claim and the
+    /// attempt's commit. With less, every try would be left to its lease uncalled.
     public static func leaseLeavesRoom(lease: TimeInterval, requestTimeout: Duration) -> Bool {
-        lease * (1 - leaseSlack) >= seconds(requestTimeout) + 1
+        lease >= leaseNeededForCall(lease: lease, requestTimeout: requestTimeout) + 1
+    }
+
+    /// Whether a claim's lease can hold a send ahead of the slots: it may wait one call's time for
+    /// its slot and must then still have what its own call needs. Otherwise the worker claims none
+    /// ahead (``Configuration/prefetch`` is 0).
+    public static func leaseHoldsSendsAhead(lease: TimeInterval, requestTimeout: Duration) -> Bool {
+        lease >= requestTimeout.timeInterval + leaseNeededForCall(lease: lease, requestTimeout: requestTimeout)
     }
     let bell = WakeUpBell()
     let outcomes = OutcomeRecorder()
