@@ -239,7 +239,7 @@ extension SendWorker {
 
     /// The part of the lease a try must have left beyond its call's timeout to be called: a tenth.
     /// A margin for the outcome's commit and for other workers' clocks running ahead.
-    public static let leaseSlack = 0.1
+    static let leaseSlack = 0.1
 
     /// What becomes of a try that waited for its slot, at `current.now`: the same decision as at
     /// its claim (``nextStep(_:deadline:)``); nil to call with `request`, or the disposition it gets
