@@ -100,6 +100,19 @@ extension EventStore {
     /// column and the hash see the same `recorded_at`.
     static let appendOneSQL = insertOneSQL()
 
+    /// The event types that end a send stream: one of them per stream, a database rule (the
+    /// partial unique index `events_one_terminal_per_send`, schema/0003).
+    public static let terminalSendEventTypes: Set<String> = ["SendSucceeded", "SendFailed", "SendCancelled"]
+
+    /// The append statements' part of that rule (schema/0009): an event whose `type` (SQL) is
+    /// terminal is inserted only if its `stream` has no terminal event yet, and otherwise fails
+    /// the statement with LE004. Other events never call the function. (The index alone would
+    /// only be a conflict, which `ON CONFLICT DO NOTHING` swallows.)
+    static func refuseSecondTerminal(stream: String, type: String) -> String {
+        let types = terminalSendEventTypes.sorted().map { "'\($0)'" }.joined(separator: ", ")
+        return "CASE WHEN \(type) IN (\(types)) THEN ledger_refuse_second_terminal(\(stream), \(type)) ELSE true END"
+    }
+
     /// ``appendOneSQL``'s statement; `condition` (SQL) must also hold for the event to be
     /// inserted (``appendWithKeySQL`` inserts it only with its new key).
     static func insertOneSQL(alsoRequiring condition: String? = nil) -> String {
@@ -114,18 +127,21 @@ extension EventStore {
         LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
                            ORDER BY stream_version DESC LIMIT 1) AS head ON true
         WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
-          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)\(condition.map { "\n  AND " + $0 } ?? "")
+          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
+          AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))\(condition.map { "\n  AND " + $0 } ?? "")
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
         """
     }
 
-    /// The append of one event after a known head: `$9` the hash and `$2` the version of the
-    /// event the stream is believed to end with (``StreamHeads``), the other parameters as in
-    /// ``appendOneSQL``. It inserts only if that event is stored with that hash; the unique key
-    /// on `(stream_id, stream_version)` then guarantees it is the head (versions have no gaps),
-    /// and `ON CONFLICT DO NOTHING` turns a stale hint into zero rows, after which the store
-    /// runs ``appendOneSQL``, which also tells an idempotent retry from a conflict.
+    /// The append of one event after a known head: `$9` the hash and `$2` the version of a
+    /// committed event the stream is known to have (``StreamHeads``), the other parameters as in
+    /// ``appendOneSQL``. Committed events stay, so the event after it is the stream's next unless
+    /// another writer took that version since: the unique key on `(stream_id, stream_version)`
+    /// and `ON CONFLICT DO NOTHING` then turn the stale hint into zero rows, as they do an
+    /// event id already stored and a second terminal event (`events_one_terminal_per_send`), and
+    /// the store runs ``appendOneSQL``, which reads the head and tells an idempotent retry, a
+    /// conflict and a refusal apart.
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
@@ -134,8 +150,6 @@ extension EventStore {
                ledger_event_hash($9::bytea, $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer,
                                  $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
         FROM (SELECT clock_timestamp() AS t) AS clock
-        WHERE EXISTS (SELECT 1 FROM events WHERE stream_id = $1::text AND stream_version = $2::bigint
-                                             AND hash = $9::bytea)
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text, recorded_at, hash
         """
@@ -151,7 +165,7 @@ extension EventStore {
     /// (`ON CONFLICT DO NOTHING`), and if that left the batch partly stored,
     /// `ledger_batch_interrupted` fails the whole statement. (The check also accepts 0: the
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
-    static let appendSQL = """
+    static let appendSQL: String = """
         WITH
           clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
           head AS MATERIALIZED (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
@@ -173,6 +187,7 @@ extension EventStore {
             FROM chain
             WHERE ($2::bigint IS NULL OR coalesce((SELECT v FROM head), 0) = $2::bigint)
               AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
+              AND \(refuseSecondTerminal(stream: "$1::text", type: "type"))
             ORDER BY n
             ON CONFLICT DO NOTHING
             RETURNING position, stream_version, transaction_id, recorded_at, hash
@@ -267,9 +282,8 @@ extension EventStore {
                 transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
-        // Also inside a transaction that may yet roll back: the hint is checked where it is used.
         if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {
-            heads.remember(stream, version: last.streamVersion, hash: last.hash)
+            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, on: connection)
         }
         return result
     }

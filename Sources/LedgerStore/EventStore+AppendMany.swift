@@ -164,7 +164,7 @@ extension EventStore {
             guard events.count == part.events.count else {
                 throw PostgresError(code: .unexpectedResponse, message: "the append stored part of stream \(part.stream)")
             }
-            if let last = events.last { heads.remember(part.stream, version: last.streamVersion, hash: last.hash) }
+            if let last = events.last { heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, on: connection) }
             results[part.stream] = AppendResult(events: events, wasDuplicate: false)
         }
         return results
@@ -261,6 +261,7 @@ extension EventStore {
                 FROM chain
                 WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
                   AND NOT EXISTS (SELECT 1 FROM input AS x JOIN events AS ev ON ev.event_id = x.id)
+                  AND \(refuseSecondTerminal(stream: "stream", type: "type"))
                 ORDER BY n
                 ON CONFLICT DO NOTHING
                 RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash

@@ -121,6 +121,7 @@ public struct EventStore: Sendable {
         }
         guard !events.isEmpty else { throw EventStoreError.emptyBatch }
         var seen = Set<UUID>()
+        var terminal = false
         var texts: [PreparedBatch.Texts] = []
         texts.reserveCapacity(events.count)
         for (index, event) in events.enumerated() {
@@ -130,6 +131,14 @@ public struct EventStore: Sendable {
             guard seen.insert(event.id).inserted else { throw refuse("id", "unique_in_batch", "the id appears twice in the batch") }
             guard isValidTypeName(event.type) else {
                 throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
+            }
+            if terminalSendEventTypes.contains(event.type) {
+                // The database refuses a second terminal event, but within one statement only as a
+                // conflict that would leave the batch half stored: refused here, with the rule.
+                guard !terminal else {
+                    throw refuse("type", "one_terminal_per_send", "a send stream takes one terminal event; this is the batch's second")
+                }
+                terminal = true
             }
             guard event.schemaVersion > 0 else { throw refuse("schema_version", "positive", "must be 1 or more") }
             var data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)

@@ -1,14 +1,18 @@
 import Foundation
+import LedgerPostgres
 import Synchronization
 
-/// The last version and hash this process saw appended to each stream: a hint that lets the
-/// next single-event append skip reading the stream's head.
+/// The last version and hash this process saw committed to each stream: lets the next
+/// single-event append skip reading the stream's head.
 ///
-/// A hint only, never trusted: the append that uses it (``EventStore/appendNextSQL``) inserts
-/// nothing unless the event it names is stored with exactly that hash and the version after it
-/// is free, and then falls back to the statement that reads the head. So a hint from a
-/// transaction that rolled back, from another process's later append, or from a database that
-/// was restored costs one extra statement, never a wrong chain.
+/// A hint names an event that is stored for good: it is remembered only once its append has
+/// committed (events are never changed or removed), so the append that uses it
+/// (``EventStore/appendNextSQL``) need not look for that event again. It may be stale, since
+/// another writer may have appended since: the version after it is then taken, the unique key
+/// `(stream_id, stream_version)` makes the hinted insert store nothing, and the store falls back
+/// to the statement that reads the head. (A database restored to an earlier point under a
+/// running process is the one thing a hint cannot see: restart the processes that append after
+/// a restore, docs/operations.md.)
 final class StreamHeads: Sendable {
     struct Head: Equatable, Sendable {
         var version: Int64
@@ -32,9 +36,20 @@ final class StreamHeads: Sendable {
         heads.withLock { $0[stream] }
     }
 
-    /// Remembers `stream`'s newest event as this process just appended it.
-    func remember(_ stream: String, version: Int64, hash: Data) {
+    /// Remembers `stream`'s newest event, appended on `connection`, once it is committed: now
+    /// outside a transaction (the statement committed it), after the commit of a transaction the
+    /// wrapper manages, and not at all inside one it does not (a plain `BEGIN`), whose end it
+    /// cannot see.
+    func rememberCommitted(_ stream: String, version: Int64, hash: Data, on connection: PostgresConnection) {
+        guard connection.isInTransaction else { return remember(stream, version: version, hash: hash) }
+        connection.afterCommit { [self] in remember(stream, version: version, hash: hash) }
+    }
+
+    /// Remembers `stream`'s newest committed event, unless a later one is already remembered
+    /// (transactions' commit actions may run out of order).
+    private func remember(_ stream: String, version: Int64, hash: Data) {
         heads.withLock { heads in
+            if let known = heads[stream], known.version >= version { return }
             if heads.count >= Self.capacity, heads[stream] == nil { heads.removeAll(keepingCapacity: true) }
             heads[stream] = Head(version: version, hash: hash)
         }

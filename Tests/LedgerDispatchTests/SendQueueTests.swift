@@ -240,6 +240,62 @@ struct SendQueueTests {
         }
     }
 
+    // Issue 6: the same rule on every way an event reaches `events` (schema/0009 checks it in the
+    // append statements; the partial unique index holds it for everyone else).
+    @Test func aSecondTerminalEventIsRefusedOnEveryPath() async throws {
+        try await withDispatchStore { store, database in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            func terminal(_ n: Int) throws -> NewEvent {
+                NewEvent(type: SendFailed.eventType, data: try EventCatalog.standard.encode(SendFailed(attempt: n, rule: "late")),
+                         occurredAt: testEpoch)
+            }
+            // Two in one batch: refused before anything is sent, naming the rule.
+            let batch = StreamID.send(id: UUID()).rawValue
+            await #expect(throws: EventStoreError.self) { try await store.append([try terminal(1), try terminal(2)], to: batch) }
+            do {
+                _ = try await store.append([try terminal(1), try terminal(2)], to: batch)
+            } catch let EventStoreError.invalidEvent(index, _, field, rule, _) {
+                #expect(index == 1 && field == "type" && rule == "one_terminal_per_send")
+            }
+            #expect(try await streamTypes(batch, store: store).isEmpty)
+            // A batch (the head-reading statement), a conditional multi-stream append (the worker's
+            // outcomes) and a plain multi-stream append, each after the stream's terminal event.
+            let stream = StreamID.send(id: UUID()).rawValue
+            let other = StreamID.send(id: UUID()).rawValue
+            try await store.append([try terminal(1)], to: stream)
+            let unknown = NewEvent(type: SendOutcomeUnknown.eventType,
+                                   data: try EventCatalog.standard.encode(SendOutcomeUnknown(attempt: 2, leaseExpiredAt: testEpoch)),
+                                   occurredAt: testEpoch)
+            var refusals: [String?] = []
+            for append in [
+                { try store.append([unknown, try terminal(3)], to: stream, on: connection) },
+                {
+                    let condition = AppendCondition(streams: "SELECT unnest($2::text[]) AS stream_id", binds: [.text("{\(stream),\(other)}")])
+                    _ = try store.append([StreamAppend([try terminal(2)], to: stream), StreamAppend([try terminal(1)], to: other)],
+                                         where: condition, on: connection)
+                },
+                { _ = try store.append([StreamAppend([try terminal(2)], to: stream), StreamAppend([try terminal(1)], to: other)], on: connection) },
+            ] as [() throws -> Void] {
+                do { try append(); refusals.append(nil) } catch { refusals.append((error as? PostgresError)?.sqlState) }
+            }
+            #expect(refusals == ["LE004", "LE004", "LE004"])
+            #expect(try await streamTypes(stream, store: store) == ["SendFailed"])
+            #expect(try await streamTypes(other, store: store).isEmpty)
+            // Direct SQL, as the application role: the index's unique violation.
+            try connection.run(script: "SET ROLE ledger_app")
+            let direct = #expect(throws: PostgresError.self) {
+                try connection.execute("""
+                    INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
+                                        recorded_at, hash)
+                    VALUES (\(stream), 2, \(UUID()), 'SendCancelled', 1, '{}', now(), now(), \(Data(repeating: 1, count: 32)))
+                    """)
+            }
+            #expect(direct?.sqlState == "23505")
+            try connection.run(script: "RESET ROLE")
+            #expect(try await streamTypes(stream, store: store) == ["SendFailed"])
+        }
+    }
+
     // Issue 6: the queue is a projection — rebuilt from the log, it holds the same sends, attempts
     // and due times.
     @Test func queueRebuildsFromTheLog() async throws {

@@ -33,8 +33,10 @@ struct StreamHeadHintTests {
         }
     }
 
-    @Test("a hint left by a rolled-back transaction is not trusted: the next append takes the stored head")
-    func hintFromARolledBackTransaction() async throws {
+    // A hint skips the head check, so it must name a committed event: one from a transaction
+    // that rolled back would put the next event after versions that are not there.
+    @Test("a transaction that rolls back leaves no hint: the next append follows the committed head")
+    func noHintFromARolledBackTransaction() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let stored = try store.append([sampleEvent(1)], to: "device-app1-rollback", on: connection)
@@ -46,13 +48,35 @@ struct StreamHeadHintTests {
                     throw Abandon()
                 }
             }
-            // The hint now names version 3, which was never committed.
-            #expect(store.heads.head(of: "device-app1-rollback")?.version == 3)
+            #expect(store.heads.head(of: "device-app1-rollback")?.version == 1)
             let next = try store.append([sampleEvent(4)], to: "device-app1-rollback", on: connection)
             #expect(next.events.map(\.streamVersion) == [2])
+            #expect(store.heads.hitCount == 2)  // event 2 (rolled back) and event 4, each after version 1
             let read = try await store.readStream("device-app1-rollback")
             #expect(read.map(\.streamVersion) == [1, 2])
             #expect(read.first?.hash == stored.events.first?.hash)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("a transaction's appends become hints when it commits; a plain BEGIN's never do")
+    func hintsFromTransactions() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.transaction { connection in
+                try store.append([sampleEvent(1)], to: "device-app1-committed", on: connection)
+                try store.append([sampleEvent(2)], to: "device-app1-committed", on: connection)
+                #expect(store.heads.head(of: "device-app1-committed") == nil)  // not committed yet
+            }
+            #expect(store.heads.head(of: "device-app1-committed")?.version == 2)
+            // A transaction the wrapper does not manage: its end is not seen, so no hint.
+            try connection.run(script: "BEGIN")
+            try store.append([sampleEvent(3)], to: "device-app1-plain", on: connection)
+            try connection.run(script: "COMMIT")
+            #expect(store.heads.head(of: "device-app1-plain") == nil)
+            let next = try store.append([sampleEvent(4)], to: "device-app1-committed", on: connection)
+            #expect(next.events.map(\.streamVersion) == [3])
+            #expect(store.heads.hitCount == 1)
             #expect(try await store.verify().isIntact)
         }
     }
