@@ -1,6 +1,7 @@
 import CLedgerPQ
 import Foundation
 import Logging
+import Synchronization
 
 /// One libpq connection, used synchronously by one thread at a time.
 ///
@@ -22,6 +23,20 @@ public final class PostgresConnection {
     private var commitActions: [() -> Void] = []
     /// The logger this connection reports server notices to.
     public let logger: Logger
+    /// This session's place among the sessions the process has opened: 1 for the first, and
+    /// so on (``sessionsOpened`` was this number just after it connected).
+    ///
+    /// A session that is still open now was open at every moment since it connected, and a
+    /// server that restarts (a crash, a failover, a restore) ends every session: so a session
+    /// numbered at most ``sessionsOpened`` as read at some moment, and still working, has been
+    /// talking to the same server since that moment. The event store's stream-head hints rely
+    /// on it.
+    public let sessionNumber: UInt64
+
+    /// How many sessions this process has opened so far (every ``PostgresConnection`` that
+    /// connected, closed ones included).
+    public static var sessionsOpened: UInt64 { openedSessions.load(ordering: .sequentiallyConsistent) }
+    private static let openedSessions = Atomic<UInt64>(0)
 
     /// Connects with a libpq conninfo string (`host=/tmp dbname=ledger`) or a
     /// `postgresql://user@host/db` URI.
@@ -48,6 +63,7 @@ public final class PostgresConnection {
         self.handle = connection
         self.logger = logger
         self.noticeSink = NoticeSink(logger: logger)
+        self.sessionNumber = Self.openedSessions.add(1, ordering: .sequentiallyConsistent).newValue
         _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
             try run(script: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'")
@@ -117,19 +133,30 @@ public final class PostgresConnection {
 
     /// Runs `body` in a transaction: committed when it returns, rolled back when it throws.
     ///
-    /// Nest with ``savepoint(_:)``. Keep the body short and free of network calls: a transaction
-    /// holds locks until it ends.
+    /// Called inside a transaction already (this wrapper's or a plain `BEGIN`), it runs `body` in
+    /// a savepoint of it (``savepoint(_:)``): a throw undoes the body's own work only, and the
+    /// outer transaction still decides what commits, and when. Keep the body short and free of
+    /// network calls: a transaction holds locks until it ends.
+    ///
+    /// - Throws: `isolation` other than read committed inside a transaction (only the outermost
+    ///   one chooses it).
     @discardableResult
     public func transaction<T>(
         isolation: IsolationLevel = .readCommitted, _ body: (PostgresConnection) throws -> T
     ) throws -> T {
+        // A second BEGIN would only be warned about, and the inner COMMIT or ROLLBACK would end
+        // the outer transaction early, its after-commit actions with it.
+        if isInTransaction {
+            guard isolation == .readCommitted else {
+                throw PostgresError(code: .server, message: "a transaction inside another cannot choose its isolation level",
+                                    sqlState: "25001")
+            }
+            return try savepoint(body)
+        }
         try run(script: isolation == .readCommitted ? "BEGIN" : "BEGIN ISOLATION LEVEL \(isolation.rawValue)")
-        // A `transaction` inside another (a mistake: PostgreSQL only warns about the second BEGIN)
-        // must not lose the outer one's after-commit actions.
-        let outer = (inManagedTransaction, commitActions)
         inManagedTransaction = true
         commitActions = []
-        defer { (inManagedTransaction, commitActions) = outer }
+        defer { (inManagedTransaction, commitActions) = (false, []) }
         let result: T
         do {
             result = try body(self)

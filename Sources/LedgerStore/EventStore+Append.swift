@@ -206,9 +206,10 @@ extension EventStore {
     {
         let events = batch.events
         let inTransaction = connection.isInTransaction
+        let sessionsOpened = PostgresConnection.sessionsOpened  // before any statement is sent (StreamHeads)
         // A lone event after the head this process last saw: no head read. Zero rows means the
         // hint was stale (or the event is a retry): the statements below decide.
-        if let hinted = batch.query(stream: stream, expected: expected, after: heads.head(of: stream)) {
+        if let hinted = batch.query(stream: stream, expected: expected, after: heads.head(of: stream, usableOn: connection)) {
             let rows: PostgresRows
             switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(hinted, prepare: true) }) {
             case .success(let returned): rows = returned
@@ -216,7 +217,7 @@ extension EventStore {
             }
             if rows.count == 1 {
                 heads.noteHit()
-                return try appended(events, rows: rows, to: stream, on: connection)
+                return try appended(events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
             }
         }
         let query = batch.query(stream: stream, expected: expected)
@@ -239,7 +240,9 @@ extension EventStore {
             case .failure(let error):
                 throw Self.diagnosed(error, events)
             }
-            if rows.count == events.count { return try appended(events, rows: rows, to: stream, on: connection) }
+            if rows.count == events.count {
+                return try appended(events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
+            }
             // Nothing inserted: which rule stopped it?
             if try Self.anyStored(events.map(\.id), on: connection) {
                 if let stored = try Self.readBack(events, stream: stream, privacy: privacy, on: connection) { return stored }
@@ -270,9 +273,11 @@ extension EventStore {
     }
 
     /// The result of a stored batch: announces it (after the commit, inside a transaction),
-    /// remembers the stream's new head, and decodes what the statement returned.
-    func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String,
-                          on connection: PostgresConnection) throws -> AppendResult
+    /// remembers the stream's new head once committed, and decodes what the statement returned.
+    /// `sessionsOpened` is ``PostgresConnection/sessionsOpened`` as read before the statement
+    /// was sent (``StreamHeads``).
+    func appended(_ events: [NewEvent], rows: PostgresRows, to stream: String, sessionsOpened: UInt64,
+                  on connection: PostgresConnection) throws -> AppendResult
     {
         try announceAppend(on: connection)
         let result = try AppendResult(events: zip(events, rows).map { event, row in
@@ -283,7 +288,8 @@ extension EventStore {
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
         if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {
-            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, on: connection)
+            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, sessionsOpened: sessionsOpened,
+                                    on: connection)
         }
         return result
     }

@@ -54,10 +54,11 @@ extension EventStore {
         guard distinct else { return try appendEachPart(appends, on: connection) }
 
         let statement = try prepareMany(appends, condition: nil, on: connection)
+        let sessionsOpened = PostgresConnection.sessionsOpened
         let rows = try executeMany(statement.query, appends, on: connection)
         // Nothing stored: a part's version or an id stopped the statement; each part decides.
         guard try Self.storedRows(rows) == statement.total else { return try appendEachPart(appends, on: connection) }
-        let placed = try manyAppended(appends, rows: rows, on: connection)
+        let placed = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
         return try appends.map { part in
             guard let result = placed[part.stream] else {
                 throw PostgresError(code: .unexpectedResponse, message: "the append returned no rows for stream \(part.stream)")
@@ -96,8 +97,9 @@ extension EventStore {
             }
         }
         let statement = try prepareMany(appends, condition: condition, on: connection)
+        let sessionsOpened = PostgresConnection.sessionsOpened
         let rows = try executeMany(statement.query, appends, on: connection)
-        let results = try manyAppended(appends, rows: rows, on: connection)
+        let results = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
         // Keys made for this call are durable once events were stored with a durable commit (it
         // flushes the log past them); a statement that stored nothing flushed nothing.
         if !connection.isInTransaction, !results.isEmpty { statement.keys.appendCommitted() }
@@ -141,8 +143,10 @@ extension EventStore {
     }
 
     /// The results of a multi-stream statement's rows, by stream: announces the append (after
-    /// the commit, inside a transaction) and remembers each stream's new head.
-    private func manyAppended(_ appends: [StreamAppend], rows: PostgresRows, on connection: PostgresConnection) throws
+    /// the commit, inside a transaction) and remembers each stream's new head once committed
+    /// (`sessionsOpened` as in ``appended(_:rows:to:sessionsOpened:on:)``).
+    private func manyAppended(_ appends: [StreamAppend], rows: PostgresRows, sessionsOpened: UInt64,
+                              on connection: PostgresConnection) throws
         -> [String: AppendResult]
     {
         var placed: [UUID: AppendedEvent] = [:]
@@ -164,7 +168,10 @@ extension EventStore {
             guard events.count == part.events.count else {
                 throw PostgresError(code: .unexpectedResponse, message: "the append stored part of stream \(part.stream)")
             }
-            if let last = events.last { heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, on: connection) }
+            if let last = events.last {
+                heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, sessionsOpened: sessionsOpened,
+                                        on: connection)
+            }
             results[part.stream] = AppendResult(events: events, wasDuplicate: false)
         }
         return results

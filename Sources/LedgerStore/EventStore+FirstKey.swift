@@ -33,6 +33,7 @@ extension EventStore {
             .uuid(candidate.id), .text(masters.currentID), .bytea(wrapped),
         ])
         let rows: PostgresRows
+        let sessionsOpened = PostgresConnection.sessionsOpened
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
         case .success(let returned): rows = returned
         case .failure(let error): throw Self.diagnosed(error, [event])
@@ -49,7 +50,7 @@ extension EventStore {
             if !result.wasDuplicate { privacy.cache(key, for: stream, now: Date(), unlessForgottenSince: generation) }
             return result
         }
-        let result = try appended([event], rows: rows, to: stream, on: connection)
+        let result = try appended([event], rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
         privacy.cache(candidate, for: stream, now: Date(), unlessForgottenSince: generation)
         return result
     }

@@ -5,18 +5,27 @@ import Synchronization
 /// The last version and hash this process saw committed to each stream: lets the next
 /// single-event append skip reading the stream's head.
 ///
-/// A hint names an event that is stored for good: it is remembered only once its append has
-/// committed (events are never changed or removed), so the append that uses it
-/// (``EventStore/appendNextSQL``) need not look for that event again. It may be stale, since
-/// another writer may have appended since: the version after it is then taken, the unique key
-/// `(stream_id, stream_version)` makes the hinted insert store nothing, and the store falls back
-/// to the statement that reads the head. (A database restored to an earlier point under a
-/// running process is the one thing a hint cannot see: restart the processes that append after
-/// a restore, docs/operations.md.)
+/// A hint names an event that was committed: it is remembered only once its append has
+/// committed (at once outside a transaction, after the commit inside one), so the append that
+/// uses it (``EventStore/appendNextSQL``) need not look for that event again. A hint may be stale,
+/// since another writer may have appended since: the version after it is then taken, the unique
+/// key `(stream_id, stream_version)` makes the hinted insert store nothing, and the store falls
+/// back to the statement that reads the head.
+///
+/// A committed event can still be lost beneath a running process: a crash with
+/// `synchronous_commit = off`, a failover to a standby that had not received it, a restore to an
+/// earlier point. Each of those ends every session. So a hint keeps how many sessions the process
+/// had opened before the statement that stored its event was sent
+/// (``PostgresConnection/sessionsOpened``), and is used only on a session opened before that
+/// (``PostgresConnection/sessionNumber``): one that, still working, has been talking to the same
+/// server since before the event was committed. Newer sessions read the head, and learn hints of
+/// their own.
 final class StreamHeads: Sendable {
     struct Head: Equatable, Sendable {
         var version: Int64
         var hash: Data
+        /// ``PostgresConnection/sessionsOpened`` before the statement that stored the event.
+        var sessionsOpened: UInt64
     }
 
     /// Streams remembered at most; past it the hints are dropped and learnt again.
@@ -31,27 +40,38 @@ final class StreamHeads: Sendable {
     /// Counts an append that went in through its hint.
     func noteHit() { hits.add(1, ordering: .relaxed) }
 
-    /// The hint for `stream`, if any.
+    /// The hint for `stream`, if any, whichever session it could be used on.
     func head(of stream: String) -> Head? {
         heads.withLock { $0[stream] }
     }
 
-    /// Remembers `stream`'s newest event, appended on `connection`, once it is committed: now
+    /// The hint for `stream` if `connection` may use it: a session opened before the hinted
+    /// event's statement was sent.
+    func head(of stream: String, usableOn connection: PostgresConnection) -> Head? {
+        guard let head = head(of: stream), connection.sessionNumber <= head.sessionsOpened else { return nil }
+        return head
+    }
+
+    /// Remembers `stream`'s newest event, appended on `connection` by a statement sent when
+    /// ``PostgresConnection/sessionsOpened`` was `sessionsOpened`, once it is committed: now
     /// outside a transaction (the statement committed it), after the commit of a transaction the
     /// wrapper manages, and not at all inside one it does not (a plain `BEGIN`), whose end it
     /// cannot see.
-    func rememberCommitted(_ stream: String, version: Int64, hash: Data, on connection: PostgresConnection) {
-        guard connection.isInTransaction else { return remember(stream, version: version, hash: hash) }
-        connection.afterCommit { [self] in remember(stream, version: version, hash: hash) }
+    func rememberCommitted(_ stream: String, version: Int64, hash: Data, sessionsOpened: UInt64,
+                           on connection: PostgresConnection) {
+        let head = Head(version: version, hash: hash, sessionsOpened: sessionsOpened)
+        guard connection.isInTransaction else { return remember(stream, head) }
+        connection.afterCommit { [self] in remember(stream, head) }
     }
 
-    /// Remembers `stream`'s newest committed event, unless a later one is already remembered
-    /// (transactions' commit actions may run out of order).
-    private func remember(_ stream: String, version: Int64, hash: Data) {
+    /// Remembers `head` for `stream` unless the hint already there names a later event and is
+    /// usable on as many sessions (transactions' commit actions may run out of order). Any
+    /// committed event makes a safe hint; an older one only costs a fallback.
+    private func remember(_ stream: String, _ head: Head) {
         heads.withLock { heads in
-            if let known = heads[stream], known.version >= version { return }
+            if let known = heads[stream], known.version >= head.version, known.sessionsOpened >= head.sessionsOpened { return }
             if heads.count >= Self.capacity, heads[stream] == nil { heads.removeAll(keepingCapacity: true) }
-            heads[stream] = Head(version: version, hash: hash)
+            heads[stream] = head
         }
     }
 }

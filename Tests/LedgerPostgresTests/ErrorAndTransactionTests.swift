@@ -69,6 +69,37 @@ struct ErrorAndTransactionTests {
         }
     }
 
+    @Test("a transaction inside another is a savepoint of it: its failure undoes its own part, the outer one commits")
+    func nestedTransaction() async throws {
+        struct Boom: Error {}
+        try await withFreshConnection { connection throws in
+            try connection.run(script: "CREATE TABLE n (id int PRIMARY KEY)")
+            var ran: [String] = []
+            try connection.transaction { connection in
+                try connection.execute("INSERT INTO n VALUES (\(1))")
+                connection.afterCommit { ran.append("outer") }
+                #expect(throws: Boom.self) {
+                    try connection.transaction { connection in
+                        try connection.execute("INSERT INTO n VALUES (\(2))")
+                        connection.afterCommit { ran.append("inner, rolled back") }
+                        throw Boom()
+                    }
+                }
+                try connection.transaction { connection in
+                    try connection.execute("INSERT INTO n VALUES (\(3))")
+                    connection.afterCommit { ran.append("inner, kept") }
+                }
+                #expect(connection.isInTransaction && ran.isEmpty)
+                let isolated = #expect(throws: PostgresError.self) {
+                    try connection.transaction(isolation: .serializable) { _ in }
+                }
+                #expect(isolated?.sqlState == "25001")
+            }
+            #expect(ran == ["outer", "inner, kept"])
+            #expect(try connection.query("SELECT array_agg(id ORDER BY id)::text FROM n").single().decode(String.self, at: 0) == "{1,3}")
+        }
+    }
+
     @Test("after-commit actions run once the transaction committed, never after a rollback or a rolled-back savepoint")
     func afterCommitActions() async throws {
         struct Boom: Error {}

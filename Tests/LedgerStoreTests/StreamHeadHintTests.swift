@@ -81,6 +81,39 @@ struct StreamHeadHintTests {
         }
     }
 
+    // A committed event can be lost beneath a running process (a crash with synchronous_commit
+    // off, a failover to a standby behind, a restore), and each of those ends every session. The
+    // loss is simulated here: the hinted event removed as a superuser (triggers off), every
+    // session that saw it ended. A hint is only used on a session older than its event.
+    @Test("a hint is not used on a session opened after its event: a lost commit leaves no gap")
+    func noHintAcrossLostCommits() async throws {
+        try await withStore { store, database throws in
+            let stream = "device-app1-lost"
+            let first = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try store.append([sampleEvent(1)], to: stream, on: first)
+            try store.append([sampleEvent(2)], to: stream, on: first)
+            #expect(store.heads.hitCount == 1)  // event 2, after event 1's hint, on the same session
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: """
+                SET session_replication_role = replica;
+                DELETE FROM events WHERE stream_id = 'device-app1-lost' AND stream_version = 2;
+                RESET session_replication_role;
+                SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid();
+                """)
+            #expect(store.heads.head(of: stream)?.version == 2)  // still remembered, but from before
+            let next = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let appended = try store.append([sampleEvent(3)], to: stream, on: next)
+            #expect(appended.events.map(\.streamVersion) == [2])
+            #expect(store.heads.hitCount == 1)
+            // The old session, had it survived, could still use its hints; this one now has its own.
+            try store.append([sampleEvent(4)], to: stream, on: next)
+            #expect(store.heads.hitCount == 2)
+            #expect(try await store.readStream(stream).map(\.streamVersion) == [1, 2, 3])
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
     @Test("with a hint, expected versions, idempotent retries and id conflicts answer as without one")
     func hintKeepsTheAppendRules() async throws {
         try await withStore { store, database throws in
