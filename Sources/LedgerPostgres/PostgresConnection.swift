@@ -27,10 +27,11 @@ public final class PostgresConnection {
     /// so on (``sessionsOpened`` was this number just after it connected).
     ///
     /// A session that is still open now was open at every moment since it connected, and a
-    /// server that restarts (a crash, a failover, a restore) ends every session: so a session
-    /// numbered at most ``sessionsOpened`` as read at some moment, and still working, has been
-    /// talking to the same server since that moment. The event store's stream-head hints rely
-    /// on it.
+    /// server that restarts (a crash, a restore) ends every session: so a session numbered at
+    /// most ``sessionsOpened`` as read at some moment, and still working, has been talking to the
+    /// same server since that moment. The event store's stream-head hints rely on it. A standby
+    /// promoted to primary keeps its sessions, so a session opened on a server in recovery takes
+    /// `UInt64.max` (it never counts as older than anything).
     public let sessionNumber: UInt64
 
     /// How many sessions this process has opened so far (every ``PostgresConnection`` that
@@ -63,7 +64,11 @@ public final class PostgresConnection {
         self.handle = connection
         self.logger = logger
         self.noticeSink = NoticeSink(logger: logger)
-        self.sessionNumber = Self.openedSessions.add(1, ordering: .sequentiallyConsistent).newValue
+        // A standby's sessions outlive its promotion, so one opened there never counts as older
+        // than anything (PostgreSQL reports `in_hot_standby` at connection since version 14).
+        let standby = PQparameterStatus(connection, "in_hot_standby").map { String(cString: $0) } == "on"
+        let number = Self.openedSessions.add(1, ordering: .sequentiallyConsistent).newValue
+        self.sessionNumber = standby ? .max : number
         _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
             try run(script: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'")
@@ -148,7 +153,7 @@ public final class PostgresConnection {
         // the outer transaction early, its after-commit actions with it.
         if isInTransaction {
             guard isolation == .readCommitted else {
-                throw PostgresError(code: .server, message: "a transaction inside another cannot choose its isolation level",
+                throw PostgresError(code: .invalidUse, message: "a transaction inside another cannot choose its isolation level",
                                     sqlState: "25001")
             }
             return try savepoint(body)

@@ -29,6 +29,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         public static let cancelled = Code("cancelled")
         /// libpq answered in a way the wrapper does not expect.
         public static let unexpectedResponse = Code("unexpected_response")
+        /// The wrapper was asked for something it cannot do (a transaction nested in another
+        /// choosing its own isolation level); nothing was sent.
+        public static let invalidUse = Code("invalid_use")
 
         public var description: String { name }
     }

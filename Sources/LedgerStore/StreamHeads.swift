@@ -14,12 +14,14 @@ import Synchronization
 ///
 /// A committed event can still be lost beneath a running process: a crash with
 /// `synchronous_commit = off`, a failover to a standby that had not received it, a restore to an
-/// earlier point. Each of those ends every session. So a hint keeps how many sessions the process
-/// had opened before the statement that stored its event was sent
-/// (``PostgresConnection/sessionsOpened``), and is used only on a session opened before that
-/// (``PostgresConnection/sessionNumber``): one that, still working, has been talking to the same
-/// server since before the event was committed. Newer sessions read the head, and learn hints of
-/// their own.
+/// earlier point. Each of those ends the sessions that saw the event (a failover: once the old
+/// primary is stopped; a standby's own sessions survive its promotion, so sessions opened on a
+/// standby never use hints). So a hint keeps how many sessions the process had opened before the
+/// statement that stored its event was sent (``PostgresConnection/sessionsOpened``), and is used
+/// only on a session opened before that (``PostgresConnection/sessionNumber``): one that, still
+/// working, has been talking to the same server since before the event was committed. Newer
+/// sessions read the head, and learn hints of their own. (docs/operations.md: what deployments
+/// this assumes.)
 final class StreamHeads: Sendable {
     struct Head: Equatable, Sendable {
         var version: Int64

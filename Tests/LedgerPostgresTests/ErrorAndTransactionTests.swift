@@ -69,6 +69,18 @@ struct ErrorAndTransactionTests {
         }
     }
 
+    @Test("sessions are numbered in the order they connect; a primary's never count as a standby's")
+    func sessionNumbers() async throws {
+        let database = try await TestDatabase.create(migrated: false)
+        defer { database.drop() }
+        let first = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        #expect(first.sessionNumber <= PostgresConnection.sessionsOpened)
+        let next = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        #expect(next.sessionNumber > first.sessionNumber && next.sessionNumber <= PostgresConnection.sessionsOpened)
+        #expect(next.sessionNumber != .max)  // the private cluster is a primary: in_hot_standby is off
+        #expect(try next.query("SHOW in_hot_standby").single().decode(String.self, at: 0) == "off")
+    }
+
     @Test("a transaction inside another is a savepoint of it: its failure undoes its own part, the outer one commits")
     func nestedTransaction() async throws {
         struct Boom: Error {}

@@ -70,7 +70,7 @@ public struct DeviceEraser: Sendable {
             throw PrivacyError.notADeviceStream(device.rawValue)
         }
         let subject = device.rawValue
-        let outcome = try connection.inTransaction { connection in
+        let outcome = try connection.transaction { connection in
             try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended('ledger.privacy.' || \(subject), 0))")
             let earlier = try connection.query(
                 "SELECT event_id, erased_at FROM privacy_erasures WHERE subject = \(subject)").first
@@ -135,12 +135,5 @@ public struct DeviceEraser: Sendable {
             try SendQueue.remove(sendID, on: connection)
         }
         return cancelled
-    }
-}
-
-extension PostgresConnection {
-    /// Runs `body` in a new transaction, or in a savepoint when one is already open.
-    func inTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
-        isInTransaction ? try savepoint(body) : try transaction(body)
     }
 }
