@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 
 /// A validated batch: the events and the JSON texts the append statement stores for each
@@ -102,7 +103,7 @@ extension EventStore {
 
     /// The event types that end a send stream: one of them per stream, a database rule (the
     /// partial unique index `events_one_terminal_per_send`, schema/0003).
-    public static let terminalSendEventTypes: Set<String> = ["SendSucceeded", "SendFailed", "SendCancelled"]
+    static let terminalSendEventTypes: Set<String> = [SendSucceeded.eventType, SendFailed.eventType, SendCancelled.eventType]
 
     /// The append statements' part of that rule (schema/0009): an event whose `type` (SQL) is
     /// terminal is inserted only if its `stream` has no terminal event yet, and otherwise fails
