@@ -70,17 +70,24 @@ struct PreparedBatch {
                                                                 .int64(Int64(events.count))])
     }
 
-    /// The statement that appends a lone event right after `head` (``EventStore/appendNextSQL``),
-    /// when there is a hint and the expected version allows it.
-    func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?) -> PostgresQuery? {
-        guard let event = loneEventBinds, let head else { return nil }
-        switch expected {
-        case .any: break
-        case .exact(let version) where version == head.version: break
-        case .exact, .noStream: return nil
+    /// The statement that appends a lone event without reading the stream's head
+    /// (``EventStore/appendNextSQL``): right after `head` when there is a hint and the expected
+    /// version allows it (`usesHint`), or as version 1 when the append expects no stream and no
+    /// hint says otherwise. Nil when neither holds.
+    func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?)
+        -> (query: PostgresQuery, usesHint: Bool)?
+    {
+        guard let event = loneEventBinds else { return nil }
+        let previous: (version: Int64, hash: PostgresValue)
+        switch (expected, head) {
+        case (.noStream, nil): previous = (0, .null)  // nothing to chain to, as for any first event
+        case (.any, let head?): previous = (head.version, .bytea(head.hash))
+        case (.exact(let version), let head?) where version == head.version: previous = (head.version, .bytea(head.hash))
+        default: return nil
         }
-        return PostgresQuery(sql: EventStore.appendNextSQL,
-                             binds: [.text(stream), .int64(head.version)] + event + [.bytea(head.hash)])
+        let query = PostgresQuery(sql: EventStore.appendNextSQL,
+                                  binds: [.text(stream), .int64(previous.version)] + event + [previous.hash])
+        return (query, head != nil)
     }
 
     /// `$3`–`$8` of the single-event statements (id, type, schema version, data, metadata,
@@ -136,8 +143,8 @@ extension EventStore {
     }
 
     /// The append of one event after a known head: `$9` the hash and `$2` the version of a
-    /// committed event the stream is known to have (``StreamHeads``), the other parameters as in
-    /// ``appendOneSQL``. Committed events stay, so the event after it is the stream's next unless
+    /// committed event the stream is known to have (``StreamHeads``), or NULL and 0 for a
+    /// stream's first event, the other parameters as in ``appendOneSQL``. Committed events stay, so the event after it is the stream's next unless
     /// another writer took that version since: the unique key on `(stream_id, stream_version)`
     /// and `ON CONFLICT DO NOTHING` then turn the stale hint into zero rows, as they do an
     /// event id already stored and a second terminal event (`events_one_terminal_per_send`), and
@@ -208,16 +215,18 @@ extension EventStore {
         let events = batch.events
         let inTransaction = connection.isInTransaction
         let sessionsOpened = PostgresConnection.sessionsOpened  // before any statement is sent (StreamHeads)
-        // A lone event after the head this process last saw: no head read. Zero rows means the
-        // hint was stale (or the event is a retry): the statements below decide.
-        if let hinted = batch.query(stream: stream, expected: expected, after: heads.head(of: stream, usableOn: connection)) {
+        // A lone event after the head this process last saw, or a stream's first: no head read.
+        // Zero rows means the hint was stale, the stream exists, or the event is a retry: the
+        // statements below decide.
+        if let (direct, usesHint) = batch.query(stream: stream, expected: expected,
+                                                after: heads.head(of: stream, usableOn: connection)) {
             let rows: PostgresRows
-            switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(hinted, prepare: true) }) {
+            switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(direct, prepare: true) }) {
             case .success(let returned): rows = returned
             case .failure(let error): throw Self.diagnosed(error, events)
             }
             if rows.count == 1 {
-                heads.noteHit()
+                if usesHint { heads.noteHit() }
                 return try appended(events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
             }
         }

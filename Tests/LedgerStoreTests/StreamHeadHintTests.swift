@@ -114,6 +114,37 @@ struct StreamHeadHintTests {
         }
     }
 
+    // `.noStream` needs no head read either: the lone event goes in as version 1 through the
+    // hinted statement (after version 0, nothing to chain to), and anything else falls back.
+    @Test("a lone first event (.noStream) skips the head read; retries, existing streams and id clashes answer as before")
+    func firstEventWithoutHeadRead() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let first = sampleEvent(1)
+            let stored = try store.append([first], to: "device-app1-first", expected: .noStream, on: connection)
+            #expect(stored.events.map(\.streamVersion) == [1] && !stored.wasDuplicate)
+            // The same statement on the same session, now with a hash after a hint.
+            try store.append([sampleEvent(2)], to: "device-app1-first", on: connection)
+            #expect(store.heads.hitCount == 1)
+            let retry = try store.append([first], to: "device-app1-first", expected: .noStream, on: connection)
+            #expect(retry.wasDuplicate && retry.events.map(\.position) == stored.events.map(\.position))
+            // Another process (no hint) expecting no stream where there is one.
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let other = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-first", expected: .noStream, actual: 2)) {
+                try await other.append([sampleEvent(3)], to: "device-app1-first", expected: .noStream)
+            }
+            // An id already stored elsewhere, with other content.
+            let clash = NewEvent(id: first.id, type: first.type, data: Data(#"{"n":99}"#.utf8), occurredAt: first.occurredAt)
+            await #expect(throws: EventStoreError.eventIDConflict(eventID: first.id)) {
+                try await other.append([clash], to: "device-app1-other", expected: .noStream)
+            }
+            #expect(try eventCount(database) == 2)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
     @Test("with a hint, expected versions, idempotent retries and id conflicts answer as without one")
     func hintKeepsTheAppendRules() async throws {
         try await withStore { store, database throws in
