@@ -144,12 +144,12 @@ extension EventStore {
 
     /// The append of one event after a known head: `$9` the hash and `$2` the version of a
     /// committed event the stream is known to have (``StreamHeads``), or NULL and 0 for a
-    /// stream's first event, the other parameters as in ``appendOneSQL``. Committed events stay, so the event after it is the stream's next unless
-    /// another writer took that version since: the unique key on `(stream_id, stream_version)`
-    /// and `ON CONFLICT DO NOTHING` then turn the stale hint into zero rows, as they do an
-    /// event id already stored and a second terminal event (`events_one_terminal_per_send`), and
-    /// the store runs ``appendOneSQL``, which reads the head and tells an idempotent retry, a
-    /// conflict and a refusal apart.
+    /// stream's first event; the other parameters as in ``appendOneSQL``. Committed events stay,
+    /// so the event after that one is the stream's next unless another writer took its version
+    /// since: the unique key on `(stream_id, stream_version)` and `ON CONFLICT DO NOTHING` then
+    /// turn the stale hint into zero rows, as they do an event id already stored and a second
+    /// terminal event (`events_one_terminal_per_send`), and the store runs ``appendOneSQL``,
+    /// which reads the head and tells an idempotent retry, a conflict and a refusal apart.
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
@@ -173,7 +173,7 @@ extension EventStore {
     /// (`ON CONFLICT DO NOTHING`), and if that left the batch partly stored,
     /// `ledger_batch_interrupted` fails the whole statement. (The check also accepts 0: the
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
-    static let appendSQL: String = """
+    static let appendSQL = """
         WITH
           clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
           head AS MATERIALIZED (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text

@@ -133,8 +133,8 @@ public struct EventStore: Sendable {
                 throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
             }
             if terminalSendEventTypes.contains(event.type) {
-                // The database refuses a second terminal event, but within one statement only as a
-                // conflict that would leave the batch half stored: refused here, with the rule.
+                // The database refuses a second terminal event too, but here it is refused before
+                // anything is sent, naming the event and the rule.
                 guard !terminal else {
                     throw refuse("type", "one_terminal_per_send", "a send stream takes one terminal event; this is the batch's second")
                 }
