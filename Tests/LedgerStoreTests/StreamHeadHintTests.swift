@@ -145,6 +145,45 @@ struct StreamHeadHintTests {
         }
     }
 
+    // Hints shared by 8 tasks on 8 pooled sessions, going stale all the time, plus a second store
+    // with hints of its own: every append lands once, right after the stream's last event.
+    @Test("concurrent appends through stale hints keep every stream gapless and every chain intact")
+    func concurrentAppendsThroughHints() async throws {
+        try await withStore { store, database throws in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let other = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            let streams = (0..<3).map { "device-app1-busy\($0)" }
+            let perTask = 30
+            let versions = try await withThrowingTaskGroup(of: [String: [Int64]].self) { group in
+                for task in 0..<10 {
+                    group.addTask {
+                        var mine: [String: [Int64]] = [:]
+                        for n in 0..<perTask {
+                            let stream = streams[(task + n) % streams.count]
+                            let writer = task % 3 == 0 ? other : store
+                            let appended = try await writer.append([sampleEvent(task * 1000 + n)], to: stream)
+                            mine[stream, default: []] += appended.events.map(\.streamVersion)
+                        }
+                        return mine
+                    }
+                }
+                var all: [String: [Int64]] = [:]
+                for try await part in group { all.merge(part, uniquingKeysWith: +) }
+                return all
+            }
+            for stream in streams {
+                let stored = try await store.readStream(stream).map(\.streamVersion)
+                #expect(stored == Array(1...Int64(stored.count)), "\(stream)")
+                #expect(versions[stream, default: []].sorted() == stored, "\(stream): each append answered its own version")
+            }
+            #expect(try eventCount(database) == 10 * perTask)
+            #expect(store.heads.hitCount + other.heads.hitCount > 0)  // hints were used, not only head reads
+            let report = try await store.verify()
+            #expect(report.isIntact && report.eventsChecked == 10 * perTask)
+        }
+    }
+
     @Test("with a hint, expected versions, idempotent retries and id conflicts answer as without one")
     func hintKeepsTheAppendRules() async throws {
         try await withStore { store, database throws in
