@@ -171,9 +171,9 @@ extension SendWorker {
     /// as outcome-unknown; no call was made. A send that waited for its slot (one recorded ahead)
     /// is looked at again with the time it is now: its deadline, the rules' preflight (Apple's
     /// 24 h) and its request, rebuilt (a Branch open drops an Apple token past its 24 h; a
-    /// Singular send whose SKAN window closed fails) decide as they would have at the claim. A request that
-    /// is no longer the one recorded is not sent: the try is settled as a retry due at once,
-    /// and the next try records and sends the new one. (The try's `SendAttempted` is recorded, so
+    /// Singular send whose SKAN window closed fails) decide as they would have at the claim. A
+    /// request that is no longer the one recorded is not sent: the try is settled as a retry due
+    /// at once, and the next try records and sends the new one. (The try's `SendAttempted` is recorded, so
     /// such an outcome names its attempt.)
     func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
               answered: @Sendable () -> Void) async {
@@ -236,10 +236,6 @@ extension SendWorker {
         }
         await outcomes.record(outcome) { group in await self.writeOutcomes(group) }
     }
-
-    /// The part of the lease a try must have left beyond its call's timeout to be called: a tenth.
-    /// A margin for the outcome's commit and for other workers' clocks running ahead.
-    static let leaseSlack = 0.1
 
     /// What becomes of a try that waited for its slot, at `current.now`: the same decision as at
     /// its claim (``nextStep(_:deadline:)``); nil to call with `request`, or the disposition it gets

@@ -112,11 +112,17 @@ public final class SendWorker: Sendable {
     /// Answers whose outcome is not yet recorded: they hold no slot, but once
     /// ``outcomeBacklog(slots:)`` of them wait the worker stops claiming.
     let awaitingOutcome = Atomic<Int>(0)
+    let bell = WakeUpBell()
+    let outcomes = OutcomeRecorder()
 
     /// How many answers may wait for their outcome's commit before the worker stops claiming:
     /// twice the slots. (With as many as the slots, one worker on the loopback bench stopped
     /// claiming now and then while a group commit was under way: ≈ 3,300 against ≈ 3,600 sends/s.)
     static func outcomeBacklog(slots: Int) -> Int { 2 * slots }
+
+    /// The part of the lease a try must have left beyond its call's timeout to be called: a tenth.
+    /// A margin for the outcome's commit and for other workers' clocks running ahead.
+    static let leaseSlack = 0.1
 
     /// How much of its lease a try must have left to be called: its request timeout and a tenth
     /// of the lease (``leaseSlack``).
@@ -137,8 +143,6 @@ public final class SendWorker: Sendable {
     public static func leaseHoldsSendsAhead(lease: TimeInterval, requestTimeout: Duration) -> Bool {
         lease >= requestTimeout.timeInterval + leaseNeededForCall(lease: lease, requestTimeout: requestTimeout)
     }
-    let bell = WakeUpBell()
-    let outcomes = OutcomeRecorder()
 
     /// A worker over `store`'s queue.
     public init(store: EventStore, rules: any SendRules, transport: any ProviderTransport,
