@@ -11,9 +11,8 @@ struct StreamHeadHintTests {
     @Test("two stores (two processes) taking turns on one stream keep versions gapless and the chain intact")
     func staleHintsFromAnotherWriter() async throws {
         try await withStore { first, database throws in
-            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let second = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            let second = anotherStore(database, maxConnections: 2)
+            defer { second.pool.close() }
             var versions: [Int64] = []
             for n in 1...12 {
                 // Each store's hint goes stale whenever the other one appended in between.
@@ -129,9 +128,8 @@ struct StreamHeadHintTests {
             let retry = try store.append([first], to: "device-app1-first", expected: .noStream, on: connection)
             #expect(retry.wasDuplicate && retry.events.map(\.position) == stored.events.map(\.position))
             // Another process (no hint) expecting no stream where there is one.
-            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let other = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            let other = anotherStore(database, maxConnections: 1)
+            defer { other.pool.close() }
             await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-first", expected: .noStream, actual: 2)) {
                 try await other.append([sampleEvent(3)], to: "device-app1-first", expected: .noStream)
             }
@@ -145,14 +143,13 @@ struct StreamHeadHintTests {
         }
     }
 
-    // Hints shared by 8 tasks on 8 pooled sessions, going stale all the time, plus a second store
-    // with hints of its own: every append lands once, right after the stream's last event.
+    // Hints shared by 10 tasks on 8 pooled sessions, going stale all the time, plus a second store
+    // (4 sessions) with hints of its own: every append lands once, right after the stream's last event.
     @Test("concurrent appends through stale hints keep every stream gapless and every chain intact")
     func concurrentAppendsThroughHints() async throws {
         try await withStore { store, database throws in
-            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let other = EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            let other = anotherStore(database, maxConnections: 4)
+            defer { other.pool.close() }
             let streams = (0..<3).map { "device-app1-busy\($0)" }
             let perTask = 30
             let versions = try await withThrowingTaskGroup(of: [String: [Int64]].self) { group in

@@ -13,6 +13,13 @@ func withStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws -> T) a
     }
 }
 
+/// Another store on `database`, as another process would have it (hints of its own), on a pool
+/// of `maxConnections`; close its pool when done.
+func anotherStore(_ database: TestDatabase.Handle, maxConnections: Int) -> EventStore {
+    EventStore(pool: PostgresPool(conninfo: database.conninfo, maxConnections: maxConnections, logger: TestDatabase.quietLogger),
+               logger: TestDatabase.quietLogger)
+}
+
 /// A small valid event.
 func sampleEvent(_ n: Int, type: String = "SessionStarted", id: UUID = UUID(), at: Date = Date(timeIntervalSince1970: 1_763_000_000))
     -> NewEvent
