@@ -1,6 +1,5 @@
 import Dispatch
 import Logging
-import Synchronization
 
 /// A small pool of libpq connections for async code.
 ///
@@ -46,7 +45,7 @@ public final class PostgresPool: Sendable {
     public let configuration: Configuration
     /// The logger its sessions report to.
     public let logger: Logger
-    private let state = Mutex(State())
+    private let state = PostgresLocked(State())
 
     /// Creates a pool; no connection is opened until one is needed.
     public init(configuration: Configuration, logger: Logger = Logger(label: "ledger.postgres")) {
@@ -178,7 +177,7 @@ private final class PooledConnection: @unchecked Sendable {
     let settings: [String: String]
     let logger: Logger
     var connection: PostgresConnection?
-    private let cancelHandle = Mutex<PostgresCancelHandle?>(nil)
+    private let cancelHandle = PostgresLocked<PostgresCancelHandle?>(nil)
 
     init(conninfo: String, settings: [String: String], logger: Logger, label: String) {
         self.queue = DispatchQueue(label: label)
