@@ -76,11 +76,38 @@ final class FailureBox: @unchecked Sendable {
     var first: (any Error)? { lock.withLock { errors.first } }
 }
 
-/// Single-event durable appends (one commit each) by `writers` concurrent writers, each to
-/// streams of its own, against single-row autocommit INSERTs into the bare table.
-func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: Int = 5) throws -> Measurement {
+/// How one single-event write is made on the measured side of ``benchSingleAppends``: event `n`
+/// of a round to `stream`, on the writer's own session.
+typealias SingleWrite = @Sendable (_ connection: PostgresConnection, _ stream: String, _ n: Int) throws -> Void
+
+/// The ledger's single-event append: the store's whole path (checks, hint or head read, hash
+/// chain, result).
+func storeAppend(conninfo: String) -> SingleWrite {
     let store = EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
                            logger: TestDatabase.quietLogger)
+    return { connection, stream, n in _ = try store.append([event(n)], to: stream, on: connection) }
+}
+
+/// The same row as the baseline's, inserted by plain libpq into the real `events` table, hash
+/// given: what the table's own rules cost (its domains and partial indexes), with none of the
+/// store's work. The ledger's single append can come no nearer the baseline than this.
+let eventsTableInsert: SingleWrite = { connection, stream, n in
+    // Stream `n % 50` gets every 50th event: versions 1, 2, 3, … per stream.
+    try connection.execute("""
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        VALUES (\(stream), \(Int64(n / 50 + 1)), \(UUID()), \("SessionStarted"), \(1),
+                \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
+                \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
+                \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), clock_timestamp(), \(hashBytes))
+        """, prepare: true)
+}
+
+/// Single-event durable writes (one commit each) by `writers` concurrent writers, each to
+/// streams of its own, made by `write` (`name`), against single-row autocommit INSERTs into the
+/// bare table.
+func benchSingleAppends(conninfo: String, name: String = "append_single", writers: Int, perWriter: Int,
+                        rounds: Int = 5, write: @escaping SingleWrite) throws -> Measurement {
     let perRound = perWriter / rounds
     var ledgerSeconds = 0.0
     var rawSeconds = 0.0
@@ -92,7 +119,7 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
             try ledgerCPU.measure(server: writers == 1) {
                 for n in 0..<perRound {
-                    try store.append([event(n)], to: "device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)", on: connection)
+                    try write(connection, "device-bench-\(name)-\(writers)w\(writer)-r\(round)-d\(n % 50)", n)
                 }
             }
         }
@@ -103,7 +130,7 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
                     try connection.execute("""
                         INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
                                                  metadata, occurred_at, hash)
-                        VALUES (\("device-bench-\(writers)w\(writer)-r\(round)-d\(n % 50)"), \(Int64(n)), \(UUID()), \("SessionStarted"),
+                        VALUES (\("device-bench-\(name)-\(writers)w\(writer)-r\(round)-d\(n % 50)"), \(Int64(n)), \(UUID()), \("SessionStarted"),
                                 \(1), \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
                                 \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
                                 \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), \(hashBytes))
@@ -114,11 +141,11 @@ func benchSingleAppends(conninfo: String, writers: Int, perWriter: Int, rounds: 
     }
     let total = Double(writers * perRound * rounds)
     func micro(_ box: CPUTimeBox) -> Int { Int(box.total / total * 1e6) }
-    // Wall time per append as each writer sees it (the writers run side by side); CPU per event.
-    FileHandle.standardError.write(Data(("append_single_\(writers): wall µs per append and writer, ledger \(Int(ledgerSeconds / total * 1e6 * Double(writers))), "
+    // Wall time per write as each writer sees it (the writers run side by side); CPU per event.
+    FileHandle.standardError.write(Data(("\(name)_\(writers): wall µs per write and writer, ledger \(Int(ledgerSeconds / total * 1e6 * Double(writers))), "
         + "bare \(Int(rawSeconds / total * 1e6 * Double(writers))); per event, client CPU µs ledger \(micro(ledgerCPU.client)), bare \(micro(bareCPU.client))"
         + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(ledgerCPU.server)), bare \(micro(bareCPU.server))" : "") + "\n").utf8))
-    return Measurement(bench: "append_single_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
+    return Measurement(bench: "\(name)_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
                        unit: "events/s", baselineRate: total / rawSeconds,
                        baseline: "single-row INSERT commits into a bare table (PQexecParams, prepared)")
 }

@@ -26,8 +26,14 @@ do {
     let setup = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
     try setup.run(script: bareTableSQL)
     if wanted("append_single") {
-        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 1, perWriter: 3000))
-        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 4, perWriter: 2000))
+        let append = storeAppend(conninfo: database.conninfo)
+        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 1, perWriter: 3000, write: append))
+        emit(try benchSingleAppends(conninfo: database.conninfo, writers: 4, perWriter: 2000, write: append))
+        // The ceiling: the same rows into the events table by plain libpq (its rules, no store).
+        emit(try benchSingleAppends(conninfo: database.conninfo, name: "append_single_events_table", writers: 1,
+                                    perWriter: 3000, write: eventsTableInsert))
+        emit(try benchSingleAppends(conninfo: database.conninfo, name: "append_single_events_table", writers: 4,
+                                    perWriter: 2000, write: eventsTableInsert))
     }
     if wanted("append_batch") {
         emit(try benchBatchedAppends(conninfo: database.conninfo, batches: 500, batchSize: 100))
