@@ -106,7 +106,7 @@ struct SendQueueTests {
                     event = try NewEvent(SendSucceeded(attempt: claim.attempt), occurredAt: testEpoch)
                 }
                 let written = try store.append([StreamAppend([event], to: claim.streamID)],
-                                               where: SendQueue.settled([(claim, retryAt)], owner: owner), on: connection)
+                                               where: SendQueue.settled([(claim, retryAt, true)], owner: owner), on: connection)
                 return written[claim.streamID] != nil
             }
             let (wrongAttempt, wrongOwner, retriedHeld, doneHeld, doneAgain) = try await store.pool.withConnection { connection in
@@ -296,8 +296,8 @@ struct SendQueueTests {
         }
     }
 
-    // Issue 6: the queue is a projection — rebuilt from the log, it holds the same sends, attempts
-    // and due times.
+    // Issue 6: the queue is a projection — rebuilt from the log, it holds the same sends, attempts,
+    // tries that made no call (schema/0010) and due times.
     @Test func queueRebuildsFromTheLog() async throws {
         try await withDispatchStore { store, _ in
             let device = "device-app1-dev1"
@@ -312,19 +312,24 @@ struct SendQueueTests {
                                              occurredAt: testEpoch)], to: doneStream)
             let waitingStream = StreamID.send(id: waiting.sendID).rawValue
             let retryAt = testEpoch.addingTimeInterval(300)
-            for event in [NewEvent(type: SendAttempted.eventType, data: try EventCatalog.standard.encode(SendAttempted(
-                              attempt: 1, request: RecordedRequest(method: "POST", url: "https://example.test/", headers: []))),
-                              occurredAt: testEpoch),
-                          NewEvent(type: RetryScheduled.eventType, data: try EventCatalog.standard.encode(RetryScheduled(
-                              attempt: 1, rule: "branch_429_back_off", notBefore: retryAt)), occurredAt: testEpoch)] {
-                try await store.append([event], to: waitingStream)
+            // Try 1 called and was answered 429; try 2 made no call.
+            for attempt in 1...2 {
+                let retry = attempt == 1
+                    ? RetryScheduled(attempt: 1, rule: "branch_429_back_off", notBefore: retryAt)
+                    : RetryScheduled(attempt: 2, rule: "request_changed_while_waiting", notBefore: testEpoch, called: false)
+                try await store.append([
+                    NewEvent(SendAttempted(attempt: attempt, request: RecordedRequest(method: "POST", url: "https://example.test/",
+                                                                                     headers: [])), occurredAt: testEpoch),
+                    NewEvent(retry, occurredAt: testEpoch),
+                ], to: waitingStream)
             }
             let rebuilt = try await store.pool.withConnection { try SendQueue.rebuild(on: $0) }
             #expect(rebuilt == 1)
             let row = try await store.pool.query(
-                "SELECT send_id, attempt, not_before, lane, state FROM send_queue").single()
+                "SELECT send_id, attempt, not_before, lane, state, uncalled FROM send_queue").single()
             #expect(try row.decode(UUID.self, at: 0) == waiting.sendID)
-            #expect(try row.decode(Int.self, at: 1) == 1)
+            #expect(try row.decode(Int.self, at: 1) == 2)
+            #expect(try row.decode(Int.self, at: 5) == 1, "the next try is the send's second call")
             #expect(try row.decode(Date.self, at: 2) == retryAt)
             #expect(try row.decode(String?.self, at: 3) == device)
             #expect(try row.decode(String.self, at: 4) == "pending")

@@ -2,6 +2,7 @@ import Foundation
 import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders
+import LedgerPostgres
 import LedgerStore
 import LedgerTestSupport
 import Testing
@@ -70,23 +71,73 @@ extension WorkerTests {
 
     // Issue 6 (leases): a try is never called when its lease could run out during the call — a
     // rescue could then try the send again while the first call is still out. A send recorded
-    // ahead that waited too long is left to its lease: the rescue records it as outcome-unknown,
-    // the next try calls once, and the provider sees one call per send.
+    // ahead that waited too long is settled at once as a retry that made no call
+    // (`lease_too_short_for_call`); the next try, under a lease of its own, calls, and the
+    // provider sees one call per send.
     @Test func aSendRecordedAheadIsNotCalledWhenItsLeaseWouldRunOutDuringTheCall() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
             let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
             rig.clock.advance(by: 26)  // 4 s of the 30 s lease left; the call may take 5, and a tenth is kept
-            // The two calls end and settle; the third stays claimed, uncalled.
-            try await waitUntil { try await queueCount(rig.store) == 1 }
-            #expect(rig.fakes.apple.requestCount == 2)
-            rig.clock.advance(by: 5)  // past the lease: rescued, claimed again, called
             let histories = try await finish(rig, running, streams: streams)
             #expect(rig.fakes.apple.requestCount == 3)
             #expect(histories.allSatisfy { $0.last == "SendSucceeded" })
-            #expect(histories.filter { $0.contains("SendOutcomeUnknown") } == [
-                ["SendRequested", "SendAttempted", "SendOutcomeUnknown", "SendAttempted", "ResponseReceived", "SendSucceeded"],
+            #expect(histories.filter { $0.contains("RetryScheduled") } == [
+                ["SendRequested", "SendAttempted", "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded"],
             ])
+            let retried = try #require(zip(streams, histories).first { $0.1.contains("RetryScheduled") }?.0)
+            let scheduled = try await retries(of: retried, rig)
+            #expect(scheduled.map(\.rule) == ["lease_too_short_for_call"] && scheduled.map(\.called) == [false])
         }
+    }
+
+    // seed 002 (Apple AdServices): after 404s, "a maximum of three attempts" — three calls. A try
+    // that made no call (here its lease was too short once it had waited for a slot) is not one
+    // of them: its send still gets three lookups before it fails, like the others.
+    @Test func aTryThatMadeNoCallIsNotOneOfApplesThreeAttempts() async throws {
+        try await Self.withRig(slots: 2, prefetch: 1) { rig in
+            rig.fakes.apple.setDefaults(readiness: .never)  // every lookup answers 404
+            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
+            rig.clock.advance(by: 26)  // the third send's lease is too short for its call when its slot comes
+            // Each send's first call answered 404 and waits 5 s; the third was settled without a
+            // call and called at once under a new lease.
+            try await waitUntil {
+                guard rig.fakes.apple.requestCount == 3 else { return false }
+                return try await pendingSends(rig) == 3
+            }
+            running.cancel()
+            try await running.value
+            rig.fakes.apple.setDelay(.zero)
+            for round in 1...2 {
+                rig.clock.advance(by: 6)
+                #expect(try await rig.worker.drain() == 3, "round \(round): each send due once")
+            }
+            #expect(try await queueCount(rig.store) == 0)
+            #expect(rig.fakes.apple.requestCount == 9)
+            var uncalledRules: [String] = []
+            for stream in streams {
+                let events = try await rig.store.readStream(stream)
+                #expect(events.filter { $0.type == ResponseReceived.eventType }.count == 3)
+                let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: try #require(events.last).data)
+                let uncalled = try await retries(of: stream, rig).filter { $0.called == false }
+                uncalledRules += uncalled.map(\.rule)
+                // The try numbers go on counting: the third call of the send whose first try made
+                // no call is its fourth try.
+                #expect(failed.attempt == 3 + uncalled.count, "\(stream)")
+            }
+            #expect(uncalledRules == ["lease_too_short_for_call"])
+        }
+    }
+
+    /// The `RetryScheduled` events of `stream`, decoded.
+    func retries(of stream: String, _ rig: Rig) async throws -> [RetryScheduled] {
+        try await rig.store.readStream(stream).filter { $0.type == RetryScheduled.eventType }.map {
+            try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: $0.data)
+        }
+    }
+
+    /// Sends in the queue waiting (not running).
+    func pendingSends(_ rig: Rig) async throws -> Int {
+        try await rig.store.pool.query("SELECT count(*) FROM send_queue WHERE state = 'pending'").single().decode(Int.self, at: 0)
     }
 
     // seed 003 (Branch `v1/open`): `apple_attribution_token` only within the token's 24 h TTL.
@@ -111,8 +162,8 @@ extension WorkerTests {
                 ["SendRequested", "SendAttempted", "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded"],
             ])
             let retried = try #require(zip(streams, histories).first { $0.1.contains("RetryScheduled") }?.0)
-            let retry = try #require(try await rig.store.readStream(retried).first { $0.type == "RetryScheduled" })
-            #expect(try LedgerJSON.makeDecoder().decode(RetryScheduled.self, from: retry.data).rule == "request_changed_while_waiting")
+            let scheduled = try await retries(of: retried, rig)
+            #expect(scheduled.map(\.rule) == ["request_changed_while_waiting"] && scheduled.map(\.called) == [false])
         }
     }
 

@@ -64,7 +64,7 @@ enum EventGist {
             return "answer \(response.status) in \(response.latencyMilliseconds) ms" + (body.isEmpty ? "" : ": \(body)")
         case RetryScheduled.eventType:
             guard let retry = decoded(RetryScheduled.self) else { break }
-            return "retry (\(retry.rule)) not before \(retry.notBefore.formatted(.iso8601))"
+            return "retry (\(retry.rule)\(retry.called == false ? ", no call made" : "")) not before \(retry.notBefore.formatted(.iso8601))"
         case SendFailed.eventType:
             guard let failed = decoded(SendFailed.self) else { break }
             return "failed for good: \(failed.rule)" + (failed.detail.map { " — \($0)" } ?? "")

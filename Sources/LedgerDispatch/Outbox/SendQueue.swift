@@ -15,6 +15,9 @@ public enum SendQueue {
         public var streamID: String
         /// This try's number (the attempt the claim bumped to).
         public var attempt: Int
+        /// The send's earlier tries that made no call (`RetryScheduled` with `called: false`):
+        /// this try's call number is `attempt - uncalled` (schema/0010).
+        public var uncalled: Int
         /// The send's request.
         public var request: SendRequested
         /// After this, the send fails for good instead of retrying.
@@ -40,7 +43,7 @@ public enum SendQueue {
         // its commit need not wait for its flush; inside a caller's transaction, it leaves that
         // transaction's commit as it is.
         let rows = try connection.query("""
-            SELECT c.send_id, c.stream_id, c.attempt, c.request, c.deadline, \(unescaped: EventStore.eventColumns(of: "e"))
+            SELECT c.send_id, c.stream_id, c.attempt, c.request, c.deadline, c.uncalled, \(unescaped: EventStore.eventColumns(of: "e"))
             FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction)) AS c
             LEFT JOIN LATERAL (SELECT * FROM events WHERE event_id = (c.request::jsonb ->> 'cause_event_id')::uuid LIMIT 1) AS e ON true
             """, prepare: true)
@@ -48,9 +51,10 @@ public enum SendQueue {
         return try rows.map { row in
             Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                   attempt: try row.decode(Int.self, at: 2),
+                  uncalled: try row.decode(Int.self, at: 5),
                   request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
                   deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease),
-                  cause: try EventStore.event(from: row, at: 5))
+                  cause: try EventStore.event(from: row, at: 6))
         }
     }
 
@@ -65,18 +69,20 @@ public enum SendQueue {
               ON q.send_id = c.send_id AND q.attempt = c.attempt
             WHERE q.lease_owner = $3::text AND q.state = 'running'
             FOR UPDATE OF q
-            """, binds: [.jsonb(tries(claims.map { ($0, nil) })), .text(owner)])
+            """, binds: [.jsonb(tries(claims.map { ($0, nil, true) })), .text(owner)])
     }
 
     /// The condition under which tries' outcomes are recorded, which also settles them, in the
     /// statement that appends their outcomes: each try whose claim still holds (same attempt,
     /// same owner, running) is settled — `retryAt` nil, the row leaves the queue; else it is
-    /// pending again not before then — and its stream may append. The others (a late answer
+    /// pending again not before then, and counted among the send's ``Claim/uncalled`` tries when
+    /// it made no call (`called` false) — and its stream may append. The others (a late answer
     /// from a rescued try) change nothing and append nothing.
-    public static func settled(_ tries: [(claim: Claim, retryAt: Date?)], owner: String) -> AppendCondition {
+    public static func settled(_ tries: [(claim: Claim, retryAt: Date?, called: Bool)], owner: String) -> AppendCondition {
         AppendCondition(expressions: """
             outcome AS MATERIALIZED (
-                SELECT * FROM jsonb_to_recordset($2::jsonb) AS o(send_id uuid, attempt integer, retry_at timestamptz)
+                SELECT * FROM jsonb_to_recordset($2::jsonb)
+                    AS o(send_id uuid, attempt integer, retry_at timestamptz, uncalled integer)
             ), finished AS (
                 DELETE FROM send_queue AS q USING outcome AS o
                 WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NULL
@@ -84,7 +90,7 @@ public enum SendQueue {
                 RETURNING q.stream_id
             ), retried AS (
                 UPDATE send_queue AS q SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-                    not_before = o.retry_at
+                    not_before = o.retry_at, uncalled = q.uncalled + coalesce(o.uncalled, 0)
                 FROM outcome AS o
                 WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NOT NULL
                   AND q.lease_owner = $3::text AND q.state = 'running'
@@ -94,10 +100,12 @@ public enum SendQueue {
             binds: [.jsonb(Self.tries(tries)), .text(owner)])
     }
 
-    /// `[{"send_id":…,"attempt":…,"retry_at":…}]`, written as bytes (ids and timestamps need no escaping).
-    private static func tries(_ tries: [(claim: Claim, retryAt: Date?)]) -> String {
+    /// `[{"send_id":…,"attempt":…,"retry_at":…,"uncalled":1}]` (`retry_at` only for a retry,
+    /// `uncalled` only for a try that made no call), written as bytes (ids and timestamps need no
+    /// escaping).
+    private static func tries(_ tries: [(claim: Claim, retryAt: Date?, called: Bool)]) -> String {
         var json: [UInt8] = [UInt8(ascii: "[")]
-        for (index, (claim, retryAt)) in tries.enumerated() {
+        for (index, (claim, retryAt, called)) in tries.enumerated() {
             if index > 0 { json.append(UInt8(ascii: ",")) }
             json.append(contentsOf: #"{"send_id":""#.utf8)
             json.append(contentsOf: claim.sendID.lowercasedText.utf8)
@@ -108,6 +116,7 @@ public enum SendQueue {
                 json.append(contentsOf: PostgresTimestamp.format(retryAt).utf8)
                 json.append(UInt8(ascii: "\""))
             }
+            if !called { json.append(contentsOf: #","uncalled":1"#.utf8) }
             json.append(UInt8(ascii: "}"))
         }
         json.append(UInt8(ascii: "]"))
@@ -216,7 +225,8 @@ public enum SendQueue {
     }
 
     /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
-    /// pending, with the attempt count and next due time its stream records. The queue is a
+    /// pending, with the attempt count, the tries that made no call and the next due time its
+    /// stream records. The queue is a
     /// projection: this is what ops run if it was lost or damaged. Nothing is sent by it.
     @discardableResult
     public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
@@ -225,7 +235,7 @@ public enum SendQueue {
             try connection.execute("DELETE FROM send_queue")
             return try connection.execute("""
                 INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                    enqueued_at, not_before, deadline, attempt, request)
+                    enqueued_at, not_before, deadline, attempt, uncalled, request)
                 SELECT (r.data ->> 'send_id')::uuid, r.stream_id, r.data ->> 'provider', r.data ->> 'kind',
                     r.data ->> 'device_stream_id',
                     CASE WHEN r.data ->> 'provider' = 'branch' THEN r.data ->> 'device_stream_id' END,
@@ -235,7 +245,10 @@ public enum SendQueue {
                                        WHERE s.stream_id = r.stream_id AND s.event_type = 'RetryScheduled'), r.occurred_at)),
                     r.occurred_at + \(deadline) * interval '1 second',
                     coalesce((SELECT max((a.data ->> 'attempt')::int) FROM events a
-                              WHERE a.stream_id = r.stream_id AND a.event_type = 'SendAttempted'), 0),
+                              WHERE a.stream_id = r.stream_id
+                                AND a.event_type IN ('SendAttempted', 'RetryScheduled', 'SendOutcomeUnknown')), 0),
+                    (SELECT count(*) FROM events u WHERE u.stream_id = r.stream_id AND u.event_type = 'RetryScheduled'
+                       AND u.data ->> 'called' = 'false'),
                     r.data
                 FROM events r
                 WHERE r.event_type = 'SendRequested' AND r.stream_id LIKE 'send-%'

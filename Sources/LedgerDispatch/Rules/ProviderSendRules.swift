@@ -99,11 +99,11 @@ public struct ProviderSendRules: SendRules {
         case .google:
             if context.send.kind == .crossNetwork {
                 return GoogleResponseClassifier.classifyCrossNetwork(
-                    answer.providerResponse, attempt: context.attempt, now: context.now, jitter: context.jitter,
+                    answer.providerResponse, attempt: context.call, now: context.now, jitter: context.jitter,
                     policy: googlePolicy)
             }
             return GoogleResponseClassifier.classifyConversion(
-                answer.providerResponse, attempt: context.attempt, now: context.now, jitter: context.jitter,
+                answer.providerResponse, attempt: context.call, now: context.now, jitter: context.jitter,
                 policy: googlePolicy)
         case .appleAdServices:
             let token: LedgerDomain.AdServicesToken
@@ -113,7 +113,7 @@ public struct ProviderSendRules: SendRules {
                 return .failed(rule: error.rule, detail: error.detail)
             }
             return AdServicesClassifier.classify(
-                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.attempt, now: context.now,
+                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.call, now: context.now,
                 policy: adServicesPolicy)
         case .branch:
             let branchAnswer: BranchClassifier.Answer
@@ -122,7 +122,7 @@ public struct ProviderSendRules: SendRules {
             case .failure(let error) where error.kind == .timeout: branchAnswer = .timedOut
             case .failure(let error): branchAnswer = .transportFailed(detail: error.description)
             }
-            return BranchClassifier.classify(branchAnswer, attempt: context.attempt, now: context.now, policy: branchPolicy)
+            return BranchClassifier.classify(branchAnswer, attempt: context.call, now: context.now, policy: branchPolicy)
         case .singular:
             let singularAnswer: SingularClassifier.Answer
             switch answer {
@@ -131,7 +131,7 @@ public struct ProviderSendRules: SendRules {
             case .failure(let error): singularAnswer = .transportFailed(detail: error.description)
             }
             return SingularClassifier.classify(
-                singularAnswer, attempt: context.attempt, now: context.now, policy: singularPolicy)
+                singularAnswer, attempt: context.call, now: context.now, policy: singularPolicy)
         }
     }
 

@@ -13,8 +13,13 @@ public struct SendContext: Sendable {
     public var send: SendRequested
     /// The send's stream (`send-<uuid>`).
     public var sendStreamID: String
-    /// This try's number, from 1.
+    /// This try's number, from 1 (it names the try's events).
     public var attempt: Int
+    /// This try's call among the send's calls to the provider, from 1: ``attempt`` less the
+    /// earlier tries that made no call (a `RetryScheduled` with `called: false`: a request that
+    /// changed while its send waited for a slot, a lease too short for the call). The providers'
+    /// limits and back-offs count calls: Apple's "maximum of three attempts" is three calls.
+    public var call: Int
     /// The event the request is built from (`FirstOpen`, `SessionStarted`, `InAppEventRecorded`,
     /// `RevenueRecorded`, `AdServicesTokenReceived`, `AttributionDecided`, …).
     public var cause: RecordedEvent
@@ -41,13 +46,14 @@ public struct SendContext: Sendable {
     /// `JSONDecoder` cost more than anything else the worker does per try.
     let decodedCauses = DecodedCauses()
 
-    /// A context.
-    public init(send: SendRequested, sendStreamID: String, attempt: Int, cause: RecordedEvent,
+    /// A context. `call` defaults to `attempt` (every earlier try called).
+    public init(send: SendRequested, sendStreamID: String, attempt: Int, call: Int? = nil, cause: RecordedEvent,
                 branchIdentity: BranchIdentityReducer.State, skan: SKANDeviceReducer.State,
                 conversion: (send: SendRequested, cause: RecordedEvent)? = nil, now: Date, jitter: Double) {
         self.send = send
         self.sendStreamID = sendStreamID
         self.attempt = attempt
+        self.call = call ?? attempt
         self.cause = cause
         self.branchIdentity = branchIdentity
         self.skan = skan

@@ -46,7 +46,8 @@ struct SendContextLoader: Sendable {
         default:
             break
         }
-        var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt, cause: cause,
+        var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt,
+                                  call: claim.attempt - claim.uncalled, cause: cause,
                                   branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
         // In-app events, revenue and deep links may lack the network facts (IP, user agent) a
         // request needs: the last launch's device stands in, as docs/events.md says.

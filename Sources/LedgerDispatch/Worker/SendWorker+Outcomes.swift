@@ -7,6 +7,18 @@ import Logging
 import Metrics
 import Synchronization
 
+/// How far a try went before its outcome.
+enum TryReach: Sendable {
+    /// Settled before its `SendAttempted` was recorded (the preflight, the deadline, a request
+    /// that could not be built): a failure names no attempt.
+    case settledBeforeAttempt
+    /// Its `SendAttempted` is recorded but it made no call (its request changed while it waited
+    /// for a slot, its lease was too short for the call).
+    case attemptedWithoutCall
+    /// It called the provider.
+    case called
+}
+
 /// One try's outcome, encoded and ready to record: the events for its send stream and what
 /// becomes of its queue row.
 struct Outcome: Sendable {
@@ -15,12 +27,16 @@ struct Outcome: Sendable {
     let events: [NewEvent]
     /// When the send is tried again; nil when the outcome is terminal (the row leaves the queue).
     let retryAt: Date?
+    /// Whether the try called the provider: one that did not is not counted as a call
+    /// (``SendQueue/Claim/uncalled``).
+    let called: Bool
     /// `succeeded`, `retry` or `failed` (the outcome metric's label).
     let label: String
     /// The answer's HTTP status, or `none`.
     let status: String
 
-    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, attempted: Bool, now: Date) throws {
+    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryReach, now: Date) throws {
+        called = reach == .called
         var events: [NewEvent] = []
         if case .response(let response) = answer {
             events.append(try NewEvent(SendWorker.received(response, attempt: claim.attempt), occurredAt: now))
@@ -35,12 +51,13 @@ struct Outcome: Sendable {
             retryAt = notBefore
             var detail: String?
             if case .failure(let error) = answer { detail = error.description }
-            events.append(try NewEvent(RetryScheduled(attempt: claim.attempt, rule: rule, detail: detail, notBefore: notBefore),
+            events.append(try NewEvent(RetryScheduled(attempt: claim.attempt, rule: rule, detail: detail, notBefore: notBefore,
+                                                      called: called ? nil : false),
                                        occurredAt: now))
         case .failed(let rule, let detail):
             label = "failed"
             retryAt = nil
-            events.append(try NewEvent(SendFailed(attempt: attempted ? claim.attempt : nil, rule: rule,
+            events.append(try NewEvent(SendFailed(attempt: reach == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
                                                   detail: String(detail.prefix(4096))), occurredAt: now))
         }
         if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }
@@ -111,7 +128,7 @@ extension SendWorker {
             written = try await store.pool.withConnection { [store, configuration] connection in
                 let appended = try store.append(
                     group.map { StreamAppend($0.events, to: $0.claim.streamID) },
-                    where: SendQueue.settled(group.map { ($0.claim, $0.retryAt) }, owner: configuration.workerID),
+                    where: SendQueue.settled(group.map { ($0.claim, $0.retryAt, $0.called) }, owner: configuration.workerID),
                     on: connection)
                 // A retried send is due again later: wake the workers sleeping until their next due.
                 // The outcomes are committed already: a failed notification is no failed outcome.

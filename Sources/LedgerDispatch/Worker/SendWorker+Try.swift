@@ -80,7 +80,7 @@ extension SendWorker {
                 switch step {
                 case .settle(let disposition):
                     group.addTask {
-                        await self.recordOutcome(claim, answer: nil, disposition: disposition, attempted: false)
+                        await self.recordOutcome(claim, answer: nil, disposition: disposition, reach: .settledBeforeAttempt)
                         return claim.sendID
                     }
                 case .call(let request, let context):
@@ -167,14 +167,15 @@ extension SendWorker {
     /// commit as one of ``awaitingOutcome``.
     ///
     /// A try whose lease could run out before its call ends is not called at all: another worker
-    /// could rescue it mid-call and call again. It is left to its lease, and the rescue records it
-    /// as outcome-unknown; no call was made. A send that waited for its slot (one recorded ahead)
-    /// is looked at again with the time it is now: its deadline, the rules' preflight (Apple's
-    /// 24 h) and its request, rebuilt (a Branch open drops an Apple token past its 24 h; a
-    /// Singular send whose SKAN window closed fails) decide as they would have at the claim. A
-    /// request that is no longer the one recorded is not sent: the try is settled as a retry due
-    /// at once, and the next try records and sends the new one. (The try's `SendAttempted` is recorded, so
-    /// such an outcome names its attempt.)
+    /// could rescue it mid-call and call again. It is settled at once as a retry due now
+    /// (`lease_too_short_for_call`), and the next try, with a lease of its own, calls. A send that
+    /// waited for its slot (one recorded ahead) is looked at again with the time it is now: its
+    /// deadline, the rules' preflight (Apple's 24 h) and its request, rebuilt (a Branch open drops
+    /// an Apple token past its 24 h; a Singular send whose SKAN window closed fails) decide as they
+    /// would have at the claim. A request that is no longer the one recorded is not sent: the try
+    /// is settled as a retry due at once, and the next try records and sends the new one. (The
+    /// try's `SendAttempted` is recorded, so such an outcome names its attempt; its
+    /// `RetryScheduled` says it made no call, and the provider's attempts do not count it.)
     func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
               answered: @Sendable () -> Void) async {
         let waited = await callSlots.acquire()
@@ -183,14 +184,16 @@ extension SendWorker {
         let leaseLeft = claim.leaseExpiresAt.timeIntervalSince(current.now)
         if leaseLeft < Self.leaseNeededForCall(lease: configuration.lease, requestTimeout: configuration.requestTimeout) {
             callSlots.release()
-            logger.warning("a try's lease could run out before its call ends; not called, left to its lease", metadata: [
+            logger.warning("a try's lease could run out before its call ends; not called, tried again at once", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
             ])
+            await recordOutcome(claim, answer: nil, disposition: .retry(notBefore: current.now, rule: "lease_too_short_for_call"),
+                                reach: .attemptedWithoutCall)
             return
         }
         if waited, let late = recheck(request, current: current, deadline: claim.deadline) {
             callSlots.release()
-            await recordOutcome(claim, answer: nil, disposition: late, attempted: true)
+            await recordOutcome(claim, answer: nil, disposition: late, reach: .attemptedWithoutCall)
             return
         }
         let answer: SendAnswer
@@ -218,16 +221,16 @@ extension SendWorker {
         if case .retry(let notBefore, let rule) = disposition, notBefore > claim.deadline {
             disposition = .failed(rule: "deadline_passed", detail: "\(rule): the next try would fall after the send's deadline")
         }
-        await recordOutcome(claim, answer: answer, disposition: disposition, attempted: true)
+        await recordOutcome(claim, answer: answer, disposition: disposition, reach: .called)
     }
 
     /// Records a try's outcome (``OutcomeRecorder``): returns once it is committed, or known not
     /// to be written (the lease was rescued meanwhile, or the database failed: the lease then
     /// decides).
-    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, attempted: Bool) async {
+    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryReach) async {
         let outcome: Outcome
         do {
-            outcome = try Outcome(claim, answer: answer, disposition: disposition, attempted: attempted, now: clock.now())
+            outcome = try Outcome(claim, answer: answer, disposition: disposition, reach: reach, now: clock.now())
         } catch {
             logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",

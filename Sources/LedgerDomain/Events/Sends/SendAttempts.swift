@@ -113,17 +113,22 @@ public struct RetryScheduled: LedgerEvent {
     public var detail: String?
     /// The next try waits until then.
     public var notBefore: Date
+    /// `false` when the try made no call (its request changed while it waited for a slot, or its
+    /// lease was too short for the call): such a try does not count against the provider's
+    /// attempts. Absent (`nil`) when it called.
+    public var called: Bool?
 
     /// Creates the event.
-    public init(attempt: Int, rule: String, detail: String? = nil, notBefore: Date) {
+    public init(attempt: Int, rule: String, detail: String? = nil, notBefore: Date, called: Bool? = nil) {
         self.attempt = attempt
         self.rule = rule
         self.detail = detail
         self.notBefore = notBefore
+        self.called = called
     }
 
     enum CodingKeys: String, CodingKey {
-        case attempt, rule, detail
+        case attempt, rule, detail, called
         case notBefore = "not_before"
     }
 
