@@ -11,9 +11,7 @@ struct LedgerFacadeMetrics: Sendable {
     func recorded(type: String, duplicate: Bool, duration: Duration) {
         Counter(label: "ledger_facts_recorded_total", dimensions: [("type", type), ("outcome", duplicate ? "duplicate" : "appended")])
             .increment()
-        let (seconds, attoseconds) = duration.components
-        Timer(label: "ledger_fact_record_duration_seconds", dimensions: [("type", type)])
-            .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        Timer(label: "ledger_fact_record_duration_seconds", dimensions: [("type", type)]).record(duration: duration)
     }
 
     func refused(type: String, rule: String) {

@@ -212,8 +212,7 @@ extension SendWorker {
         }
         if case .response(let response) = answer {
             Timer(label: "ledger_send_attempt_seconds", dimensions: [("provider", claim.request.provider.rawValue)])
-                .recordNanoseconds(Int64(response.latency.components.seconds) * 1_000_000_000
-                                   + response.latency.components.attoseconds / 1_000_000_000)
+                .record(duration: response.latency)
         }
         var judged = context
         judged.now = clock.now()
