@@ -226,8 +226,8 @@ public enum SendQueue {
 
     /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
     /// pending, with the attempt count, the tries that made no call and the next due time its
-    /// stream records. The queue is a
-    /// projection: this is what ops run if it was lost or damaged. Nothing is sent by it.
+    /// stream records. The queue is a projection: this is what ops run if it was lost or damaged.
+    /// Nothing is sent by it.
     @discardableResult
     public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
         try connection.transaction { connection in
