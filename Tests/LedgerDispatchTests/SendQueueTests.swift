@@ -75,6 +75,39 @@ struct SendQueueTests {
         }
     }
 
+    // provider-rules (Singular, facts beyond the seeds): "events must arrive in order, a session
+    // before its events". A device's Singular calls share a lane of their own: one at a time,
+    // oldest first, apart from the device's Branch lane and from sends without a lane.
+    @Test func singularLanesKeepADevicesCallsInOrder() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-s"
+            let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            func enqueued(_ provider: SendProvider, _ kind: SendKind, _ key: String) async throws -> UUID {
+                try await enqueue(provider, kind, cause: open, device: device, key: key, now: testEpoch, store: store).sendID
+            }
+            let session = try await enqueued(.singular, .conversionValue, "session")
+            let branch = try await enqueued(.branch, .open, "branch")
+            let event = try await enqueued(.singular, .conversionValue, "event")
+            let google = try await enqueued(.google, .conversion, "google")
+            let first = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w1", now: testEpoch, lease: 60, on: $0)
+            }
+            #expect(Set(first.map(\.sendID)) == [session, branch, google])
+            _ = try await store.pool.withConnection { try SendQueue.remove(session, on: $0) }
+            let next = try await store.pool.withConnection {
+                try SendQueue.claim(limit: 10, owner: "w2", now: testEpoch, lease: 60, on: $0)
+            }
+            #expect(next.map(\.sendID) == [event])
+            // The queue rebuilt from the log keeps the lanes (the session, with no terminal event
+            // in the log, is back too).
+            _ = try await store.pool.withConnection { try SendQueue.rebuild(on: $0) }
+            let lanes = try await store.pool.query("SELECT provider, lane FROM send_queue ORDER BY provider").map {
+                "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String?.self, at: 1) ?? "-")"
+            }
+            #expect(lanes == ["branch \(device)", "google -", "singular singular:\(device)", "singular singular:\(device)"])
+        }
+    }
+
     // Issue 6: an outcome is recorded "only if the attempt number still matches": the settling
     // statement changes the queue only for the claim's own attempt and owner, while it runs.
     @Test func settlingNeedsTheClaimStillHeld() async throws {
@@ -192,7 +225,8 @@ struct SendQueueTests {
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let dead = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "dead", now: testEpoch,
                                          store: store)
-            let live = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "live", now: testEpoch,
+            // (A Google send: two Singular sends of one device would share a lane.)
+            let live = try await enqueue(.google, .conversion, cause: cause, device: device, key: "live", now: testEpoch,
                                          store: store)
             let holder = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try holder.execute("SELECT pg_advisory_lock(hashtextextended('ledger.worker.alive-worker', 0))")

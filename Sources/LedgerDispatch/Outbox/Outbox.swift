@@ -74,7 +74,7 @@ public enum Outbox {
         let result = try store.append([event], to: stream, expected: .noStream, on: connection)
         let position = result.events.first?.position ?? 0
         if !result.wasDuplicate {
-            let lane: String? = request.provider == .branch ? request.deviceStreamID.rawValue : nil
+            let lane = SendQueue.lane(provider: request.provider, deviceStreamID: request.deviceStreamID.rawValue)
             try connection.execute("""
                 INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
                     enqueued_at, not_before, deadline, request)

@@ -32,9 +32,28 @@ public enum SendQueue {
         public var cause: RecordedEvent?
     }
 
+    /// The lane a send waits in, if any: a lane's sends are claimed one at a time, oldest first
+    /// (``claim(limit:owner:now:lease:on:)``), each once the one before it is settled.
+    /// - Branch: a device's opens, since each carries the `randomized_bundle_token` the answer
+    ///   to an earlier one gave. The lane is the device's stream id (schema/0003).
+    /// - Singular: a device's calls, `singular:<device stream id>`. "Events must arrive in order,
+    ///   a session before its events" (provider-rules, facts beyond the seeds), and each call
+    ///   carries the SKAN state the answers before it left (seed 004's snippet calls one at a
+    ///   time, under a lock).
+    ///
+    /// Other providers' sends have no lane.
+    public static func lane(provider: SendProvider, deviceStreamID: String) -> String? {
+        switch provider {
+        case .branch: deviceStreamID
+        case .singular: "singular:" + deviceStreamID
+        case .google, .appleAdServices: nil
+        }
+    }
+
     /// Claims up to `limit` due sends for `owner`, each with a lease until `now + lease`:
-    /// `FOR UPDATE SKIP LOCKED`, so any number of workers share the queue. A lane (a Branch
-    /// device) offers only its oldest send, and only while nothing of it is running. The claim's
+    /// `FOR UPDATE SKIP LOCKED`, so any number of workers share the queue. A lane (a device's
+    /// Branch opens, a device's Singular calls: ``lane(provider:deviceStreamID:)``) offers only
+    /// its oldest send, and only while nothing of it is running. The claim's
     /// commit does not wait for its flush (`ledger_claim_sends`, schema/0006).
     public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
                              on connection: PostgresConnection) throws -> [Claim] {
@@ -238,7 +257,8 @@ public enum SendQueue {
                     enqueued_at, not_before, deadline, attempt, uncalled, request)
                 SELECT (r.data ->> 'send_id')::uuid, r.stream_id, r.data ->> 'provider', r.data ->> 'kind',
                     r.data ->> 'device_stream_id',
-                    CASE WHEN r.data ->> 'provider' = 'branch' THEN r.data ->> 'device_stream_id' END,
+                    CASE r.data ->> 'provider' WHEN 'branch' THEN r.data ->> 'device_stream_id'
+                        WHEN 'singular' THEN 'singular:' || (r.data ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
                     r.position, r.occurred_at,
                     greatest(coalesce((r.data ->> 'not_before')::timestamptz, r.occurred_at),
                              coalesce((SELECT max((s.data ->> 'not_before')::timestamptz) FROM events s
