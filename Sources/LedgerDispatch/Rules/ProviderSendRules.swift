@@ -38,6 +38,10 @@ public struct ProviderSendRules: SendRules {
     public var branchPolicy: BranchRetryPolicy
     /// Singular's back-off.
     public var singularPolicy: SingularRetryPolicy
+    /// How long a Singular send waits, after its cause was recorded, for its device's SKAN
+    /// registration to reach the log (``preflight(_:)``); past it an unregistered device's send
+    /// fails `not_registered`.
+    public var singularRegistrationWait: TimeInterval
 
     /// The rules, given each configured provider's configuration; the policies default to the
     /// providers' files' defaults.
@@ -47,7 +51,8 @@ public struct ProviderSendRules: SendRules {
         singular: SingularConfiguration? = nil,
         adServicesPolicy: AdServicesRetryPolicy = AdServicesRetryPolicy(),
         googlePolicy: GoogleRetryPolicy = GoogleRetryPolicy(),
-        branchPolicy: BranchRetryPolicy = .default, singularPolicy: SingularRetryPolicy = .default
+        branchPolicy: BranchRetryPolicy = .default, singularPolicy: SingularRetryPolicy = .default,
+        singularRegistrationWait: TimeInterval = 600
     ) {
         self.google = google
         self.adServices = adServices
@@ -58,17 +63,36 @@ public struct ProviderSendRules: SendRules {
         self.googlePolicy = googlePolicy
         self.branchPolicy = branchPolicy
         self.singularPolicy = singularPolicy
+        self.singularRegistrationWait = singularRegistrationWait
     }
 
     // MARK: - SendRules
 
-    /// Apple AdServices only: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
-    /// without a call (seed 002: past the TTL Apple can only answer 404). Everything else: `nil`.
+    /// Decides before the request is built, without a call:
+    /// - Apple AdServices: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
+    ///   (seed 002: past the TTL Apple can only answer 404).
+    /// - Singular: a device whose SKAN registration is not in the log yet waits for it. Seed 004's
+    ///   snippet registers on the first launch before it sends the session, but the app records
+    ///   the registration as a fact of its own (`SKANRegistered`), which may reach the ledger after
+    ///   the first open's send is claimed. Such a send is retried without a call
+    ///   (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) for ``singularRegistrationWait``
+    ///   after its cause was recorded; then the build refuses it (`not_registered`). The device's
+    ///   later Singular calls wait behind it in its lane.
+    ///
+    /// Everything else: `nil`.
     public func preflight(_ context: SendContext) -> SendDisposition? {
-        guard context.send.provider == .appleAdServices, context.send.kind == .tokenLookup,
-            let token = try? Self.adServicesToken(of: context.decodedCauses.cause(context.cause))
-        else { return nil }
-        return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
+        switch (context.send.provider, context.send.kind) {
+        case (.appleAdServices, .tokenLookup):
+            guard let token = try? Self.adServicesToken(of: context.decodedCauses.cause(context.cause)) else { return nil }
+            return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
+        case (.singular, .conversionValue):
+            let waitEnds = context.cause.recordedAt.addingTimeInterval(singularRegistrationWait)
+            guard !context.skan.skan.isRegistered, context.now < waitEnds else { return nil }
+            let delay = 5 * pow(2, Double(min(max(context.attempt, 1) - 1, 20)))
+            return .retry(notBefore: min(context.now.addingTimeInterval(delay), waitEnds), rule: "singular_skan_not_registered_yet")
+        default:
+            return nil
+        }
     }
 
     public func buildRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {

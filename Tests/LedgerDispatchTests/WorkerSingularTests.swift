@@ -1,0 +1,69 @@
+import Foundation
+import LedgerDispatch
+import LedgerDomain
+import LedgerFakeProviders
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// Singular's conversion-value calls need the device's SKAN registration (seed 004): a send
+/// whose device has not registered yet waits for it instead of failing at once.
+extension WorkerTests {
+    /// A first open without its SKAN registration, and its Singular session send: the send's
+    /// stream and when the open was recorded. The worker's clock is set to then (the wait counts
+    /// from there).
+    func unregisteredSessionSend(_ rig: Rig) async throws -> (stream: String, openRecordedAt: Date) {
+        let open = try await install(rig)
+        rig.clock.set(open.recordedAt)
+        let send = try await enqueue(.singular, .conversionValue, cause: open, device: Self.device, key: "s:session",
+                                     now: open.recordedAt, store: rig.store)
+        return (StreamID.send(id: send.sendID).rawValue, open.recordedAt)
+    }
+
+    // seed 004: "Register (first launch only)" comes before the first session's call. The
+    // registration is a fact of its own and may reach the ledger after the first open's send is
+    // claimed: the send waits for it, without a call, and goes out once it is recorded.
+    @Test func aSingularSendWaitsForItsDevicesSKANRegistration() async throws {
+        try await Self.withRig { rig in
+            let (stream, _) = try await unregisteredSessionSend(rig)
+            #expect(try await rig.worker.drain() == 1)
+            #expect(rig.fakes.singular.requestCount == 0)
+            #expect(try await streamTypes(stream, store: rig.store) == ["SendRequested", "RetryScheduled"])
+            let waiting = try await retries(of: stream, rig)
+            #expect(waiting.map(\.rule) == ["singular_skan_not_registered_yet"] && waiting.map(\.called) == [false])
+
+            try await record(SKANRegistered(), to: Self.device, at: rig.clock.now(), store: rig.store)
+            #expect(try await rig.worker.drain() == 0)  // due in 5 s
+            rig.clock.advance(by: 5)
+            #expect(try await rig.worker.drain() == 1)
+            #expect(rig.fakes.singular.requestCount == 1)
+            #expect(rig.fakes.singular.requests.first?.queryValue("n") == "__SESSION__")
+            #expect(try await streamTypes(stream, store: rig.store) == [
+                "SendRequested", "RetryScheduled", "SendAttempted", "ResponseReceived", "SendSucceeded",
+            ])
+        }
+    }
+
+    // seed 004: a device that never registers gets no conversion value. Once the wait
+    // (`ProviderSendRules.singularRegistrationWait`, 10 minutes) is over, the send fails
+    // `not_registered` as before, still without a call.
+    @Test func aSingularSendWhoseDeviceNeverRegistersFailsAfterTheWait() async throws {
+        try await Self.withRig { rig in
+            let (stream, openRecordedAt) = try await unregisteredSessionSend(rig)
+            var retried = 0
+            while try await queueCount(rig.store) > 0, retried < 20 {
+                #expect(try await rig.worker.drain() == 1)
+                let due = try await retries(of: stream, rig).last?.notBefore ?? rig.clock.now()
+                rig.clock.set(max(due, rig.clock.now()))
+                retried += 1
+            }
+            #expect(rig.fakes.singular.requestCount == 0)
+            let events = try await rig.store.readStream(stream)
+            let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: try #require(events.last).data)
+            #expect(failed.rule == "not_registered" && failed.attempt == nil)
+            // 5, 10, 20 … s apart, the last one cut to the end of the wait.
+            let waits = try await retries(of: stream, rig).map { $0.notBefore.timeIntervalSince(openRecordedAt) }
+            #expect(waits.map { $0.rounded() } == [5, 15, 35, 75, 155, 315, 600])
+        }
+    }
+}
