@@ -303,6 +303,33 @@ import Testing
         }
     }
 
+    /// Seed 000: a report Google refused for good (a 400) leaves its obligation open, still owed
+    /// for ops to see, but it is not requested again, and the decider's passes no longer read the
+    /// device for it.
+    @Test func aReportRefusedForGoodIsNotRequestedAgain() async throws {
+        try await Self.withRig { rig in
+            _ = try await rig.install()
+            try await rig.drainAll()
+            rig.fakes.google.enqueue(.status(400, body: #"{"errors":["bad request"]}"#))  // the report's answer
+            try await rig.decide(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 1)
+            let deadline = ContinuousClock.now + .seconds(30)  // the projection catches up (gap-safe horizon)
+            var open: [GoogleObligationReducer.Obligation] = []
+            while ContinuousClock.now < deadline {
+                try await rig.decider.decidePending(now: Date())
+                open = try await rig.decider.obligations.state(of: Self.device, store: rig.store).obligations.values
+                    .filter { $0.state == .open }
+                if !open.isEmpty { break }
+            }
+            #expect(open.count == 1 && open.first?.failures.isEmpty == false, "the obligation is still owed")
+            #expect(try await rig.decider.devicesOwingGoogle().isEmpty)
+            try await rig.decider.decidePending(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 1)
+        }
+    }
+
     /// No provider enabled: nothing to wait for, the install is organic at once.
     @Test func noProvidersMeansOrganicAtOnce() async throws {
         let settings = AttributionSettings(defaults: AppAttributionSettings(providers: []))

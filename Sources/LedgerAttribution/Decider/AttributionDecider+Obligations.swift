@@ -66,11 +66,15 @@ extension AttributionDecider {
         return enqueued
     }
 
-    /// The devices with an open Google obligation (from the `google_obligations` projection).
+    /// The devices with an open Google obligation that no report was requested for (from the
+    /// `google_obligations` projection): the ones ``reportOpenObligations(device:now:)`` may act
+    /// on. An obligation whose report failed for good stays open (still owed, for ops to see) but
+    /// is not requested again, so its device is not read again on every pass.
     func devicesOwingGoogle() async throws -> [String] {
         try await store.pool.withConnection { connection in
             try connection.query("""
-                SELECT DISTINCT device_stream_id FROM google_obligations_rows WHERE state = 'open' ORDER BY device_stream_id
+                SELECT DISTINCT device_stream_id FROM google_obligations_rows
+                WHERE state = 'open' AND cross_network_sends = 0 ORDER BY device_stream_id
                 """).map { try $0.decode(String.self, at: 0) }
         }
     }
