@@ -672,4 +672,18 @@ struct SendRulesTests {
             #expect(error?.rule == "provider_not_configured", "\(provider.rawValue)")
         }
     }
+
+    // seed 003: X-IP-Override must be "the device's IP, and not your server's IP". The service's
+    // own addresses come from LEDGER_SERVER_PUBLIC_IPS; a malformed one stops the start-up.
+    @Test func serverPublicIPsComeFromTheEnvironment() throws {
+        let base = ["LEDGER_BRANCH_KEY": "key_live_x", "LEDGER_BRANCH_SECRET": "secret_live_x"]
+        let configured = try ProviderConfiguration.fromEnvironment(
+            base.merging(["LEDGER_SERVER_PUBLIC_IPS": " 203.0.113.9, 2001:db8::9 "]) { $1 })
+        #expect(configured.rules.branch?.serverPublicIPs == ["203.0.113.9", "2001:db8::9"])
+        #expect(try ProviderConfiguration.fromEnvironment(base).rules.branch?.serverPublicIPs == [])
+        let refused = #expect(throws: ProviderConfigurationError.self) {
+            try ProviderConfiguration.fromEnvironment(base.merging(["LEDGER_SERVER_PUBLIC_IPS": "203.0.113.9, ours.example"]) { $1 })
+        }
+        #expect(refused?.variable == "LEDGER_SERVER_PUBLIC_IPS" && refused?.rule == "ip_address")
+    }
 }

@@ -165,9 +165,14 @@ struct BranchOpenRequestTests {
             request.devicePublicIP = privateIP
             expectProviderError(field: "X-IP-Override", rule: "public_ip") { _ = try request.build(with: Self.config) }
         }
-        request.devicePublicIP = "203.0.113.9"
-        let ours = BranchConfiguration(branchKey: "k", branchSecret: "s", serverPublicIPs: ["203.0.113.9"])
-        expectProviderError(field: "X-IP-Override", rule: "not_server_ip") { _ = try request.build(with: ours) }
+        let ours = BranchConfiguration(branchKey: "k", branchSecret: "s", serverPublicIPs: ["203.0.113.9", "2001:db8::9"])
+        // The same addresses, however written.
+        for server in ["203.0.113.9", "2001:db8::9", "2001:0db8:0:0::9", "2001:DB8::9"] {
+            request.devicePublicIP = server
+            expectProviderError(field: "X-IP-Override", rule: "not_server_ip") { _ = try request.build(with: ours) }
+        }
+        request.devicePublicIP = "2001:db8::10"
+        _ = try request.build(with: ours)
     }
 
     // Base URL overridable for a loopback fake; http only for 127.0.0.1 / localhost / ::1.

@@ -12,6 +12,7 @@ import LedgerProviders
 /// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
+/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP", seed 003) | none |
 /// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
 /// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
 ///
@@ -78,12 +79,22 @@ public struct ProviderConfiguration: Sendable {
             }
         }
         enabled.append("apple_adservices")
+        var serverIPs: Set<String> = []
+        for text in (value("LEDGER_SERVER_PUBLIC_IPS") ?? "").split(separator: ",") {
+            let address = text.trimmingCharacters(in: .whitespaces)
+            guard BranchIPAddress(address) != nil else {
+                throw ProviderConfigurationError(variable: "LEDGER_SERVER_PUBLIC_IPS", rule: "ip_address",
+                                                 message: "must be IPv4 or IPv6 addresses separated by commas")
+            }
+            serverIPs.insert(address)
+        }
         var branch: BranchConfiguration?
         if let (key, secret) = try pair("LEDGER_BRANCH_KEY", "LEDGER_BRANCH_SECRET") {
             let custom = try endpoint("LEDGER_BRANCH_URL")
             branch = BranchConfiguration(
                 branchKey: key, branchSecret: secret,
-                endpoint: custom.map { BranchEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production)
+                endpoint: custom.map { BranchEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production,
+                serverPublicIPs: serverIPs)
             enabled.append("branch")
         }
         var singular: SingularConfiguration?
