@@ -303,6 +303,51 @@ import Testing
         }
     }
 
+    /// Seed 000: "the cross-network attribution request is identical to the original conversion
+    /// tracking request". A purchase recorded without the device's IP and user agent is sent
+    /// with the last launch's (a session after the install's decision); its report, caused by
+    /// that earlier decision, carries the same ones.
+    @Test func aReportCarriesTheConversionsStandInDevice() async throws {
+        try await Self.withRig { rig in
+            _ = try await rig.install()
+            try await rig.drainAll()
+            try await rig.decide(now: Date())
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 1)
+            var later = Self.iosDevice()
+            later.ip = "198.51.100.23"
+            later.userAgent?.appVersion = "1.3.0"
+            rig.fakes.google.setDefaultAnswer(.negative)  // the session's own conversion obliges nothing
+            _ = try await rig.recorder.record(
+                SessionStarted(device: later), app: try AppID(Self.app), device: try DeviceID("dev1"), id: UUID(),
+                occurredAt: rig.start.addingTimeInterval(300), metadata: EventMetadata(actor: "test"), now: Date())
+            try await rig.drainAll()
+            rig.fakes.google.setDefaultAnswer(.affirmative())
+            var bare = Self.iosDevice()
+            bare.ip = nil
+            bare.userAgent = nil
+            _ = try await rig.recorder.record(
+                RevenueRecorded(device: bare, revenue: try Money(amount: "4.99", currency: try CurrencyCode("USD")), kind: .iap,
+                                transactionID: "t-standin"),
+                app: try AppID(Self.app), device: try DeviceID("dev1"), id: UUID(), occurredAt: rig.start.addingTimeInterval(600),
+                metadata: EventMetadata(actor: "test"), now: Date())
+            try await rig.drainAll()
+            let deadline = ContinuousClock.now + .seconds(30)  // the obligation must be readable (gap-safe horizon)
+            while rig.crossNetworkCalls().count < 2, ContinuousClock.now < deadline {
+                try await rig.decider.decidePending(now: Date())
+                try await rig.drainAll()
+            }
+            let google = rig.fakes.google.requests
+            let report = try #require(google.last { $0.path.hasSuffix("/cross_network") })
+            let purchase = try #require(google.last {
+                $0.queryValue("app_event_type") == "in_app_purchase" && !$0.path.hasSuffix("/cross_network")
+            })
+            #expect(purchase.headerValue("X-Forwarded-For") == "198.51.100.23")
+            #expect(report.headerValue("X-Forwarded-For") == purchase.headerValue("X-Forwarded-For"))
+            #expect(report.headerValue("User-Agent") == purchase.headerValue("User-Agent"))
+        }
+    }
+
     /// Seed 000: a report Google refused for good (a 400) leaves its obligation open, still owed
     /// for ops to see, but it is not requested again, and the decider's passes no longer read the
     /// device for it.
