@@ -515,6 +515,28 @@ struct SendRulesTests {
         #expect(body["universal_link_url"] == nil)  // a custom-scheme link is not a universal link
     }
 
+    // seed 003: the token goes in "all v1/open requests moving forward for that device" — a
+    // reinstall's first open (a second FirstOpen of the device) too, still `first_session` true
+    // ("Branch will check if we saw the user download the app before, and mark the session as a
+    // reinstall").
+    @Test func branchReinstallKeepsTheDevicesToken() throws {
+        var log = RulesLog()
+        let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
+        let (_, firstStream) = try log.request(.branch, .open, cause: open, at: RulesFixture.t0)
+        try log.answer(firstStream, attempt: 1, status: 200,
+                       body: #"{"session_id":"1","randomized_bundle_token":"RBT-1","randomized_device_token":"RDT-1","data":"{}"}"#,
+                       at: RulesFixture.t0.addingTimeInterval(1))
+        try log.add(SendSucceeded(attempt: 1), stream: firstStream, at: RulesFixture.t0.addingTimeInterval(1))
+        let later = RulesFixture.t0.addingTimeInterval(86_400 * 3)
+        let reinstall = try log.add(try RulesFixture.firstOpen(), at: later)
+        let (send, stream) = try log.request(.branch, .open, cause: reinstall, at: later)
+        let request = try RulesFixture.rules.buildRequest(
+            RulesFixture.context(send, stream: stream, cause: reinstall, now: later, branch: try log.replay(BranchIdentityReducer())))
+        let body = try RulesFixture.json(request)
+        #expect(body["first_session"] as? Bool == true)
+        #expect(body["randomized_bundle_token"] as? String == "RBT-1")
+    }
+
     // seed 003 on Android: hardware_id = ANDROID_ID, google_advertising_id, no hardware_id_type.
     @Test func branchAndroidOpen() throws {
         var log = RulesLog()

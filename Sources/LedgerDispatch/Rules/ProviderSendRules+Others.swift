@@ -80,9 +80,11 @@ extension ProviderSendRules {
         if branchServerToServerIdentity {
             request.serverToServerIdentity = true
             // "After the first request, this property must be hardcoded with the
-            // randomized_bundle_token received in the first network response." Without one (the
-            // first open failed) the builder refuses: `required_after_first_open`.
-            if !firstSession { request.randomizedBundleToken = context.branchIdentity.randomizedBundleToken }
+            // randomized_bundle_token received in the first network response", in "all v1/open
+            // requests moving forward for that device" (seed 003): a reinstall's first session
+            // too, which Branch then marks as a reinstall of that identity. Without one after the
+            // first open (it failed) the builder refuses: `required_after_first_open`.
+            request.randomizedBundleToken = context.branchIdentity.randomizedBundleToken
             request.identity = device.customUserID
         }
         return try Self.building { () throws(ProviderError) in try request.build(with: configuration) }
