@@ -139,7 +139,7 @@ struct SendQueueTests {
                     event = try NewEvent(SendSucceeded(attempt: claim.attempt), occurredAt: testEpoch)
                 }
                 let written = try store.append([StreamAppend([event], to: claim.streamID)],
-                                               where: SendQueue.settled([(claim, retryAt, true)], owner: owner), on: connection)
+                                               where: SendQueue.settled([(claim, retryAt)], owner: owner), on: connection)
                 return written[claim.streamID] != nil
             }
             let (wrongAttempt, wrongOwner, retriedHeld, doneHeld, doneAgain) = try await store.pool.withConnection { connection in
@@ -327,6 +327,29 @@ struct SendQueueTests {
             #expect(direct?.sqlState == "23505")
             try connection.run(script: "RESET ROLE")
             #expect(try await streamTypes(stream, store: store) == ["SendFailed"])
+        }
+    }
+
+    // A try rescued before it recorded anything called nobody: it is not one of the send's calls,
+    // and the live queue and the queue rebuilt from the log give the next try the same call number.
+    @Test func aRescuedTryThatRecordedNothingIsNotACall() async throws {
+        try await withDispatchStore { store, _ in
+            let device = "device-app1-r"
+            let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
+            _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "r1", now: testEpoch, store: store)
+            func claimCall(at now: Date) async throws -> Int {
+                let claim = try #require(try await store.pool.withConnection {
+                    try SendQueue.claim(limit: 1, owner: "w1", now: now, lease: 60, on: $0)
+                }.first)
+                return claim.attempt - claim.uncalled
+            }
+            #expect(try await claimCall(at: testEpoch) == 1)
+            // The worker dies before recording its attempt; the lease runs out.
+            let later = testEpoch.addingTimeInterval(61)
+            #expect(try await store.pool.withConnection { try SendQueue.rescue(now: later, store: store, on: $0) } == 1)
+            #expect(try await claimCall(at: later) == 1, "live queue")
+            _ = try await store.pool.withConnection { try SendQueue.rebuild(on: $0) }
+            #expect(try await claimCall(at: later) == 1, "rebuilt queue")
         }
     }
 

@@ -90,6 +90,25 @@ extension WorkerTests {
         }
     }
 
+    // Issue 6 (leases): with a lease too short for any call (a misconfiguration `ledger worker`
+    // refuses; the library only logs it), every try is settled without its call — the first due
+    // at once, the next ones backing off (2, 4, 8 … s), so the queue does not spin on the send.
+    @Test func triesThatKeepMissingTheirCallsBackOff() async throws {
+        try await Self.withRig(lease: 5) { rig in
+            let streams = try await enqueueLookups(rig, count: 1, prefix: "short")
+            let start = rig.clock.now()
+            #expect(try await rig.worker.drain() == 2)  // missed, due at once; missed again, due in 2 s
+            #expect(try await rig.worker.drain() == 0)
+            rig.clock.advance(by: 2)
+            #expect(try await rig.worker.drain() == 1)  // due in 4 s
+            #expect(rig.fakes.apple.requestCount == 0)
+            let retries = try await retries(of: streams[0], rig)
+            #expect(retries.map(\.rule) == Array(repeating: "lease_too_short_for_call", count: 3))
+            #expect(retries.map { $0.notBefore.timeIntervalSince(start) } == [0, 2, 6])
+            #expect(retries.allSatisfy { $0.called == false })
+        }
+    }
+
     // seed 002 (Apple AdServices): after 404s, "a maximum of three attempts" — three calls. A try
     // that made no call (here its lease was too short once it had waited for a slot) is not one
     // of them: its send still gets three lookups before it fails, like the others.

@@ -9,15 +9,14 @@ import Testing
 /// Singular's conversion-value calls need the device's SKAN registration (seed 004): a send
 /// whose device has not registered yet waits for it instead of failing at once.
 extension WorkerTests {
-    /// A first open without its SKAN registration, and its Singular session send: the send's
-    /// stream and when the open was recorded. The worker's clock is set to then (the wait counts
-    /// from there).
-    func unregisteredSessionSend(_ rig: Rig) async throws -> (stream: String, openRecordedAt: Date) {
+    /// A first open without its SKAN registration, and its Singular session send's stream. The
+    /// worker's clock is set to the real time: the fake Singular judges SKAN windows by it.
+    func unregisteredSessionSend(_ rig: Rig) async throws -> String {
+        rig.clock.set(Date())
         let open = try await install(rig)
-        rig.clock.set(open.recordedAt)
         let send = try await enqueue(.singular, .conversionValue, cause: open, device: Self.device, key: "s:session",
-                                     now: open.recordedAt, store: rig.store)
-        return (StreamID.send(id: send.sendID).rawValue, open.recordedAt)
+                                     now: rig.clock.now(), store: rig.store)
+        return StreamID.send(id: send.sendID).rawValue
     }
 
     // seed 004: "Register (first launch only)" comes before the first session's call. The
@@ -25,7 +24,7 @@ extension WorkerTests {
     // claimed: the send waits for it, without a call, and goes out once it is recorded.
     @Test func aSingularSendWaitsForItsDevicesSKANRegistration() async throws {
         try await Self.withRig { rig in
-            let (stream, _) = try await unregisteredSessionSend(rig)
+            let stream = try await unregisteredSessionSend(rig)
             #expect(try await rig.worker.drain() == 1)
             #expect(rig.fakes.singular.requestCount == 0)
             #expect(try await streamTypes(stream, store: rig.store) == ["SendRequested", "RetryScheduled"])
@@ -44,12 +43,13 @@ extension WorkerTests {
         }
     }
 
-    // seed 004: a device that never registers gets no conversion value. Once the wait
-    // (`ProviderSendRules.singularRegistrationWait`, 10 minutes) is over, the send fails
-    // `not_registered` as before, still without a call.
+    // seed 004: a device that never registers gets no conversion value. Once the waits
+    // (`ProviderSendRules.singularRegistrationWaits`, 7: about 10 minutes) are over, the send
+    // fails `not_registered` as before, still without a call.
     @Test func aSingularSendWhoseDeviceNeverRegistersFailsAfterTheWait() async throws {
         try await Self.withRig { rig in
-            let (stream, openRecordedAt) = try await unregisteredSessionSend(rig)
+            let stream = try await unregisteredSessionSend(rig)
+            let firstTry = rig.clock.now()
             var retried = 0
             while try await queueCount(rig.store) > 0, retried < 20 {
                 #expect(try await rig.worker.drain() == 1)
@@ -61,9 +61,9 @@ extension WorkerTests {
             let events = try await rig.store.readStream(stream)
             let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: try #require(events.last).data)
             #expect(failed.rule == "not_registered" && failed.attempt == nil)
-            // 5, 10, 20 … s apart, the last one cut to the end of the wait.
-            let waits = try await retries(of: stream, rig).map { $0.notBefore.timeIntervalSince(openRecordedAt) }
-            #expect(waits.map { $0.rounded() } == [5, 15, 35, 75, 155, 315, 600])
+            // 5, 10, 20 … s apart.
+            let waits = try await retries(of: stream, rig).map { $0.notBefore.timeIntervalSince(firstTry) }
+            #expect(waits.map { $0.rounded() } == [5, 15, 35, 75, 155, 315, 635])  // (stored to the microsecond)
         }
     }
 }

@@ -26,7 +26,9 @@ struct WorkerTests {
         let clock: ManualClock
     }
 
-    static func withRig(slots: Int = 4, prefetch: Int? = nil, _ body: (Rig) async throws -> Void) async throws {
+    static func withRig(slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, _ body: (Rig) async throws -> Void)
+        async throws
+    {
         try await withDispatchStore { store, _ in
             let fakes = FakeProviders()
             try await fakes.start()
@@ -42,7 +44,7 @@ struct WorkerTests {
                 let clock = ManualClock(testEpoch)
                 let worker = SendWorker(
                     store: store, rules: rules, transport: transport,
-                    configuration: .init(workerID: "test-worker", slots: slots, lease: 30, requestTimeout: .seconds(5),
+                    configuration: .init(workerID: "test-worker", slots: slots, lease: lease, requestTimeout: .seconds(5),
                                          prefetch: prefetch),
                     clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
                 try await body(Rig(store: store, fakes: fakes, worker: worker, clock: clock))

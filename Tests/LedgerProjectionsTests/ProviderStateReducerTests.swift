@@ -42,6 +42,21 @@ struct ProviderStateReducerTests {
         #expect(token.nextRetryAt == nil)
     }
 
+    // seed 002's "at most 3 attempts" counts lookups: a try that made no call (its lease was too
+    // short once it waited for a slot) is not one.
+    @Test func aTryThatMadeNoCallIsNoLookup() throws {
+        var history = History()
+        let cause = try install(&history)
+        let send = try history.requestSend(.appleAdServices, .tokenLookup, cause: cause, at: start)
+        try history.add(SendAttempted(attempt: 1, request: RecordedRequest(method: "POST", url: "https://example.test/", headers: [])),
+                        stream: send, at: start.addingTimeInterval(1))
+        try history.add(RetryScheduled(attempt: 1, rule: "lease_too_short_for_call", notBefore: start.addingTimeInterval(1),
+                                       called: false), stream: send, at: start.addingTimeInterval(1.1))
+        try history.attempt(send, number: 2, status: 404, body: nil, at: start.addingTimeInterval(2))
+        let token = try #require(try history.replay(AdServicesTokenReducer()).tokens.values.first)
+        #expect(token.attempts == 1 && token.lastStatus == 404)
+    }
+
     // seed 002: 24 h TTL — at 23:59:59 a waiting token is still waiting; at 24:00:00 it has expired.
     @Test func tokenExpiryEdge() throws {
         var history = History()

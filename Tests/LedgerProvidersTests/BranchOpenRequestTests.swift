@@ -167,7 +167,7 @@ struct BranchOpenRequestTests {
         }
         let ours = BranchConfiguration(branchKey: "k", branchSecret: "s", serverPublicIPs: ["203.0.113.9", "2001:db8::9"])
         // The same addresses, however written.
-        for server in ["203.0.113.9", "2001:db8::9", "2001:0db8:0:0::9", "2001:DB8::9"] {
+        for server in ["203.0.113.9", "::ffff:203.0.113.9", "2001:db8::9", "2001:0db8:0:0::9", "2001:DB8::9"] {
             request.devicePublicIP = server
             expectProviderError(field: "X-IP-Override", rule: "not_server_ip") { _ = try request.build(with: ours) }
         }

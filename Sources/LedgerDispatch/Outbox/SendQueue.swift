@@ -119,6 +119,11 @@ public enum SendQueue {
             binds: [.jsonb(Self.tries(tries)), .text(owner)])
     }
 
+    /// ``settled(_:owner:)`` for tries that all called the provider.
+    public static func settled(_ tries: [(claim: Claim, retryAt: Date?)], owner: String) -> AppendCondition {
+        settled(tries.map { ($0.claim, $0.retryAt, true) }, owner: owner)
+    }
+
     /// `[{"send_id":…,"attempt":…,"retry_at":…,"uncalled":1}]` (`retry_at` only for a retry,
     /// `uncalled` only for a try that made no call), written as bytes (ids and timestamps need no
     /// escaping).
@@ -167,7 +172,8 @@ public enum SendQueue {
     /// Rescues running sends whose lease expired before `now`, or whose worker is gone (it no
     /// longer holds its liveness lock): each goes back to pending, and a try that had been
     /// recorded as attempted (`SendAttempted` committed, no outcome) gets `SendOutcomeUnknown` —
-    /// the call may or may not have reached the provider. All in one transaction; returns how
+    /// the call may or may not have reached the provider. A try that recorded nothing made no
+    /// call, and is counted among the send's ``Claim/uncalled`` tries. All in one transaction; returns how
     /// many were rescued.
     public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
         try connection.transaction { connection in
@@ -201,13 +207,19 @@ public enum SendQueue {
                     """).first
                 let lastType = try last?.decode(String.self, at: 0)
                 let lastAttempt = try last?.decode(Int?.self, at: 1)
-                if lastType == SendAttempted.eventType, lastAttempt == send.attempt {
+                let attempted = lastType == SendAttempted.eventType && lastAttempt == send.attempt
+                if attempted {
                     let unknown = SendOutcomeUnknown(
                         attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
                         detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
                     try store.append([try NewEvent(unknown, occurredAt: now)], to: send.streamID, on: connection)
                 }
                 try release(send.sendID, notBefore: now, on: connection)
+                if !attempted {
+                    // The try recorded nothing, so it called nobody: it is not one of the send's
+                    // calls (the queue rebuilt from the log, which never saw its number, agrees).
+                    try connection.execute("UPDATE send_queue SET uncalled = uncalled + 1 WHERE send_id = \(send.sendID)")
+                }
             }
             if !stale.isEmpty { try connection.notify(channel: Outbox.channel) }
             return stale.count

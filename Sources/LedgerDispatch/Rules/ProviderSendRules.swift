@@ -38,10 +38,10 @@ public struct ProviderSendRules: SendRules {
     public var branchPolicy: BranchRetryPolicy
     /// Singular's back-off.
     public var singularPolicy: SingularRetryPolicy
-    /// How long a Singular send waits, after its cause was recorded, for its device's SKAN
-    /// registration to reach the log (``preflight(_:)``); past it an unregistered device's send
-    /// fails `not_registered`.
-    public var singularRegistrationWait: TimeInterval
+    /// How many times a Singular send waits for its device's SKAN registration to reach the log
+    /// (``preflight(_:)``: after 5, 10, 20 … s, so 7 waits are about 10 minutes from its first
+    /// try); then an unregistered device's send fails `not_registered`.
+    public var singularRegistrationWaits: Int
 
     /// The rules, given each configured provider's configuration; the policies default to the
     /// providers' files' defaults.
@@ -52,7 +52,7 @@ public struct ProviderSendRules: SendRules {
         adServicesPolicy: AdServicesRetryPolicy = AdServicesRetryPolicy(),
         googlePolicy: GoogleRetryPolicy = GoogleRetryPolicy(),
         branchPolicy: BranchRetryPolicy = .default, singularPolicy: SingularRetryPolicy = .default,
-        singularRegistrationWait: TimeInterval = 600
+        singularRegistrationWaits: Int = 7
     ) {
         self.google = google
         self.adServices = adServices
@@ -63,7 +63,7 @@ public struct ProviderSendRules: SendRules {
         self.googlePolicy = googlePolicy
         self.branchPolicy = branchPolicy
         self.singularPolicy = singularPolicy
-        self.singularRegistrationWait = singularRegistrationWait
+        self.singularRegistrationWaits = singularRegistrationWaits
     }
 
     // MARK: - SendRules
@@ -75,9 +75,10 @@ public struct ProviderSendRules: SendRules {
     ///   snippet registers on the first launch before it sends the session, but the app records
     ///   the registration as a fact of its own (`SKANRegistered`), which may reach the ledger after
     ///   the first open's send is claimed. Such a send is retried without a call
-    ///   (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) for ``singularRegistrationWait``
-    ///   after its cause was recorded; then the build refuses it (`not_registered`). The device's
-    ///   later Singular calls wait behind it in its lane.
+    ///   (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) up to
+    ///   ``singularRegistrationWaits`` times, counted from its first try (so a worker that was
+    ///   behind still waits); then the build refuses it (`not_registered`). The device's later
+    ///   Singular calls wait behind it in its lane.
     ///
     /// Everything else: `nil`.
     public func preflight(_ context: SendContext) -> SendDisposition? {
@@ -86,10 +87,12 @@ public struct ProviderSendRules: SendRules {
             guard let token = try? Self.adServicesToken(of: context.decodedCauses.cause(context.cause)) else { return nil }
             return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
         case (.singular, .conversionValue):
-            let waitEnds = context.cause.recordedAt.addingTimeInterval(singularRegistrationWait)
-            guard !context.skan.skan.isRegistered, context.now < waitEnds else { return nil }
-            let delay = 5 * pow(2, Double(min(max(context.attempt, 1) - 1, 20)))
-            return .retry(notBefore: min(context.now.addingTimeInterval(delay), waitEnds), rule: "singular_skan_not_registered_yet")
+            // A call needs the registration, so an unregistered device's send has made none: its
+            // earlier tries were all waits (or tries that missed their call otherwise).
+            let waits = context.attempt - 1
+            guard !context.skan.skan.isRegistered, waits < singularRegistrationWaits else { return nil }
+            return .retry(notBefore: context.now.addingTimeInterval(5 * pow(2, Double(min(waits, 20)))),
+                          rule: "singular_skan_not_registered_yet")
         default:
             return nil
         }

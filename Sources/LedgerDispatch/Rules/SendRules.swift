@@ -75,7 +75,9 @@ public enum SendAnswer: Sendable {
 /// make, and what an answer means. Pure: no I/O, no clock but `context.now`.
 public protocol SendRules: Sendable {
     /// Before any call: `nil` to make the call, or the disposition to record without calling
-    /// (Apple AdServices: a token past its 24 h TTL is expired, no call).
+    /// (Apple AdServices: a token past its 24 h TTL is expired; Singular: a device whose SKAN
+    /// registration is not in the log yet waits for it). A retry decided here is a try that made
+    /// no call.
     func preflight(_ context: SendContext) -> SendDisposition?
 
     /// The request for this try, credentials included (the worker stores only its `redacted()`

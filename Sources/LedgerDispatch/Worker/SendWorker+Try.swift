@@ -14,7 +14,8 @@ extension SendWorker {
         /// Call the provider with this request (the try's `SendAttempted` is recorded first).
         case call(ProviderRequest, SendContext)
         /// Settle without a call: the request could not be built, the deadline passed, or the
-        /// rules' preflight decided (Apple's token past its 24 h).
+        /// rules' preflight decided (Apple's token past its 24 h; a Singular send waiting for its
+        /// device's SKAN registration).
         case settle(SendDisposition)
     }
 
@@ -123,7 +124,8 @@ extension SendWorker {
     }
 
     /// A send's next step at `context.now`: settled when its deadline has passed, when the rules'
-    /// preflight decides (Apple's 24 h), or when its request cannot be built; otherwise its call.
+    /// preflight decides (``SendRules/preflight(_:)``), or when its request cannot be built;
+    /// otherwise its call.
     func nextStep(_ context: SendContext, deadline: Date) -> NextStep {
         if context.now >= deadline { return .settle(.failed(rule: "deadline_passed", detail: "the send's deadline passed")) }
         if let disposition = rules.preflight(context) { return .settle(disposition) }
@@ -167,10 +169,12 @@ extension SendWorker {
     /// commit as one of ``awaitingOutcome``.
     ///
     /// A try whose lease could run out before its call ends is not called at all: another worker
-    /// could rescue it mid-call and call again. It is settled at once as a retry due now
-    /// (`lease_too_short_for_call`), and the next try, with a lease of its own, calls. A send that
+    /// could rescue it mid-call and call again. It is settled at once as a retry
+    /// (`lease_too_short_for_call`), and the next try, with a lease of its own, calls: due at once
+    /// the first time, then after 2, 4, 8 … s (at most a lease) when the send's tries keep missing
+    /// their calls, so a lease too short for any call cannot spin the queue. A send that
     /// waited for its slot (one recorded ahead) is looked at again with the time it is now: its
-    /// deadline, the rules' preflight (Apple's 24 h) and its request, rebuilt (a Branch open drops
+    /// deadline, the rules' preflight (Apple's 24 h, …) and its request, rebuilt (a Branch open drops
     /// an Apple token past its 24 h; a Singular send whose SKAN window closed fails) decide as they
     /// would have at the claim. A request that is no longer the one recorded is not sent: the try
     /// is settled as a retry due at once, and the next try records and sends the new one. (The
@@ -187,7 +191,9 @@ extension SendWorker {
             logger.warning("a try's lease could run out before its call ends; not called, tried again at once", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
             ])
-            await recordOutcome(claim, answer: nil, disposition: .retry(notBefore: current.now, rule: "lease_too_short_for_call"),
+            let backOff = claim.uncalled == 0 ? 0 : min(configuration.lease, pow(2, Double(min(claim.uncalled, 30))))
+            await recordOutcome(claim, answer: nil,
+                                disposition: .retry(notBefore: current.now.addingTimeInterval(backOff), rule: "lease_too_short_for_call"),
                                 reach: .attemptedWithoutCall)
             return
         }

@@ -132,7 +132,7 @@ public final class SendWorker: Sendable {
 
     /// Whether a claim's lease leaves room for a call: what a call needs
     /// (``leaseNeededForCall(lease:requestTimeout:)``) and a second for the claim and the
-    /// attempt's commit. With less, every try would be left to its lease uncalled.
+    /// attempt's commit. With less, every try would be settled without its call.
     public static func leaseLeavesRoom(lease: TimeInterval, requestTimeout: Duration) -> Bool {
         lease >= leaseNeededForCall(lease: lease, requestTimeout: requestTimeout) + 1
     }
@@ -158,7 +158,7 @@ public final class SendWorker: Sendable {
         self.logger = logger
         self.loader = SendContextLoader(store: store)
         if !Self.leaseLeavesRoom(lease: configuration.lease, requestTimeout: configuration.requestTimeout) {
-            logger.error("the lease leaves no room for a call: every try will be left to its lease uncalled", metadata: [
+            logger.error("the lease leaves no room for a call: every try will be settled without its call", metadata: [
                 "ledger.lease": "\(configuration.lease)", "ledger.timeout": "\(configuration.requestTimeout)",
             ])
         }

@@ -43,7 +43,8 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
         public var issuedAt: Date
         /// `issuedAt` + 24 h.
         public var expiresAt: Date
-        /// Lookups tried (`SendAttempted`).
+        /// Lookups made: `SendAttempted`, less the tries that then made no call (a
+        /// `RetryScheduled` with `called: false`, e.g. a lease too short for the call).
         public var attempts = 0
         /// Apple's last HTTP status.
         public var lastStatus: Int?
@@ -143,7 +144,11 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
                 break  // 404: too soon (retry every 5 s, 3 times); 500: retry later. Still waiting.
             }
         case RetryScheduled.eventType:
-            token.nextRetryAt = try event.decode(RetryScheduled.self).notBefore
+            let retry = try event.decode(RetryScheduled.self)
+            token.nextRetryAt = retry.notBefore
+            // For a lookup such a retry always follows its try's `SendAttempted` (the preflight
+            // only ever fails a lookup).
+            if retry.called == false { token.attempts = max(0, token.attempts - 1) }
         case SendFailed.eventType:
             let failure = try event.decode(SendFailed.self)
             token.failureRule = failure.rule

@@ -23,6 +23,13 @@ public enum BranchIPAddress: Sendable, Hashable {
         }
     }
 
+    /// The same host with an IPv4-mapped IPv6 address (`::ffff:203.0.113.9`, as dual-stack
+    /// listeners report IPv4 peers) as its IPv4 address; any other address as it is.
+    public var unmapped: BranchIPAddress {
+        guard case .v6(let b) = self, b.prefix(10).allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF else { return self }
+        return .v4(Array(b[12...]))
+    }
+
     /// `true` when this address can be a device's public address: not unspecified, loopback,
     /// private (RFC 1918), carrier-grade NAT (100.64/10), link-local, multicast, broadcast or
     /// unique-local (fc00::/7). IPv4-mapped IPv6 addresses are judged by their IPv4 part.
@@ -39,9 +46,7 @@ public enum BranchIPAddress: Sendable, Hashable {
             default: return true
             }
         case .v6(let b):
-            if b.prefix(10).allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF {
-                return BranchIPAddress.v4(Array(b[12...])).isPublic
-            }
+            if case .v4(let mapped) = unmapped { return BranchIPAddress.v4(mapped).isPublic }
             if b.prefix(15).allSatisfy({ $0 == 0 }) && (b[15] == 0 || b[15] == 1) { return false }
             if b[0] == 0xFF { return false }
             if b[0] & 0xFE == 0xFC { return false }

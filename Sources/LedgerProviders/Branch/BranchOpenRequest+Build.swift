@@ -198,8 +198,9 @@ extension BranchOpenRequest {
                 "X-IP-Override", "public_ip",
                 "X-IP-Override must be the device's public IP; \(devicePublicIP) is private, loopback or reserved.")
         }
-        // As addresses, not as text: `2001:db8::9` and `2001:0db8:0:0::9` are one address.
-        guard !configuration.serverPublicIPs.contains(where: { BranchIPAddress($0) == address }) else {
+        // As hosts, not as text: `2001:db8::9` and `2001:0db8:0:0::9` are one address, and
+        // `::ffff:203.0.113.9` is `203.0.113.9`.
+        guard !configuration.serverPublicIPs.contains(where: { BranchIPAddress($0)?.unmapped == address.unmapped }) else {
             throw fail(
                 "X-IP-Override", "not_server_ip",
                 "X-IP-Override must use the device's IP, and not your server's IP (seed 003).")

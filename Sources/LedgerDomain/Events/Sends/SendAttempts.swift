@@ -113,9 +113,10 @@ public struct RetryScheduled: LedgerEvent {
     public var detail: String?
     /// The next try waits until then.
     public var notBefore: Date
-    /// `false` when the try made no call (its request changed while it waited for a slot, or its
-    /// lease was too short for the call): such a try does not count against the provider's
-    /// attempts. Absent (`nil`) when it called.
+    /// `false` when the try made no call (its request changed while it waited for a slot, its
+    /// lease was too short for the call, the rules decided before any call, e.g. a Singular send
+    /// waiting for its device's SKAN registration): such a try does not count against the
+    /// provider's attempts. Absent (`nil`) when it called.
     public var called: Bool?
 
     /// Creates the event.
