@@ -120,7 +120,8 @@ struct ProjectionsCommandTests {
         let rebuilt = try await LedgerProcess.runDetached(
             ["projections", "rebuild", "skan_devices", "--database-url", database.conninfo])
         #expect(rebuilt.status == 0, "\(rebuilt.stderr)")
-        #expect(rebuilt.stdout.hasPrefix("rebuilt skan_devices (version 1): 3 events in "), "\(rebuilt.stdout)")
+        #expect(rebuilt.stdout.hasPrefix("rebuilt skan_devices (version ") && rebuilt.stdout.contains("): 3 events in "),
+                "\(rebuilt.stdout)")
         #expect(rebuilt.stderr.contains("rebuild skan_devices ["), "the progress bar is on stderr")
 
         let after = try await statusJSON(database.conninfo)

@@ -391,11 +391,11 @@ struct RunnerTests {
             status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([skan], on: $0) }.first)
             #expect(status.eventsBehind == 0 && status.secondsBehind == 0 && status.eventsApplied == 2)
 
-            let fixed = VersionedProjection(inner: skan, version: 2)
+            let fixed = VersionedProjection(inner: skan, version: skan.version + 1)
             status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }.first)
-            #expect(status.isStale && status.builtWithVersion == 1 && status.codeVersion == 2)
+            #expect(status.isStale && status.builtWithVersion == skan.version && status.codeVersion == skan.version + 1)
             let report = try await ProjectionRebuilder(store: store, logger: TestDatabase.quietLogger).rebuild(fixed)
-            #expect(report.events == 2 && report.version == 2)
+            #expect(report.events == 2 && report.version == skan.version + 1)
             status = try #require(try await store.pool.withConnection { try ProjectionStatus.read([fixed], on: $0) }.first)
             #expect(!status.isStale && status.rebuiltAt != nil && status.eventsApplied == 2)
         }

@@ -151,6 +151,22 @@ struct SKANReducerTests {
         #expect(state.singularErrors["unparseable_answer"] == 1)
     }
 
+    // seed 004's snippet reads `conversion_value` first and looks at `status` only without one:
+    // the projection applies what the worker's classifier counted as a success.
+    @Test func aSingularValueCountsWhateverTheStatus() throws {
+        var history = try registered()
+        let session = try history.add(SessionStarted(device: iosDevice()), at: start.addingTimeInterval(hour))
+        let send = try history.requestSend(.singular, .conversionValue, cause: session, at: start.addingTimeInterval(hour))
+        try history.attempt(send, number: 1, status: 200, body: #"{"conversion_value":5,"skan_updated_coarse_value":2,"status":"warning"}"#,
+                            at: start.addingTimeInterval(hour + 1))
+        let refused = try history.requestSend(.singular, .conversionValue, cause: session, at: start.addingTimeInterval(hour + 2))
+        try history.attempt(refused, number: 1, status: 200, body: #"{"status":"error","reason":"Conversion model not found"}"#,
+                            at: start.addingTimeInterval(hour + 3))
+        let state = try history.replay(reducer)
+        #expect(state.skan.conversionValue == 5 && state.skan.p0Coarse == .high)
+        #expect(state.singularErrors == ["Conversion model not found": 1])
+    }
+
     // seed 004, "Exemplos de pedidos": the projection's state yields the conversion-value request. The
     // example's own timestamps (first = last call) cannot hold p1/p2 coarse values, so this history
     // starts at the curl example's first call (1510040127) and reaches the example's values.

@@ -84,7 +84,8 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "adservices_tokens"
-    public let version = 1
+    /// 2: `attempts` counts lookups made (not tries that made no call).
+    public let version = 2
     public var deviceEventTypes: [String] { [FirstOpen.eventType, AdServicesTokenReceived.eventType] }
     public var followedProviders: Set<SendProvider> { [.appleAdServices] }
 

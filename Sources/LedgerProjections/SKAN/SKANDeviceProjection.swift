@@ -13,8 +13,9 @@ import LedgerStore
 ///   must precede conversion value updates"). A store transaction id counted once is never
 ///   counted again ("In case of retrying an event, avoid calling this method"), whatever the
 ///   event id of the retry.
-/// - Singular's `ok` answer to a conversion-value request is applied as the snippet applies it
-///   (`valuesHasBeenUpdated:`): fine and coarse in p0, coarse only in p1/p2, lock recorded.
+/// - Singular's answer carrying a `conversion_value` (whatever its `status`, as the snippet reads
+///   it) is applied as the snippet applies it (`valuesHasBeenUpdated:`): fine and coarse in p0,
+///   coarse only in p1/p2, lock recorded.
 /// - `SKANConversionValueUpdated` (the app set a value itself) is applied the same way; when it
 ///   only confirms the Singular answer just applied, it is recorded as a confirmation and not
 ///   applied twice.
@@ -63,7 +64,8 @@ public struct SKANDeviceReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "skan_devices"
-    public let version = 1
+    /// 2: an answer with a `conversion_value` and a `status` other than `ok` is applied.
+    public let version = 2
     public var deviceEventTypes: [String] {
         [SKANRegistered.eventType, SKANConversionValueUpdated.eventType, RevenueRecorded.eventType]
     }
@@ -105,12 +107,15 @@ public struct SKANDeviceReducer: DeviceStateReducer {
                         lock: update.lockWindow, at: event.occurredAt, to: &state)
         case ResponseReceived.eventType where event.send?.kind == .conversionValue:
             let response = try event.decode(ResponseReceived.self)
-            guard response.status == 200, let body = response.body?.bytes else { return }
+            guard (200...299).contains(response.status), let body = response.body?.bytes else { return }
             guard let answer = try? SingularConversionValueResponse.parse(body) else {
                 state.singularErrors["unparseable_answer", default: 0] += 1
                 return
             }
-            guard answer.status == "ok" else {
+            // The snippet's reading, as the worker's classifier judges the answer: a
+            // `conversion_value` is applied whatever the `status`; without one, only `ok` is not
+            // an error.
+            if case .rejected = answer.outcome {
                 state.singularErrors[answer.reason ?? answer.status ?? "unknown", default: 0] += 1
                 return
             }
