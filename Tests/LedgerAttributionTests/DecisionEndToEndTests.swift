@@ -349,9 +349,9 @@ import Testing
     }
 
     /// Seed 000: a report Google refused for good (a 400) leaves its obligation open, still owed
-    /// for ops to see, but it is not requested again, and the decider's passes no longer read the
-    /// device for it.
-    @Test func aReportRefusedForGoodIsNotRequestedAgain() async throws {
+    /// for ops to see, but the decider does not request it again by itself, and its passes no
+    /// longer read the device for it; ops can request it again (`ledger decisions report-again`).
+    @Test func aReportRefusedForGoodIsRequestedAgainOnlyByOps() async throws {
         try await Self.withRig { rig in
             _ = try await rig.install()
             try await rig.drainAll()
@@ -376,6 +376,16 @@ import Testing
             try await rig.decider.decidePending(now: Date())
             try await rig.drainAll()
             #expect(rig.crossNetworkCalls().count == 1)
+
+            // Ops, once the cause is fixed: the failed report is requested again, once, and the
+            // obligation closes.
+            #expect(try await rig.decider.requestFailedReportsAgain(now: Date()) == 1)
+            #expect(try await rig.decider.requestFailedReportsAgain(now: Date()) == 0, "requested, not failed")
+            try await rig.drainAll()
+            #expect(rig.crossNetworkCalls().count == 2)
+            let obligation = try await rig.decider.obligations.state(of: Self.device, store: rig.store).obligations.values.first
+            #expect(obligation?.state == .closed && obligation?.crossNetworkSends.count == 2)
+            #expect(try await rig.decider.requestFailedReportsAgain(now: Date()) == 0)
         }
     }
 

@@ -22,10 +22,53 @@ extension AttributionDecider {
     ///   cross-network send already requested (pending, failed or done) is left alone.
     /// - Returns: how many reports were requested.
     func reportOpenObligations(device: String, now: Date) async throws -> Int {
-        let process = try await projection.state(of: device, store: store)
         let owed = try await obligations.state(of: device, store: store).obligations.values
-            .filter { $0.state == .open && $0.crossNetworkSends.isEmpty }.sorted { $0.adEventID < $1.adEventID }
+            .filter { $0.state == .open && $0.crossNetworkSends.isEmpty }
+        let enqueued = try await requestReports(of: owed, device: device, now: now)
+        if enqueued > 0 {
+            logger.info("Google cross-network reports requested for obligations outside a decision",
+                        metadata: ["count": "\(enqueued)"])
+        }
+        return enqueued
+    }
+
+    /// Requests again the Google cross-network reports whose every request failed for good (the
+    /// obligation is open again, with as many failures as reports): for ops, once what made them
+    /// fail is fixed (credentials, an outage). The report is built as
+    /// ``reportOpenObligations(device:now:)`` builds it, under a new idempotency key (the old
+    /// sends stay in the log). An obligation whose report was cancelled (the device erased, the
+    /// report superseded) is left alone.
+    /// - Returns: how many reports were requested.
+    public func requestFailedReportsAgain(now: Date) async throws -> Int {
+        let runner = ProjectionRunner(store: store, projections: [projection, obligations], logger: logger)
+        try await runner.prepare()
+        try await runner.catchUp()
+        let devices = try await store.pool.withConnection { connection in
+            try connection.query("""
+                SELECT DISTINCT device_stream_id FROM google_obligations_rows
+                WHERE state = 'open' AND cross_network_sends > 0 ORDER BY device_stream_id
+                """).map { try $0.decode(String.self, at: 0) }
+        }
+        var requested = 0
+        for device in devices {
+            let failed = try await obligations.state(of: device, store: store).obligations.values
+                .filter { $0.state == .open && !$0.crossNetworkSends.isEmpty && $0.failures.count == $0.crossNetworkSends.count }
+            requested += try await requestReports(of: failed, device: device, now: now)
+        }
+        if requested > 0 {
+            logger.info("failed Google cross-network reports requested again", metadata: ["count": "\(requested)"])
+        }
+        return requested
+    }
+
+    /// Enqueues the cross-network reports of `owed` (obligations of `device`), each against the
+    /// decision it belongs to (see ``reportOpenObligations(device:now:)``); an obligation with
+    /// earlier reports gets a key of its own (`…:<n>`, n the report's number). Returns how many
+    /// were enqueued (not duplicates).
+    private func requestReports(of owed: some Collection<GoogleObligationReducer.Obligation>, device: String,
+                                now: Date) async throws -> Int {
         guard !owed.isEmpty else { return 0 }
+        let process = try await projection.state(of: device, store: store)
         let deviceStream = try StreamID(device)
         let decisionStream = try StreamID("decision-" + device.dropFirst("device-".count))
         let decoder = LedgerJSON.makeDecoder()
@@ -34,7 +77,7 @@ extension AttributionDecider {
             .map { try decoder.decode(AttributionDecided.self, from: $0.data) }
         guard let latest = decisions.last else { return 0 }
         var sends: [SendRequested] = []
-        for obligation in owed {
+        for obligation in owed.sorted(by: { $0.adEventID < $1.adEventID }) {
             let decision: AttributionDecided
             let attributed: Bool
             if let trigger = process.triggers.first(where: { $0.eventID == obligation.causeEventID }) {
@@ -47,7 +90,8 @@ extension AttributionDecider {
                 decision = latest
                 attributed = latest.winner?.source == .google && latest.winner?.campaignID == String(obligation.campaignID)
             }
-            let key = "google:cross_network:\(decision.decisionID.uuidString.lowercased()):\(obligation.adEventID)"
+            var key = "google:cross_network:\(decision.decisionID.uuidString.lowercased()):\(obligation.adEventID)"
+            if !obligation.crossNetworkSends.isEmpty { key += ":\(obligation.crossNetworkSends.count + 1)" }
             let request = SendRequested(
                 sendID: Outbox.sendID(forKey: key), provider: .google, kind: .crossNetwork, causeEventID: decision.decisionID,
                 causeStreamID: decisionStream, deviceStreamID: deviceStream, idempotencyKey: key,
@@ -56,14 +100,9 @@ extension AttributionDecider {
             sends.append(request)
         }
         guard !sends.isEmpty else { return 0 }
-        let enqueued = try await store.pool.withTransaction { [store, sends] connection in
+        return try await store.pool.withTransaction { [store, sends] connection in
             try sends.filter { try !Outbox.enqueue($0, store: store, now: now, on: connection).wasDuplicate }.count
         }
-        if enqueued > 0 {
-            logger.info("Google cross-network reports requested for obligations outside a decision",
-                        metadata: ["count": "\(enqueued)"])
-        }
-        return enqueued
     }
 
     /// The devices with an open Google obligation that no report was requested for (from the

@@ -11,7 +11,7 @@ struct DecisionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "decisions",
         abstract: "Work with attribution decisions.",
-        subcommands: [Redo.self, Decide.self]
+        subcommands: [Redo.self, Decide.self, ReportAgain.self]
     )
 
     /// `ledger decisions redo --rule-version N [--since T]`.
@@ -104,6 +104,41 @@ struct DecisionsCommand: AsyncParsableCommand {
                 let decider = AttributionDecider(store: store, settings: settings, logger: logger)
                 let made = try await decider.decidePending(now: Date())
                 print("decided: \(made.count)")
+            }
+        }
+    }
+}
+
+extension DecisionsCommand {
+    /// `ledger decisions report-again`: request again the Google reports that failed for good.
+    struct ReportAgain: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "report-again",
+            abstract: "Request again the Google cross-network reports whose every request failed for good.",
+            discussion: """
+                Seed 000 obliges a cross-network report for every affirmative Google
+                answer. A report that failed for good (retries exhausted, a refused
+                request) leaves its obligation open, and the worker does not request it
+                again by itself. Run this once what made it fail is fixed (credentials,
+                an outage): each such report is requested again, under a new
+                idempotency key; the failed sends stay in the log. Reports that were
+                cancelled (an erased device) are left alone.
+
+                Examples:
+                  ledger decisions report-again
+                """
+        )
+
+        @OptionGroup var database: DatabaseOptions
+
+        func run() async throws {
+            try await reportingFailures {
+                let logger = makeLogger("ledger.decisions")
+                let settings = try loadAttributionSettings()
+                let (pool, store) = try database.openStore(logger: logger)
+                defer { pool.close() }
+                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
+                print("reports requested again: \(try await decider.requestFailedReportsAgain(now: Date()))")
             }
         }
     }
