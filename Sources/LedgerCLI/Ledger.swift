@@ -6,7 +6,7 @@ struct Ledger: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger",
         abstract: "The attribution ledger: an event-sourced record of mobile app attribution in PostgreSQL.",
-        discussion: """
+        discussion: helpText("""
             With no LEDGER_DATABASE_URL, every command uses a private PostgreSQL cluster of its own
             under .ledger/postgres (started on first use, reused afterwards).
 
@@ -15,7 +15,7 @@ struct Ledger: AsyncParsableCommand {
             5 `verify` found a broken link, 6 no projection has the name given,
             7 the projection is already being rebuilt by another process, 8 no such device,
             9 unknown decision rule version, 10 `append` refused some lines, 64 bad usage.
-            """,
+            """),
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self, DemoCommand.self, ServeCommand.self, AppendCommand.self, ReplayCommand.self,

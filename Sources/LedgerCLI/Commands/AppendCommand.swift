@@ -11,7 +11,7 @@ struct AppendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "append",
         abstract: "Record device facts from JSON lines on stdin; prints how many were accepted and why others were refused.",
-        discussion: """
+        discussion: helpText("""
             One fact per line, the HTTP API's event shape plus the app:
               {"app": "com.example.game", "device_id": "install-7f3a", "id": "<uuid>", "type": "FirstOpen",
                "occurred_at": "2026-11-23T10:00:00Z", "data": {…}, "schema_version": 1, "actor": "import"}
@@ -30,7 +30,7 @@ struct AppendCommand: AsyncParsableCommand {
             Examples:
               ledger append < facts.jsonl
               ledger append --json < facts.jsonl     # the summary and refusals as JSON
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

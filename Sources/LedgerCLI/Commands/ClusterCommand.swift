@@ -6,7 +6,7 @@ struct ClusterCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cluster",
         abstract: "Start, stop or locate the private PostgreSQL cluster (.ledger/postgres).",
-        discussion: """
+        discussion: helpText("""
             The cluster listens on a Unix socket only. Other commands start it on demand; it stays up
             for the next command until stopped.
 
@@ -14,7 +14,7 @@ struct ClusterCommand: AsyncParsableCommand {
               ledger cluster start
               ledger cluster url          # prints a conninfo string for psql "$(ledger cluster url)"
               ledger cluster stop
-            """,
+            """),
         subcommands: [Start.self, Stop.self, Status.self, URL.self]
     )
 

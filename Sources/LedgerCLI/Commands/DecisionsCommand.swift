@@ -18,7 +18,7 @@ struct DecisionsCommand: AsyncParsableCommand {
     struct Redo: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-decide recorded decisions with a rule version; changed outcomes supersede, never edit.",
-            discussion: """
+            discussion: helpText("""
                 Recomputes every decision recorded since --since (all without it) from the inputs
                 it read. An unchanged outcome appends nothing; a changed one appends a new
                 AttributionDecided that supersedes the old (both stay in history). Google is told
@@ -29,7 +29,7 @@ struct DecisionsCommand: AsyncParsableCommand {
                 Examples:
                   ledger decisions redo --rule-version 1
                   ledger decisions redo --rule-version last-click-v1 --since 2026-11-01T00:00:00Z --json
-                """
+                """)
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -87,10 +87,10 @@ struct DecisionsCommand: AsyncParsableCommand {
     struct Decide: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Decide every trigger that is ready or overdue now, then exit (the worker does this continuously).",
-            discussion: """
+            discussion: helpText("""
                 Examples:
                   ledger decisions decide
-                """
+                """)
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -115,7 +115,7 @@ extension DecisionsCommand {
         static let configuration = CommandConfiguration(
             commandName: "report-again",
             abstract: "Request again the Google cross-network reports whose every request failed for good.",
-            discussion: """
+            discussion: helpText("""
                 Seed 000 obliges a cross-network report for every affirmative Google
                 answer. A report that failed for good (retries exhausted, a refused
                 request) leaves its obligation open, and the worker does not request it
@@ -126,7 +126,7 @@ extension DecisionsCommand {
 
                 Examples:
                   ledger decisions report-again
-                """
+                """)
         )
 
         @OptionGroup var database: DatabaseOptions

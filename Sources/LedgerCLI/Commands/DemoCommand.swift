@@ -16,7 +16,7 @@ struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Play a simulated day against fake providers: installs, sends, answers, decisions.",
-        discussion: """
+        discussion: helpText("""
             Needs nothing configured: starts the private PostgreSQL (or uses LEDGER_DATABASE_URL),
             applies the schema, starts fake Google, Apple AdServices, Branch and Singular servers on
             127.0.0.1, and records a day of iOS and Android installs, sessions, purchases in several
@@ -30,7 +30,7 @@ struct DemoCommand: AsyncParsableCommand {
             Examples:
               swift run ledger demo
               ledger demo --json     # the summary as JSON, for scripts
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

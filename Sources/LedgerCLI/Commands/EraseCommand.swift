@@ -11,7 +11,7 @@ struct EraseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "erase",
         abstract: "Erase a device's personal data: destroy its key, record ErasureCompleted, cancel its sends.",
-        discussion: """
+        discussion: helpText("""
             The device's events stay in the log (their hashes cover the ciphertext, so `ledger verify`
             still passes), but their personal fields can never be decrypted again: every read,
             replay, projection rebuild and export shows them erased ("ledger_erased" lists them).
@@ -24,7 +24,7 @@ struct EraseCommand: AsyncParsableCommand {
             Examples:
               ledger erase --device device-com.example.game-4f1c2a --requested-by dsar-portal
               ledger erase --app com.example.game --device 4f1c2a --json
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions
@@ -137,11 +137,11 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate",
             abstract: "Re-wrap every data key with the current master key (LEDGER_MASTER_KEY).",
-            discussion: """
+            discussion: helpText("""
                 Procedure (docs/privacy.md): set LEDGER_MASTER_KEY to the new key and
                 LEDGER_MASTER_KEY_PREVIOUS to the old one everywhere, run `ledger keys rotate`, then
                 remove LEDGER_MASTER_KEY_PREVIOUS. One transaction; keys never leave the process.
-                """)
+                """))
 
         @OptionGroup var database: DatabaseOptions
 

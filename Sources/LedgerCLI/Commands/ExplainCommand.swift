@@ -12,7 +12,7 @@ struct ExplainCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explain",
         abstract: "Explain a device's attribution: candidates, reasons, late answers, what Google was told.",
-        discussion: """
+        discussion: helpText("""
             DEVICE is a device stream (device-<app>-<device>) or, with --app, the app's own device id.
             Reads the log (a replay), so it also works while projections are behind or rebuilding.
 
@@ -22,7 +22,7 @@ struct ExplainCommand: AsyncParsableCommand {
               ledger explain device-com.example.game-8C1F2A
               ledger explain --app com.example.game 8C1F2A --as-of 2026-11-20T12:00:00Z
               ledger explain device-com.example.game-8C1F2A --json
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

@@ -10,7 +10,7 @@ struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Write the log as JSON lines (every stored column, hashes in hex), in the order readers apply it.",
-        discussion: """
+        discussion: helpText("""
             Reads gap-safely in batches, from the start or after --after-position, optionally only
             some event types or stream categories, and as of a position or time. Each line is one
             event: position, transaction_id, stream_id, stream_version, event_id, event_type,
@@ -21,7 +21,7 @@ struct ExportCommand: AsyncParsableCommand {
               ledger export > ledger.jsonl
               ledger export --type AttributionDecided --as-of 2026-11-20T00:00:00Z
               ledger export --category device --category decision --after-position 120000
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

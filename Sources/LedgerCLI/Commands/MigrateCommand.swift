@@ -9,7 +9,7 @@ struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Apply the numbered SQL files of schema/ that the database has not applied yet.",
-        discussion: """
+        discussion: helpText("""
             Each file is applied once, in its own transaction, and recorded with its SHA-256; a file
             that fails leaves nothing of itself applied, and an applied file that changed is refused.
 
@@ -18,7 +18,7 @@ struct MigrateCommand: AsyncParsableCommand {
               ledger migrate --status
               ledger migrate --status --json
               LEDGER_DATABASE_URL=postgresql://ledger@db.internal/ledger ledger migrate
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

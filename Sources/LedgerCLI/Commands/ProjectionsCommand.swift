@@ -11,7 +11,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "projections",
         abstract: "Show where each projection stands in the log, or rebuild one from position 0.",
-        discussion: """
+        discussion: helpText("""
             Projections turn the log into answers (per-device SKAN state, AdServices tokens, Branch
             identity, Google obligations). Each keeps a checkpoint in the log and records the code
             version its tables were built with; after deploying a change to a projection, `status`
@@ -21,7 +21,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
               ledger projections status
               ledger projections rebuild skan_devices
               ledger projections rebuild --all
-            """,
+            """),
         subcommands: [Status.self, Rebuild.self]
     )
 
@@ -29,7 +29,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List every projection: versions, checkpoint, lag, and whether it must be rebuilt.",
-            discussion: """
+            discussion: helpText("""
                 Creates any projection table or checkpoint row that is missing, then prints one line
                 per projection: the version of the running code, the version its tables were built
                 with, its checkpoint position, the events applied since its last (re)build, and how
@@ -53,7 +53,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
                   ledger projections status
                   ledger projections status --json | jq 'select(.stale)'
                   ledger projections status --horizon-after 0
-                """
+                """)
         )
 
         @OptionGroup var database: DatabaseOptions
@@ -105,7 +105,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
     struct Rebuild: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Rebuild a projection (or all of them) from position 0 and swap it in atomically.",
-            discussion: """
+            discussion: helpText("""
                 Builds the projection into shadow tables from the whole log while appends and the live
                 runner go on, catches up, then swaps the shadow tables in within one transaction:
                 readers see the old tables until the swap and the new ones after it, never a
@@ -119,7 +119,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 Examples:
                   ledger projections rebuild skan_devices
                   ledger projections rebuild --all
-                """
+                """)
         )
 
         @OptionGroup var database: DatabaseOptions

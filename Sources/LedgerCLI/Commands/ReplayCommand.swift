@@ -10,7 +10,7 @@ struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Print a device's story in order: its events, every request, answer and decision.",
-        discussion: """
+        discussion: helpText("""
             Reads the device's stream, its decisions and the streams of every send requested for it,
             in the order projections apply them. With --as-of, only what the ledger held then.
             Replaying never sends anything.
@@ -21,7 +21,7 @@ struct ReplayCommand: AsyncParsableCommand {
               ledger replay --device device-com.example.game-8C1F2A
               ledger replay --app com.example.game --device 8C1F2A --as-of 2026-11-20T12:00:00Z
               ledger replay --device device-com.example.game-8C1F2A --json   # JSON lines, every column
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

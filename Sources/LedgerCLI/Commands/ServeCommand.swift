@@ -12,7 +12,7 @@ struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the HTTP API: append device facts, read device state, SKAN, attribution and history.",
-        discussion: """
+        discussion: helpText("""
             API keys come from LEDGER_API_KEYS (JSON: app id → SHA-256 hex digest of the key, or a
             list of digests) or the file LEDGER_API_KEYS_FILE / --api-keys-file names. The server
             stores no key, only digests: make one with `printf %s "$KEY" | ledger serve --hash-key`.
@@ -26,7 +26,7 @@ struct ServeCommand: AsyncParsableCommand {
               LEDGER_API_KEYS='{"com.example.game":"<sha256 hex>"}' ledger serve
               ledger serve --host 0.0.0.0 --port 8080 --api-keys-file /etc/ledger/api-keys.json
               printf %s "$KEY" | ledger serve --hash-key
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

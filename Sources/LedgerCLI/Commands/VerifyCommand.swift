@@ -9,7 +9,7 @@ struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Recompute every stream's hash chain and every seal; name the first broken event.",
-        discussion: """
+        discussion: helpText("""
             Each event's hash covers its stored bytes and the previous event of its stream, so an
             edited event breaks its stream's chain; seals commit to the global order, so removed
             events break a seal. Reads one consistent snapshot; appends may go on meanwhile.
@@ -19,7 +19,7 @@ struct VerifyCommand: AsyncParsableCommand {
             Examples:
               ledger verify
               ledger verify --json
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions
@@ -68,13 +68,13 @@ struct SealCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "seal",
         abstract: "Seal the events appended since the last seal (run it periodically, e.g. every minute).",
-        discussion: """
+        discussion: helpText("""
             A seal is sha256(previous seal || the hashes of the new events in global order), kept in
             the append-only seals table; `ledger verify` recomputes them.
 
             Example:
               ledger seal
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions

@@ -15,7 +15,7 @@ struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
         abstract: "Send pending requests to Google, Apple AdServices, Branch and Singular, by each one's rules.",
-        discussion: """
+        discussion: helpText("""
             Claims due sends (FOR UPDATE SKIP LOCKED), records each try before the call and its
             outcome after it, retries by each provider's documented rules, and rescues the sends
             of workers that died. Any number of workers may share one database. SIGTERM or SIGINT
@@ -37,7 +37,7 @@ struct WorkerCommand: AsyncParsableCommand {
               ledger worker --slots 32 --lease 120
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
-            """
+            """)
     )
 
     @OptionGroup var database: DatabaseOptions
