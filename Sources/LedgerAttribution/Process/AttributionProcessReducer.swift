@@ -99,7 +99,8 @@ public struct AttributionProcessReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "attribution_process"
-    public let version = 1
+    /// 2: an iAd `ADClientErrorUnknown` does not end the wait for iAd details.
+    public let version = 2
     public var deviceEventTypes: [String] {
         [FirstOpen.eventType, SessionStarted.eventType, AdServicesTokenReceived.eventType,
          IAdAttributionDetailsReceived.eventType, AttributionDecided.eventType]
@@ -137,6 +138,11 @@ public struct AttributionProcessReducer: DeviceStateReducer {
             if state.triggers[index].decisionID != nil {
                 state.triggers[index].lateAnswers.append(LateAnswer(
                     provider: nil, type: event.type, position: record.position, offeredTouch: !touches.isEmpty))
+            } else if received.errorCode == IAdAttributionDetailsReceived.errorUnknown {
+                // Seed 001: "If you receive ADClientErrorUnknown, wait a few seconds and try
+                // again": the app's next answer is the one to wait for (the deadline still bounds
+                // the wait). Only a dictionary or ADClientErrorLimitAdTracking ends it.
+                state.triggers[index].inputPositions.append(record.position)
             } else {
                 state.triggers[index].iAdReceived = true
                 state.triggers[index].candidates += touches
