@@ -62,8 +62,12 @@ public struct SKANPostback: Sendable, Hashable {
     public var didWin: Bool?
     /// `postback-sequence-index` (4.0); 0 for earlier versions, which send one postback.
     public var postbackSequenceIndex: Int
-    /// `conversion-value` (fine, 0–63). Not signed.
+    /// `conversion-value` (fine, 0–63). Not signed. Only the first postback (sequence 0) has one.
     public var conversionValue: Int?
+    /// A `conversion-value` a later postback (sequence 1 or 2) carried, which Apple never sends:
+    /// not used as the postback's value, and flagged (``SKANUnsignedCheck``). Being unsigned, it
+    /// cannot make a signed postback refused: anyone on the way could have added it.
+    public var unexpectedConversionValue: Int? = nil
     /// `coarse-conversion-value` (`low`, `medium`, `high`). Not signed.
     public var coarseConversionValue: String?
     /// `country-code` (geo), when the forwarded postback carries one. Not signed.
@@ -182,11 +186,11 @@ public struct SKANPostback: Sendable, Hashable {
             } else {
                 try absent(.postbackSequenceIndex, "Only 4.0 postbacks have a sequence index.")
             }
-            // Not signed.
-            let conversionValue = try ranged(.conversionValue, 0...63, signs: false)
+            // Not signed. Fine values arrive only in the first postback (sequence 0).
+            var conversionValue = try ranged(.conversionValue, 0...63, signs: false)
+            var unexpectedConversionValue: Int?
             if conversionValue != nil, sequenceIndex > 0 {
-                throw .invalid(.conversionValue, "fine_value_first_postback_only",
-                               "Fine values arrive only in the first postback (sequence 0).")
+                (unexpectedConversionValue, conversionValue) = (conversionValue, nil)
             }
             var coarse: String?
             if version == .v4_0 {
@@ -201,12 +205,14 @@ public struct SKANPostback: Sendable, Hashable {
             if let country, country.utf8.count != 2 || !country.utf8.allSatisfy({ (65...90).contains($0) }) {
                 throw .invalid(.countryCode, "iso3166_alpha2", "A country is two uppercase letters (ISO 3166-1 alpha-2).")
             }
-            return SKANPostback(
+            var postback = SKANPostback(
                 version: version, adNetworkID: adNetworkID, appID: appID!, transactionID: transactionID,
                 redownload: redownload!, campaignID: campaignID, sourceIdentifier: sourceIdentifier, sourceAppID: sourceAppID,
                 sourceDomain: sourceDomain, fidelityType: fidelityType, didWin: didWin, postbackSequenceIndex: sequenceIndex,
                 conversionValue: conversionValue, coarseConversionValue: coarse, countryCode: country, signature: signature,
                 signedMessage: Data(signed))
+            postback.unexpectedConversionValue = unexpectedConversionValue
+            return postback
         }
 
         func signatureBytes() throws(SKANPostbackError) -> Data {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import LedgerDomain
 @testable import LedgerSKANPostbacks
 
 // The postback schema of each version (Apple's "Identifying the parameters in install-validation
@@ -83,11 +84,23 @@ struct SchemaTests {
                       field: "source-identifier", rule: "digits_2_4")
         expectRefused(AppleExamples.replacing(Self.v4, "source-identifier", "\"5239\"", "\"52391\""), .invalidValue,
                       field: "source-identifier", rule: "digits_2_4")
-        // Fine values arrive only in the first postback.
-        expectRefused(AppleExamples.replacing(Self.v4, "postback-sequence-index", "0", "1"), .invalidValue,
-                      field: "conversion-value", rule: "fine_value_first_postback_only")
         expectRefused(AppleExamples.replacing(Self.v4, "conversion-value", "63", "63, \"country-code\": \"usa\""),
                       .invalidValue, field: "country-code", rule: "iso3166_alpha2")
+    }
+
+    // skan-postbacks.md: "Fine values arrive only in the first postback", and the unsigned fields
+    // "need the network-side cross-check ...; flag them". A later postback carrying one is not
+    // refused (anyone on the way could have added it to a genuine postback): the value is set
+    // aside and the postback flagged as a mismatch, so its values are never decoded.
+    @Test("a fine value in a later postback is set aside and flagged, not a refusal")
+    func fineValueInALaterPostback() throws {
+        let later = try SKANPostback.parse(Data(AppleExamples.replacing(Self.v4, "postback-sequence-index", "0", "1").utf8))
+        #expect(later.postbackSequenceIndex == 1 && later.conversionValue == nil && later.unexpectedConversionValue == 63)
+        let (check, mismatches) = SKANUnsignedCheck.compare(later, with: nil)
+        #expect(check == .mismatch && mismatches == ["conversion-value"])
+        let first = try SKANPostback.parse(Data(Self.v4.utf8))
+        #expect(first.conversionValue == 63 && first.unexpectedConversionValue == nil)
+        #expect(SKANUnsignedCheck.compare(first, with: nil).check == .unconfirmed)
     }
 
     @Test("required fields and types per version")

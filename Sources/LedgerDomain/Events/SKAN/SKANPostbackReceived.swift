@@ -43,7 +43,8 @@ public struct SKANPostbackReceived: LedgerEvent {
         case unconfirmed
         /// The network's report agrees with every unsigned value it names.
         case confirmed
-        /// At least one unsigned value differs (see ``unsignedMismatches``).
+        /// At least one unsigned value differs from the network's report, or is one Apple never
+        /// sends (a fine value in a later postback): see ``unsignedMismatches``.
         case mismatch
     }
 
