@@ -52,14 +52,9 @@ struct DecisionsCommand: AsyncParsableCommand {
                     }
                     sinceDate = parsed
                 }
-                let logger = makeLogger("ledger.decisions")
-                let settings = try loadAttributionSettings()
-                let (pool, store) = try database.openStore(logger: logger)
-                defer { pool.close() }
-                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
                 let report: RedoReport
                 do {
-                    report = try await decider.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date())
+                    report = try await database.withDecider { try await $0.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date()) }
                 } catch let error as UnknownRuleVersion {
                     throw CLIFailure(exitCode: .unknownRuleVersion, message: error.description)
                 }
@@ -97,12 +92,7 @@ struct DecisionsCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingFailures {
-                let logger = makeLogger("ledger.decisions")
-                let settings = try loadAttributionSettings()
-                let (pool, store) = try database.openStore(logger: logger)
-                defer { pool.close() }
-                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
-                let made = try await decider.decidePending(now: Date())
+                let made = try await database.withDecider { try await $0.decidePending(now: Date()) }
                 print("decided: \(made.count)")
             }
         }
@@ -133,14 +123,22 @@ extension DecisionsCommand {
 
         func run() async throws {
             try await reportingFailures {
-                let logger = makeLogger("ledger.decisions")
-                let settings = try loadAttributionSettings()
-                let (pool, store) = try database.openStore(logger: logger)
-                defer { pool.close() }
-                let decider = AttributionDecider(store: store, settings: settings, logger: logger)
-                print("reports requested again: \(try await decider.requestFailedReportsAgain(now: Date()))")
+                let requested = try await database.withDecider { try await $0.requestFailedReportsAgain(now: Date()) }
+                print("reports requested again: \(requested)")
             }
         }
+    }
+}
+
+extension DatabaseOptions {
+    /// Runs `body` with a decider on this database and the configured attribution settings
+    /// (``loadAttributionSettings()``); its pool closes afterwards.
+    func withDecider<T>(_ body: (AttributionDecider) async throws -> T) async throws -> T {
+        let logger = makeLogger("ledger.decisions")
+        let settings = try loadAttributionSettings()
+        let (pool, store) = try openStore(logger: logger)
+        defer { pool.close() }
+        return try await body(AttributionDecider(store: store, settings: settings, logger: logger))
     }
 }
 
