@@ -27,7 +27,9 @@ public struct SKANPostbackProjection: Projection {
     /// `skan_postbacks`.
     public let name = "skan_postbacks"
     /// Raise with every change to what it computes.
-    public let version = 1
+    /// 2: a later postback's fine value is set aside and flagged, not a refusal; events stored
+    /// without the ingestor get their unsigned check here.
+    public let version = 2
     /// Postbacks and conversion models.
     public var eventTypes: [String] { [SKANConversionModelConfigured.eventType, SKANPostbackReceived.eventType] }
     /// Its tables, the postbacks first.

@@ -80,13 +80,15 @@ struct SKANProjectionStep {
         } else {
             status = postback.didWin == false ? .notWon : .counted
         }
-        let decodable = status == .counted && event.unsignedCheck != .mismatch
+        // An event stored without the ingestor has no recorded check: made here, the same way.
+        let check = event.unsignedCheck ?? SKANUnsignedCheck.compare(postback, with: event.reportedValues).check
+        let decodable = status == .counted && check != .mismatch
         postbackRows.append([
             .uuid(record.id), .int64(record.position), .timestamptz(event.receivedAt), .text(day), .text(event.forwardingNetwork),
             .text(status.rawValue), .text(postback.appID), .text(postback.adNetworkID), .text(postback.source),
             .text(postback.version.rawValue), .text(postback.transactionID), .int64(Int64(postback.postbackSequenceIndex)),
             .bool(postback.redownload), postback.conversionValue.map { .int64(Int64($0)) } ?? .null,
-            postback.coarseConversionValue.map { .text($0) } ?? .null, .text((event.unsignedCheck ?? .unconfirmed).rawValue),
+            postback.coarseConversionValue.map { .text($0) } ?? .null, .text(check.rawValue),
             .bool(decodable),
         ])
         dirtyDays.insert(AppDay(app: postback.appID, day: day))

@@ -389,6 +389,31 @@ import Testing
         }
     }
 
+    /// An erased device's failed reports are never requested again: Google would get a request
+    /// for a device whose data is gone. (Two guards hold this: the device query skips erased
+    /// devices, and a replay of an erased device yields no obligation; either alone passes.)
+    @Test func anErasedDevicesFailedReportIsNotRequestedAgain() async throws {
+        try await Self.withRig { rig in
+            _ = try await rig.install()
+            try await rig.drainAll()
+            rig.fakes.google.enqueue(.status(400, body: #"{"errors":["bad request"]}"#))  // the report's answer
+            try await rig.decide(now: Date())
+            try await rig.drainAll()
+            _ = try await DeviceEraser(store: rig.store).erase(device: try StreamID(Self.device), requestedBy: "test",
+                                                               requestedAt: Date())
+            let deadline = ContinuousClock.now + .seconds(30)  // the projection's table catches up
+            var owed = 0
+            while owed == 0, ContinuousClock.now < deadline {
+                try await rig.decider.decidePending(now: Date())
+                owed = try await rig.store.pool.query("""
+                    SELECT count(*) FROM google_obligations_rows WHERE state = 'open' AND cross_network_sends = 1
+                    """).single().decode(Int.self, at: 0)
+            }
+            #expect(owed == 1, "the table still shows the obligation owed")
+            #expect(try await rig.decider.requestFailedReportsAgain(now: Date()) == 0)
+        }
+    }
+
     /// No provider enabled: nothing to wait for, the install is organic at once.
     @Test func noProvidersMeansOrganicAtOnce() async throws {
         let settings = AttributionSettings(defaults: AppAttributionSettings(providers: []))

@@ -250,8 +250,9 @@ struct SendQueueTests {
                 try SendQueue.rescue(now: testEpoch.addingTimeInterval(61), store: store, on: $0)
             }
             #expect(laterRescue == 1)
-            // No attempt was recorded for the live worker's claim: released, no outcome-unknown.
-            #expect(try await streamTypes(claimedLive[0].streamID, store: store) == ["SendRequested"])
+            // No attempt was recorded for the live worker's claim: released, no outcome-unknown; the
+            // log says that try made no call.
+            #expect(try await streamTypes(claimedLive[0].streamID, store: store) == ["SendRequested", "RetryScheduled"])
             let again = try await store.pool.withConnection {
                 try SendQueue.claim(limit: 5, owner: "w3", now: testEpoch.addingTimeInterval(61), lease: 60, on: $0)
             }
@@ -337,19 +338,34 @@ struct SendQueueTests {
             let device = "device-app1-r"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "r1", now: testEpoch, store: store)
-            func claimCall(at now: Date) async throws -> Int {
-                let claim = try #require(try await store.pool.withConnection {
+            func claim(at now: Date) async throws -> SendQueue.Claim {
+                try #require(try await store.pool.withConnection {
                     try SendQueue.claim(limit: 1, owner: "w1", now: now, lease: 60, on: $0)
                 }.first)
-                return claim.attempt - claim.uncalled
             }
-            #expect(try await claimCall(at: testEpoch) == 1)
+            let first = try await claim(at: testEpoch)
+            #expect(first.attempt - first.uncalled == 1)
             // The worker dies before recording its attempt; the lease runs out.
             let later = testEpoch.addingTimeInterval(61)
             #expect(try await store.pool.withConnection { try SendQueue.rescue(now: later, store: store, on: $0) } == 1)
-            #expect(try await claimCall(at: later) == 1, "live queue")
+            let second = try await claim(at: later)
+            #expect(second.attempt - second.uncalled == 1, "the rescued try was no call")
+            // The second try calls and is answered with a retry.
+            let retryAt = later.addingTimeInterval(100)
+            _ = try await store.pool.withConnection { connection in
+                try store.append([StreamAppend([
+                    try NewEvent(SendAttempted(attempt: second.attempt,
+                                               request: RecordedRequest(method: "POST", url: "https://example.test/", headers: [])),
+                                 occurredAt: later),
+                    try NewEvent(RetryScheduled(attempt: second.attempt, rule: "http_5xx_backoff", notBefore: retryAt), occurredAt: later),
+                ], to: second.streamID)], where: SendQueue.settled([(second, retryAt)], owner: "w1"), on: connection)
+            }
+            // The next try is the send's second call, in the live queue and in one rebuilt from the log.
+            let live = try await claim(at: retryAt)
+            #expect(live.attempt - live.uncalled == 2, "live queue")
             _ = try await store.pool.withConnection { try SendQueue.rebuild(on: $0) }
-            #expect(try await claimCall(at: later) == 1, "rebuilt queue")
+            let rebuilt = try await claim(at: retryAt)
+            #expect(rebuilt.attempt - rebuilt.uncalled == 2, "rebuilt queue")
         }
     }
 

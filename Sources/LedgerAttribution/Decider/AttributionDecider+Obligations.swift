@@ -36,8 +36,8 @@ extension AttributionDecider {
     /// obligation is open again, with as many failures as reports): for ops, once what made them
     /// fail is fixed (credentials, an outage). The report is built as
     /// ``reportOpenObligations(device:now:)`` builds it, under a new idempotency key (the old
-    /// sends stay in the log). An obligation whose report was cancelled (the device erased, the
-    /// report superseded) is left alone.
+    /// sends stay in the log). An obligation whose report was cancelled (the report superseded)
+    /// is left alone, and so is every obligation of an erased device.
     /// - Returns: how many reports were requested.
     public func requestFailedReportsAgain(now: Date) async throws -> Int {
         let runner = ProjectionRunner(store: store, projections: [projection, obligations], logger: logger)
@@ -45,8 +45,10 @@ extension AttributionDecider {
         try await runner.catchUp()
         let devices = try await store.pool.withConnection { connection in
             try connection.query("""
-                SELECT DISTINCT device_stream_id FROM google_obligations_rows
-                WHERE state = 'open' AND cross_network_sends > 0 ORDER BY device_stream_id
+                SELECT DISTINCT device_stream_id FROM google_obligations_rows AS o
+                WHERE state = 'open' AND cross_network_sends > 0
+                  AND NOT EXISTS (SELECT 1 FROM privacy_erasures AS e WHERE e.subject = o.device_stream_id)
+                ORDER BY device_stream_id
                 """).map { try $0.decode(String.self, at: 0) }
         }
         var requested = 0

@@ -141,7 +141,8 @@ public struct AttributionProcessReducer: DeviceStateReducer {
             } else if received.errorCode == IAdAttributionDetailsReceived.errorUnknown {
                 // Seed 001: "If you receive ADClientErrorUnknown, wait a few seconds and try
                 // again": the app's next answer is the one to wait for (the deadline still bounds
-                // the wait). Only a dictionary or ADClientErrorLimitAdTracking ends it.
+                // the wait). A dictionary or any other error (LimitAdTracking: no data will
+                // ever come) ends it.
                 state.triggers[index].inputPositions.append(record.position)
             } else {
                 state.triggers[index].iAdReceived = true

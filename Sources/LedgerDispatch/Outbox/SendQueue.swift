@@ -173,7 +173,8 @@ public enum SendQueue {
     /// longer holds its liveness lock): each goes back to pending, and a try that had been
     /// recorded as attempted (`SendAttempted` committed, no outcome) gets `SendOutcomeUnknown` —
     /// the call may or may not have reached the provider. A try that recorded nothing made no
-    /// call, and is counted among the send's ``Claim/uncalled`` tries. All in one transaction; returns how
+    /// call: it gets `RetryScheduled` (`rescued_before_attempt`, `called: false`) and is counted
+    /// among the send's ``Claim/uncalled`` tries. All in one transaction; returns how
     /// many were rescued.
     public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
         try connection.transaction { connection in
@@ -214,12 +215,14 @@ public enum SendQueue {
                         detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
                     try store.append([try NewEvent(unknown, occurredAt: now)], to: send.streamID, on: connection)
                 }
-                try release(send.sendID, notBefore: now, on: connection)
                 if !attempted {
                     // The try recorded nothing, so it called nobody: it is not one of the send's
-                    // calls (the queue rebuilt from the log, which never saw its number, agrees).
+                    // calls. The log says so too, so the queue rebuilt from it agrees.
+                    let retry = RetryScheduled(attempt: send.attempt, rule: "rescued_before_attempt", notBefore: now, called: false)
+                    try store.append([try NewEvent(retry, occurredAt: now)], to: send.streamID, on: connection)
                     try connection.execute("UPDATE send_queue SET uncalled = uncalled + 1 WHERE send_id = \(send.sendID)")
                 }
+                try release(send.sendID, notBefore: now, on: connection)
             }
             if !stale.isEmpty { try connection.notify(channel: Outbox.channel) }
             return stale.count

@@ -74,11 +74,12 @@ public struct ProviderSendRules: SendRules {
     /// - Singular: a device whose SKAN registration is not in the log yet waits for it. Seed 004's
     ///   snippet registers on the first launch before it sends the session, but the app records
     ///   the registration as a fact of its own (`SKANRegistered`), which may reach the ledger after
-    ///   the first open's send is claimed. Such a send is retried without a call
-    ///   (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) up to
+    ///   the first open's send is claimed. That send (the one caused by `FirstOpen`) is retried
+    ///   without a call (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) up to
     ///   ``singularRegistrationWaits`` times, counted from its first try (so a worker that was
     ///   behind still waits); then the build refuses it (`not_registered`). The device's later
-    ///   Singular calls wait behind it in its lane.
+    ///   Singular calls wait behind it in its lane, and do not wait themselves: a device still
+    ///   unregistered by then fails them at once, so it cannot hold its lane for long.
     ///
     /// Everything else: `nil`.
     public func preflight(_ context: SendContext) -> SendDisposition? {
@@ -90,7 +91,9 @@ public struct ProviderSendRules: SendRules {
             // A call needs the registration, so an unregistered device's send has made none: its
             // earlier tries were all waits (or tries that missed their call otherwise).
             let waits = context.attempt - 1
-            guard !context.skan.skan.isRegistered, waits < singularRegistrationWaits else { return nil }
+            guard context.cause.type == FirstOpen.eventType, !context.skan.skan.isRegistered,
+                waits < singularRegistrationWaits
+            else { return nil }
             return .retry(notBefore: context.now.addingTimeInterval(5 * pow(2, Double(min(waits, 20)))),
                           rule: "singular_skan_not_registered_yet")
         default:

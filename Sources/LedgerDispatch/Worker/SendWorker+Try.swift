@@ -171,8 +171,9 @@ extension SendWorker {
     /// A try whose lease could run out before its call ends is not called at all: another worker
     /// could rescue it mid-call and call again. It is settled at once as a retry
     /// (`lease_too_short_for_call`), and the next try, with a lease of its own, calls: due at once
-    /// the first time, then after 2, 4, 8 … s (at most a lease) when the send's tries keep missing
-    /// their calls, so a lease too short for any call cannot spin the queue. A send that
+    /// when none of the send's tries missed its call before, then after 2, 4, 8 … s (at most a
+    /// lease; any earlier try without a call counts), so a lease too short for any call cannot
+    /// spin the queue. A send that
     /// waited for its slot (one recorded ahead) is looked at again with the time it is now: its
     /// deadline, the rules' preflight (Apple's 24 h, …) and its request, rebuilt (a Branch open drops
     /// an Apple token past its 24 h; a Singular send whose SKAN window closed fails) decide as they
@@ -188,7 +189,7 @@ extension SendWorker {
         let leaseLeft = claim.leaseExpiresAt.timeIntervalSince(current.now)
         if leaseLeft < Self.leaseNeededForCall(lease: configuration.lease, requestTimeout: configuration.requestTimeout) {
             callSlots.release()
-            logger.warning("a try's lease could run out before its call ends; not called, tried again at once", metadata: [
+            logger.warning("a try's lease could run out before its call ends; not called, tried again", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
             ])
             let backOff = claim.uncalled == 0 ? 0 : min(configuration.lease, pow(2, Double(min(claim.uncalled, 30))))
