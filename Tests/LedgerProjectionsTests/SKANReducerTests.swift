@@ -151,6 +151,19 @@ struct SKANReducerTests {
         #expect(state.singularErrors["unparseable_answer"] == 1)
     }
 
+    // provider-rules (Singular SKAN 4): "in p0, fine and coarse are set (previous values kept as
+    // prev)". An app update with a coarse value only sets no fine value, so the previous fine value
+    // stays the one before the last fine value.
+    @Test func aCoarseOnlyUpdateInP0KeepsThePreviousFineValue() throws {
+        var history = try registered()
+        try history.add(SKANConversionValueUpdated(fineValue: 5, coarseValue: .low), at: start.addingTimeInterval(hour))
+        try history.add(SKANConversionValueUpdated(fineValue: 9, coarseValue: .low), at: start.addingTimeInterval(2 * hour))
+        try history.add(SKANConversionValueUpdated(coarseValue: .high), at: start.addingTimeInterval(3 * hour))
+        let state = try history.replay(reducer)
+        #expect(state.skan.conversionValue == 9 && state.skan.previousFineValue == 5)
+        #expect(state.skan.p0Coarse == .high && state.updatesApplied == 3)
+    }
+
     // seed 004's snippet reads `conversion_value` first and looks at `status` only without one:
     // the projection applies what the worker's classifier counted as a success.
     @Test func aSingularValueCountsWhateverTheStatus() throws {

@@ -64,7 +64,8 @@ public struct SKANDeviceReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "skan_devices"
-    /// 2: an answer with a `conversion_value` and a `status` other than `ok` is applied.
+    /// 2: an answer with a `conversion_value` and a `status` other than `ok` is applied; a
+    /// coarse-only update in p0 keeps the previous fine value.
     public let version = 2
     public var deviceEventTypes: [String] {
         [SKANRegistered.eventType, SKANConversionValueUpdated.eventType, RevenueRecorded.eventType]
@@ -103,8 +104,12 @@ public struct SKANDeviceReducer: DeviceStateReducer {
                 state.lastSingularAnswer?.confirmedByDevice = true
                 return
             }
+            // Without a fine value the update keeps the current one; in p0 it is then no new fine
+            // value, so the previous one stays what it was ("previous values kept as prev").
+            let previousFine = state.skan.previousFineValue
             applyUpdate(fine: update.fineValue ?? state.skan.conversionValue ?? 0, coarse: coarse,
                         lock: update.lockWindow, at: event.occurredAt, to: &state)
+            if update.fineValue == nil { state.skan.previousFineValue = previousFine }
         case ResponseReceived.eventType where event.send?.kind == .conversionValue:
             let response = try event.decode(ResponseReceived.self)
             guard (200...299).contains(response.status), let body = response.body?.bytes else { return }
