@@ -81,6 +81,26 @@ struct WorkerTests {
         return opens
     }
 
+    // seed 002: after a 404, "initiate retries at intervals of 5 seconds, with a maximum of three
+    // attempts": three 404s, whatever came before them. Two 500s first (retried with their own
+    // back-off) leave the lookup its three 404 attempts.
+    @Test func apple404sAreCountedApartFromEarlierServerErrors() async throws {
+        try await Self.withRig { rig in
+            let cause = try await install(rig)
+            rig.fakes.apple.enqueue(.status(500), .status(500), .status(404), .status(404), .status(404))
+            let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "apple:500",
+                                         now: testEpoch, store: rig.store)
+            let stream = StreamID.send(id: send.sendID).rawValue
+            for _ in 0..<8 where try await queueCount(rig.store) > 0 {
+                _ = try await rig.worker.drain()
+                rig.clock.advance(by: 300)
+            }
+            #expect(rig.fakes.apple.requestCount == 5)
+            let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: try #require(try await rig.store.readStream(stream).last).data)
+            #expect(failed.rule == "adservices_404_gave_up" && failed.attempt == 5)
+        }
+    }
+
     // seed 002: 404 means "too soon" — retry every 5 s, at most 3 attempts; the third try's 200 settles it.
     @Test func apple404404200SucceedsOnTheThirdTry() async throws {
         try await Self.withRig { rig in

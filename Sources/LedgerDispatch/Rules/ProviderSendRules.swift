@@ -143,8 +143,8 @@ public struct ProviderSendRules: SendRules {
                 return .failed(rule: error.rule, detail: error.detail)
             }
             return AdServicesClassifier.classify(
-                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.call, now: context.now,
-                policy: adServicesPolicy)
+                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.call,
+                notFoundBefore: context.earlierAnswers?.filter { $0 == 404 }.count, now: context.now, policy: adServicesPolicy)
         case .branch:
             let branchAnswer: BranchClassifier.Answer
             switch answer {
@@ -163,6 +163,12 @@ public struct ProviderSendRules: SendRules {
             return SingularClassifier.classify(
                 singularAnswer, attempt: context.call, now: context.now, policy: singularPolicy)
         }
+    }
+
+    /// Apple AdServices counts its "maximum of three attempts" among the answers that were 404s
+    /// (seed 002): a 404 after earlier calls answered otherwise (a 500) needs those answers.
+    public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool {
+        context.send.provider == .appleAdServices && context.call > 1 && answer.providerResponse?.status == 404
     }
 
     // MARK: - Shared

@@ -35,6 +35,9 @@ public struct SendContext: Sendable {
     public var now: Date
     /// A number in [0, 1) for back-off jitter (fixed in tests).
     public var jitter: Double
+    /// The HTTP statuses of this send's earlier answers, oldest first, when the rules asked for
+    /// them (``SendRules/needsEarlierAnswers(_:context:)``); `nil` otherwise.
+    public var earlierAnswers: [Int]? = nil
     /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it, for
     /// causes that do not carry it whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`
     /// and `user_agent` ("the builders then use the last session's", docs/events.md), and
@@ -87,6 +90,16 @@ public protocol SendRules: Sendable {
 
     /// What the answer means: succeeded, retry (when and by which rule), or failed for good.
     func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition
+
+    /// Whether ``classify(_:context:)`` needs the send's earlier answers
+    /// (``SendContext/earlierAnswers``) to judge `answer`: the worker then reads them from the
+    /// send's stream first. Rarely true, so most answers cost no read.
+    func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool
+}
+
+extension SendRules {
+    /// No earlier answers needed.
+    public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool { false }
 }
 
 /// A send whose request cannot be built: recorded as `SendFailed` with this rule.

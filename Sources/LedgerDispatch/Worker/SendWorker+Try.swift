@@ -223,6 +223,17 @@ extension SendWorker {
         }
         var judged = context
         judged.now = clock.now()
+        if rules.needsEarlierAnswers(answer, context: judged) {
+            do {
+                judged.earlierAnswers = try await store.readStream(claim.streamID)
+                    .filter { $0.type == ResponseReceived.eventType }
+                    .map { try $0.decode(ResponseReceived.self).status }
+            } catch {
+                logger.warning("the send's earlier answers could not be read; judged without them", metadata: [
+                    "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",
+                ])
+            }
+        }
         var disposition = rules.classify(answer, context: judged)
         if case .retry(let notBefore, let rule) = disposition, notBefore > claim.deadline {
             disposition = .failed(rule: "deadline_passed", detail: "\(rule): the next try would fall after the send's deadline")

@@ -55,8 +55,11 @@ public enum AdServicesClassifier {
     /// - Parameters:
     ///   - response: Apple's answer, or `nil` when the transport got none (handled like a 500).
     ///   - issuedAt: when the app generated the token.
+    ///   - notFoundBefore: how many earlier calls of this lookup Apple answered 404; `nil` when
+    ///     not known, counted then as every earlier call. The 404 rule's "maximum of three
+    ///     attempts" counts these, not calls answered otherwise (a 500 has its own back-off).
     public static func classify(
-        _ response: ProviderResponse?, tokenIssuedAt issuedAt: Date, attempt: Int, now: Date,
+        _ response: ProviderResponse?, tokenIssuedAt issuedAt: Date, attempt: Int, notFoundBefore: Int? = nil, now: Date,
         policy: AdServicesRetryPolicy = AdServicesRetryPolicy()
     ) -> SendDisposition {
         let expiresAt = issuedAt.addingTimeInterval(policy.tokenTTL)
@@ -85,10 +88,11 @@ public enum AdServicesClassifier {
                 detail: "Apple: \"The token is invalid.\" The app must fetch a new token; the next one is a new lookup.")
         case 404:
             guard isTokenLive(issuedAt: issuedAt, now: now, policy: policy) else { return expired(issuedAt, policy) }
-            guard max(attempt, 1) < policy.notFoundMaxAttempts else {
+            let notFound = (notFoundBefore ?? max(attempt, 1) - 1) + 1
+            guard notFound < policy.notFoundMaxAttempts else {
                 return .failed(
                     rule: "adservices_404_gave_up",
-                    detail: "Apple answered 404 to \(max(attempt, 1)) attempts; seed 002 allows a maximum of \(policy.notFoundMaxAttempts).")
+                    detail: "Apple answered 404 to \(notFound) attempts; seed 002 allows a maximum of \(policy.notFoundMaxAttempts).")
             }
             return retry(after: policy.notFoundRetryInterval, rule: "adservices_404_retry_5s")
         case 500...599:
