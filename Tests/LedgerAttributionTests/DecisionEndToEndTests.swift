@@ -348,28 +348,37 @@ import Testing
         }
     }
 
+    /// An install decided for Google, whose cross-network report Google refuses for good (400).
+    func refusedReport(_ rig: Rig) async throws {
+        _ = try await rig.install()
+        try await rig.drainAll()
+        rig.fakes.google.enqueue(.status(400, body: #"{"errors":["bad request"]}"#))  // the report's answer
+        try await rig.decide(now: Date())
+        try await rig.drainAll()
+    }
+
+    /// The obligations the projection's table shows open with one report, once it has caught up
+    /// (gap-safe horizon; the decider's passes move it), within 30 s.
+    func owedWithOneReport(_ rig: Rig) async throws -> Int {
+        let deadline = ContinuousClock.now + .seconds(30)
+        var owed = 0
+        while owed == 0, ContinuousClock.now < deadline {
+            try await rig.decider.decidePending(now: Date())
+            owed = try await rig.store.pool.query("""
+                SELECT count(*) FROM google_obligations_rows WHERE state = 'open' AND cross_network_sends = 1
+                """).single().decode(Int.self, at: 0)
+        }
+        return owed
+    }
+
     /// Seed 000: a report Google refused for good (a 400) leaves its obligation open, still owed
     /// for ops to see, but the decider does not request it again by itself, and its passes no
     /// longer read the device for it; ops can request it again (`ledger decisions report-again`).
     @Test func aReportRefusedForGoodIsRequestedAgainOnlyByOps() async throws {
         try await Self.withRig { rig in
-            _ = try await rig.install()
-            try await rig.drainAll()
-            rig.fakes.google.enqueue(.status(400, body: #"{"errors":["bad request"]}"#))  // the report's answer
-            try await rig.decide(now: Date())
-            try await rig.drainAll()
+            try await refusedReport(rig)
             #expect(rig.crossNetworkCalls().count == 1)
-            // The projection's table catches up (gap-safe horizon): the obligation is open again,
-            // with its one report.
-            let deadline = ContinuousClock.now + .seconds(30)
-            var owed = 0
-            while owed == 0, ContinuousClock.now < deadline {
-                try await rig.decider.decidePending(now: Date())
-                owed = try await rig.store.pool.query("""
-                    SELECT count(*) FROM google_obligations_rows WHERE state = 'open' AND cross_network_sends = 1
-                    """).single().decode(Int.self, at: 0)
-            }
-            #expect(owed == 1, "the obligation is still owed")
+            #expect(try await owedWithOneReport(rig) == 1, "the obligation is still owed")
             let open = try await rig.decider.obligations.state(of: Self.device, store: rig.store).obligations.values
             #expect(open.first?.failures.isEmpty == false)
             #expect(try await rig.decider.devicesOwingGoogle().isEmpty)
@@ -394,22 +403,10 @@ import Testing
     /// devices, and a replay of an erased device yields no obligation; either alone passes.)
     @Test func anErasedDevicesFailedReportIsNotRequestedAgain() async throws {
         try await Self.withRig { rig in
-            _ = try await rig.install()
-            try await rig.drainAll()
-            rig.fakes.google.enqueue(.status(400, body: #"{"errors":["bad request"]}"#))  // the report's answer
-            try await rig.decide(now: Date())
-            try await rig.drainAll()
+            try await refusedReport(rig)
             _ = try await DeviceEraser(store: rig.store).erase(device: try StreamID(Self.device), requestedBy: "test",
                                                                requestedAt: Date())
-            let deadline = ContinuousClock.now + .seconds(30)  // the projection's table catches up
-            var owed = 0
-            while owed == 0, ContinuousClock.now < deadline {
-                try await rig.decider.decidePending(now: Date())
-                owed = try await rig.store.pool.query("""
-                    SELECT count(*) FROM google_obligations_rows WHERE state = 'open' AND cross_network_sends = 1
-                    """).single().decode(Int.self, at: 0)
-            }
-            #expect(owed == 1, "the table still shows the obligation owed")
+            #expect(try await owedWithOneReport(rig) == 1, "the table still shows the obligation owed")
             #expect(try await rig.decider.requestFailedReportsAgain(now: Date()) == 0)
         }
     }
