@@ -94,7 +94,7 @@ public struct ProviderSendRules: SendRules {
             guard context.cause.type == FirstOpen.eventType, !context.skan.skan.isRegistered,
                 waits < singularRegistrationWaits
             else { return nil }
-            return .retry(notBefore: context.now.addingTimeInterval(5 * pow(2, Double(min(waits, 20)))),
+            return .retry(notBefore: context.now.addingTimeInterval(Backoff.exponential(attempt: waits + 1, base: 5)),
                           rule: "singular_skan_not_registered_yet")
         default:
             return nil

@@ -173,11 +173,10 @@ extension SendWorker {
     /// (`lease_too_short_for_call`), and the next try, with a lease of its own, calls: due at once
     /// when none of the send's tries missed its call before, then after 2, 4, 8 … s (at most a
     /// lease; any earlier try without a call counts), so a lease too short for any call cannot
-    /// spin the queue. A send that
-    /// waited for its slot (one recorded ahead) is looked at again with the time it is now: its
-    /// deadline, the rules' preflight (Apple's 24 h, …) and its request, rebuilt (a Branch open drops
-    /// an Apple token past its 24 h; a Singular send whose SKAN window closed fails) decide as they
-    /// would have at the claim. A request that is no longer the one recorded is not sent: the try
+    /// spin the queue. A send that waited for its slot (one recorded ahead) is looked at again
+    /// with the time it is now: its deadline, the rules' preflight (Apple's 24 h, …) and its
+    /// request, rebuilt (a Branch open drops an Apple token past its 24 h; a Singular send whose
+    /// SKAN window closed fails) decide as they would have at the claim. A request that is no longer the one recorded is not sent: the try
     /// is settled as a retry due at once, and the next try records and sends the new one. (The
     /// try's `SendAttempted` is recorded, so such an outcome names its attempt; its
     /// `RetryScheduled` says it made no call, and the provider's attempts do not count it.)
@@ -192,7 +191,7 @@ extension SendWorker {
             logger.warning("a try's lease could run out before its call ends; not called, tried again", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.attempt": "\(claim.attempt)",
             ])
-            let backOff = claim.uncalled == 0 ? 0 : min(configuration.lease, pow(2, Double(min(claim.uncalled, 30))))
+            let backOff = claim.uncalled == 0 ? 0 : Backoff.exponential(attempt: claim.uncalled, base: 2, cap: configuration.lease)
             await recordOutcome(claim, answer: nil,
                                 disposition: .retry(notBefore: current.now.addingTimeInterval(backOff), rule: "lease_too_short_for_call"),
                                 reach: .attemptedWithoutCall)

@@ -103,7 +103,7 @@ public enum BranchClassifier {
             return .failed(rule: "branch_retries_exhausted", detail: "\(what) after \(attempt) attempts.")
         }
         let backoff = now.addingTimeInterval(
-            BSHTTP.backoff(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))
+            Backoff.exponential(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))
         return .retry(notBefore: max(backoff, retryAfter ?? backoff), rule: rule)
     }
 }

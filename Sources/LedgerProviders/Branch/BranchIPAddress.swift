@@ -46,7 +46,7 @@ public enum BranchIPAddress: Sendable, Hashable {
             default: return true
             }
         case .v6(let b):
-            if case .v4(let mapped) = unmapped { return BranchIPAddress.v4(mapped).isPublic }
+            if case .v4 = unmapped { return unmapped.isPublic }
             if b.prefix(15).allSatisfy({ $0 == 0 }) && (b[15] == 0 || b[15] == 1) { return false }
             if b[0] == 0xFF { return false }
             if b[0] & 0xFE == 0xFC { return false }

@@ -32,12 +32,6 @@ enum BSHTTP {
         return b < 0 ? Int64.max : Int64.min
     }
 
-    /// Exponential back-off: `base * 2^(attempt-1)`, capped at `cap`. `attempt` below 1 counts as 1.
-    static func backoff(attempt: Int, base: TimeInterval, cap: TimeInterval) -> TimeInterval {
-        let exponent = max(0, min(attempt - 1, 30))
-        return min(cap, base * Double(1 << exponent))
-    }
-
     /// The instant a `Retry-After` header allows, or `nil` when the header is absent or unreadable.
     ///
     /// RFC 9110 §10.2.3: either delay-seconds (`120`) or an HTTP-date; recipients accept the

@@ -87,7 +87,7 @@ public enum SingularClassifier {
         guard attempt <= policy.maxRetries else {
             return .failed(rule: "singular_retries_exhausted", detail: "\(rule) after \(attempt) attempts.")
         }
-        let backoff = now.addingTimeInterval(BSHTTP.backoff(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))
+        let backoff = now.addingTimeInterval(Backoff.exponential(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))
         return .retry(notBefore: max(backoff, retryAfter ?? backoff), rule: rule)
     }
 }
