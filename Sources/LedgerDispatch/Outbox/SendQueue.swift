@@ -214,8 +214,7 @@ public enum SendQueue {
                         attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
                         detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
                     try store.append([try NewEvent(unknown, occurredAt: now)], to: send.streamID, on: connection)
-                }
-                if !attempted {
+                } else {
                     // The try recorded nothing, so it called nobody: it is not one of the send's
                     // calls. The log says so too, so the queue rebuilt from it agrees.
                     let retry = RetryScheduled(attempt: send.attempt, rule: "rescued_before_attempt", notBefore: now, called: false)
