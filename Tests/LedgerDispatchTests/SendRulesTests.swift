@@ -167,7 +167,8 @@ struct SendRulesTests {
         #expect(request.queryValue("sdk_version") == "1.2.3")  // "pass the same value as app_version"
         #expect(request.queryValue("timestamp") == "1763000000.500000")  // the cause's occurred_at
         #expect(request.queryValue("gclid") == "Cj0KCQ-gclid")
-        #expect(request.headerValue("User-Agent") == "App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)")
+        // seed 000: name and version are "the analytics/ads product" (the ledger), built server side.
+        #expect(request.headerValue("User-Agent") == "AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)")
         #expect(request.headerValue("X-Forwarded-For") == RulesFixture.deviceIP)
         #expect(request.headerValue("Content-Length") == "0")
         #expect(request.body == nil)
@@ -201,7 +202,29 @@ struct SendRulesTests {
         #expect(request.queryValue("id_type") == "advertisingid")
         #expect(request.queryValue("lat") == "1")
         #expect(request.queryValue("sdk_version") == "5.1")
-        #expect(request.headerValue("User-Agent") == "App/2.0.0 (Android 14; de_DE; Pixel 8; Build/UQ1A.240105.004; Proxy)")
+        #expect(request.headerValue("User-Agent") == "AttributionLedger/1.0.0 (Android 14; de_DE; Pixel 8; Build/UQ1A.240105.004; Proxy)")
+    }
+
+    // seed 000, "User-Agent components": name and version are those of "the analytics/ads product",
+    // "Specified by API consumer"; the app's bundle ID is the name only for a client-side User-Agent.
+    @Test func googleUserAgentNamesTheConfiguredProductNotTheApp() throws {
+        var log = RulesLog()
+        let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
+        let (send, _) = try log.request(.google, .conversion, cause: open, at: RulesFixture.t0)
+        let configured = try ProviderConfiguration.fromEnvironment([
+            "LEDGER_GOOGLE_DEV_TOKEN": RulesFixture.devToken, "LEDGER_GOOGLE_LINK_ID": RulesFixture.linkID,
+            "LEDGER_GOOGLE_USER_AGENT_PRODUCT": "MyAnalyticsCompany/2.4.1"])
+        let request = try configured.rules.buildRequest(RulesFixture.context(send, cause: open))
+        #expect(request.headerValue("User-Agent") == "MyAnalyticsCompany/2.4.1 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)")
+
+        for (text, rule) in [("MyAnalyticsCompany", "product_format"), ("My Company/1.0", "no_separators"),
+                             ("Company/1.0 (x)", "no_separators"), ("/1.0", "required")] {
+            let refused = #expect(throws: ProviderConfigurationError.self) {
+                try ProviderConfiguration.fromEnvironment([
+                    "LEDGER_GOOGLE_DEV_TOKEN": "t", "LEDGER_GOOGLE_LINK_ID": "l", "LEDGER_GOOGLE_USER_AGENT_PRODUCT": text])
+            }
+            #expect(refused?.variable == "LEDGER_GOOGLE_USER_AGENT_PRODUCT" && refused?.rule == rule, "\(text)")
+        }
     }
 
     // seed 000: app_event_name "required if app_event_type is custom"; value with currency_code;

@@ -9,6 +9,7 @@ import LedgerProviders
 /// |---|---|---|
 /// | `LEDGER_GOOGLE_DEV_TOKEN`, `LEDGER_GOOGLE_LINK_ID` | Google app conversion tracking credentials | Google off |
 /// | `LEDGER_GOOGLE_URL` | Google's base URL | `https://www.googleadservices.com` |
+/// | `LEDGER_GOOGLE_USER_AGENT_PRODUCT` | the analytics/ads product the app User-Agent names, `name/version` (seed 000: "Specified by API consumer") | `AttributionLedger/1.0.0` |
 /// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
@@ -67,7 +68,16 @@ public struct ProviderConfiguration: Sendable {
                     throw ProviderConfigurationError(variable: "LEDGER_GOOGLE_URL", rule: error.rule, message: error.message)
                 }
             }
-            google = GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: token, linkID: link), endpoint: googleEndpoint)
+            var product = GoogleUserAgentProduct.ledger
+            if let text = value("LEDGER_GOOGLE_USER_AGENT_PRODUCT") {
+                do {
+                    product = try GoogleUserAgentProduct(parsing: text)
+                } catch {
+                    throw ProviderConfigurationError(variable: "LEDGER_GOOGLE_USER_AGENT_PRODUCT", rule: error.rule, message: error.message)
+                }
+            }
+            google = GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: token, linkID: link), endpoint: googleEndpoint,
+                                                    product: product)
             enabled.append("google")
         }
         var adServices = AdServicesEndpoint.production

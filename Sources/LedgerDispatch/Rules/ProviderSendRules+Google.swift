@@ -124,7 +124,7 @@ extension ProviderSendRules {
             appEventType: type, appEventName: name, rdid: rdid, platform: platform,
             limitAdTracking: device.limitAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
             sdkVersion: device.sdkVersion, timestamp: timestamp, value: valueText, currencyCode: value?.currency.rawValue,
-            gclid: deepLink?.gclid ?? referrerGclid, gbraid: deepLink?.gbraid, userAgent: Self.googleUserAgent(parts),
+            gclid: deepLink?.gclid ?? referrerGclid, gbraid: deepLink?.gbraid, userAgent: Self.googleUserAgent(parts, product: google?.product ?? .ledger),
             deviceIP: ip, eventData: eventData)
     }
 
@@ -144,12 +144,14 @@ extension ProviderSendRules {
         return try building { () throws(ProviderError) in try GoogleEventData.fromJSON(data) }
     }
 
-    /// Seed 000's app User-Agent from the device's parts, with `; Proxy` (built server side):
-    /// `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. A locale written `en-US` is
+    /// Seed 000's app User-Agent, built server side: the analytics/ads `product`'s name and
+    /// version, the device's parts, and `; Proxy`:
+    /// `AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. (The app's own
+    /// name belongs there only in a User-Agent built on the device.) A locale written `en-US` is
     /// given the document's underscore; a missing build is left blank for the builder to refuse.
-    static func googleUserAgent(_ parts: UserAgentParts) -> GoogleAppUserAgent {
+    static func googleUserAgent(_ parts: UserAgentParts, product: GoogleUserAgentProduct) -> GoogleAppUserAgent {
         GoogleAppUserAgent(
-            name: parts.appName, version: parts.appVersion, osAndVersion: "\(parts.osName) \(parts.osVersion)",
+            name: product.name, version: product.version, osAndVersion: "\(parts.osName) \(parts.osVersion)",
             locale: parts.locale.replacingOccurrences(of: "-", with: "_"), device: parts.deviceModel,
             build: parts.build.map { "Build/\($0)" } ?? "", proxy: true)
     }

@@ -14,6 +14,8 @@ public struct GoogleConversionRequestBuilder: Sendable {
     public var link: GoogleAppLink
     /// Where requests go.
     public var endpoint: GoogleEndpoint
+    /// The product the app User-Agent names (its `name/version`): the ledger's, unless configured.
+    public var product: GoogleUserAgentProduct
 
     /// "/pagead/conversion/app/version … Currently the only valid version is 1.0."
     public static let conversionPath = "/pagead/conversion/app/1.0"
@@ -22,10 +24,11 @@ public struct GoogleConversionRequestBuilder: Sendable {
     /// The content type every sample request carries.
     public static let contentType = "application/json; charset=utf-8"
 
-    /// A builder for one app, towards production unless told otherwise.
-    public init(link: GoogleAppLink, endpoint: GoogleEndpoint = .production) {
+    /// A builder for one app, towards production and naming the ledger unless told otherwise.
+    public init(link: GoogleAppLink, endpoint: GoogleEndpoint = .production, product: GoogleUserAgentProduct = .ledger) {
         self.link = link
         self.endpoint = endpoint
+        self.product = product
     }
 
     /// The conversion tracking request: `POST /pagead/conversion/app/1.0?…`.

@@ -138,3 +138,47 @@ public struct GoogleAppUserAgent: Sendable, Hashable, Codable {
         ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (seed 000)")
     }
 }
+
+/// The analytics/ads product the app User-Agent names: seed 000's `name` ("The name of the
+/// analytics/ads product. (AdMob)") and `version` ("The version of the analytics/ads product"),
+/// both "Specified by API consumer".
+///
+/// The ledger builds every User-Agent on the server, so it names itself (or the product it runs
+/// inside), never the app: the app's bundle ID is the document's `name` only "if user agent is
+/// constructed on the client side".
+public struct GoogleUserAgentProduct: Sendable, Hashable {
+    /// The product's name (`MyAnalyticsCompany`).
+    public var name: String
+    /// The product's version (`1.0.0`).
+    public var version: String
+
+    /// The ledger itself, when configuration names no other product.
+    public static let ledger = GoogleUserAgentProduct(name: "AttributionLedger", version: "1.0.0")
+
+    /// A product from its name and version; ``validated()`` checks them.
+    public init(name: String, version: String) {
+        self.name = name
+        self.version = version
+    }
+
+    /// Reads `name/version` (`MyAnalyticsCompany/1.0.0`), as the header writes it, and checks it.
+    ///
+    /// - Throws: `ProviderError` on `name` or `version` (rules `required`, `no_separators`), or on
+    ///   `User-Agent` with rule `product_format` when the text is not `name/version`.
+    public init(parsing text: String) throws(ProviderError) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else {
+            throw ProviderError(.invalidRequest, provider: .google, field: "User-Agent", rule: "product_format",
+                                message: "The product must read name/version, e.g. MyAnalyticsCompany/1.0.0 (seed 000)")
+        }
+        self.init(name: String(parts[0]), version: String(parts[1]))
+        try validated()
+    }
+
+    /// Checks both parts as the User-Agent's `name` and `version` components.
+    public func validated() throws(ProviderError) {
+        // The sample device's other components are valid; only this product's parts can fail.
+        try GoogleAppUserAgent(name: name, version: version, osAndVersion: "iOS 10.0.2", locale: "en_US",
+                               device: "iPhone9,1", build: "Build/13D15").validated()
+    }
+}
