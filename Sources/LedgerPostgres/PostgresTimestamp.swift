@@ -8,7 +8,17 @@ public enum PostgresTimestamp {
     /// Formats a date as UTC with six fractional digits, rounded to the microsecond
     /// (`2026-11-23 01:53:54.123456+00`), the form `timestamptz` input and JSON payloads take.
     public static func format(_ date: Date) -> String {
-        let micros = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        format(microseconds: microseconds(date))
+    }
+
+    /// A date's whole microseconds since 1970, rounded as ``format(_:)`` rounds them: what
+    /// `timestamptz` stores for the date's text.
+    public static func microseconds(_ date: Date) -> Int64 {
+        Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+    }
+
+    /// Formats microseconds since 1970 as ``format(_:)`` does.
+    public static func format(microseconds micros: Int64) -> String {
         var seconds = micros / 1_000_000
         var fraction = micros % 1_000_000
         if fraction < 0 {

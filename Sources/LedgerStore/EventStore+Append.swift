@@ -78,15 +78,16 @@ struct PreparedBatch {
         -> (query: PostgresQuery, usesHint: Bool)?
     {
         guard let event = loneEventBinds else { return nil }
-        let previous: (version: Int64, hash: PostgresValue)
+        let previous: (version: Int64, hash: PostgresValue, recordedAt: PostgresValue)
         switch (expected, head) {
-        case (.noStream, nil): previous = (0, .null)  // nothing to chain to, as for any first event
-        case (.any, let head?): previous = (head.version, .bytea(head.hash))
-        case (.exact(let version), let head?) where version == head.version: previous = (head.version, .bytea(head.hash))
+        case (.noStream, nil): previous = (0, .null, .null)  // nothing to chain to, as for any first event
+        case (.any, let head?): previous = (head.version, .bytea(head.hash), .timestamptz(head.recordedAt))
+        case (.exact(let version), let head?) where version == head.version:
+            previous = (head.version, .bytea(head.hash), .timestamptz(head.recordedAt))
         default: return nil
         }
         let query = PostgresQuery(sql: EventStore.appendNextSQL,
-                                  binds: [.text(stream), .int64(previous.version)] + event + [previous.hash])
+                                  binds: [.text(stream), .int64(previous.version)] + event + [previous.hash, previous.recordedAt])
         return (query, head != nil)
     }
 
@@ -128,11 +129,11 @@ extension EventStore {
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
         SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
-               $8::timestamptz, clock.t,
+               $8::timestamptz, greatest(clock.t, head.r),
                ledger_event_hash(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
-                                 $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
+                                 $6::jsonb, $7::jsonb, $8::timestamptz, greatest(clock.t, head.r))
         FROM (SELECT clock_timestamp() AS t) AS clock
-        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
+        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
                            ORDER BY stream_version DESC LIMIT 1) AS head ON true
         WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
           AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
@@ -157,7 +158,7 @@ extension EventStore {
                clock.t,
                ledger_event_hash($9::bytea, $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer,
                                  $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
-        FROM (SELECT clock_timestamp() AS t) AS clock
+        FROM (SELECT greatest(clock_timestamp(), $10::timestamptz) AS t) AS clock
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text, recorded_at, hash
         """
@@ -175,9 +176,9 @@ extension EventStore {
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
     static let appendSQL = """
         WITH
-          clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
-          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = $1::text
+          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
                                 ORDER BY stream_version DESC LIMIT 1),
+          clock AS MATERIALIZED (SELECT greatest(clock_timestamp(), (SELECT r FROM head)) AS t),
           input AS MATERIALIZED (
             SELECT n, (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
                    e->'data' AS data, e->'metadata' AS md, (e->>'occurred_at')::timestamptz AS at
@@ -215,11 +216,20 @@ extension EventStore {
         let events = batch.events
         let inTransaction = connection.isInTransaction
         let sessionsOpened = PostgresConnection.sessionsOpened  // before any statement is sent (StreamHeads)
+        let hint = heads.head(of: stream, usableOn: connection)
+        // Outside a transaction a lone event's hash is computed here (EventStore+AppendHashed);
+        // nil means the statements below decide (a stale hint or a retry leaves no hint to try).
+        var hintUsable = true
+        if !inTransaction, let insert = try batch.hashedInsert(stream: stream, expected: expected, hint: hint, on: connection) {
+            if let result = try appendHashed(insert, batch: batch, to: stream, sessionsOpened: sessionsOpened, on: connection) {
+                return result
+            }
+            hintUsable = false
+        }
         // A lone event after the head this process last saw, or a stream's first: no head read.
         // Zero rows means the hint was stale, the stream exists, or the event is a retry: the
         // statements below decide.
-        if let (direct, usesHint) = batch.query(stream: stream, expected: expected,
-                                                after: heads.head(of: stream, usableOn: connection)) {
+        if hintUsable, let (direct, usesHint) = batch.query(stream: stream, expected: expected, after: hint) {
             let rows: PostgresRows
             switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(direct, prepare: true) }) {
             case .success(let returned): rows = returned
@@ -298,7 +308,8 @@ extension EventStore {
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
         if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {
-            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, sessionsOpened: sessionsOpened,
+            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, recordedAt: last.recordedAt,
+                                    sessionsOpened: sessionsOpened,
                                     on: connection)
         }
         return result

@@ -169,7 +169,8 @@ extension EventStore {
                 throw PostgresError(code: .unexpectedResponse, message: "the append stored part of stream \(part.stream)")
             }
             if let last = events.last {
-                heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, sessionsOpened: sessionsOpened,
+                heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, recordedAt: last.recordedAt,
+                                        sessionsOpened: sessionsOpened,
                                         on: connection)
             }
             results[part.stream] = AppendResult(events: events, wasDuplicate: false)
@@ -250,15 +251,16 @@ extension EventStore {
                 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n)
                 \(onlyAllowed)),
               head AS MATERIALIZED (
-                SELECT s.stream, s.expected, h.v, h.h
+                SELECT s.stream, s.expected, h.v, h.h, h.r
                 FROM (SELECT DISTINCT stream, expected FROM input) AS s
-                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h FROM events WHERE stream_id = s.stream
+                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = s.stream
                                    ORDER BY stream_version DESC LIMIT 1) AS h ON true),
               chain AS (
-                SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v, c.t AS recorded_at,
+                SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v,
+                       greatest(c.t, h.r) AS recorded_at,
                        ledger_chain(h.h, convert_to(concat_ws(E'\\n', i.stream, (coalesce(h.v, 0) + i.k)::text, i.id::text,
                            i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
-                           (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8'))
+                           (extract(epoch FROM greatest(c.t, h.r)) * 1000000)::bigint::text), 'UTF8'))
                            OVER (PARTITION BY i.stream ORDER BY i.k) AS hash
                 FROM input AS i CROSS JOIN clock AS c JOIN head AS h ON h.stream = i.stream),
               ins AS (

@@ -27,6 +27,8 @@ public struct EventStore: Sendable {
     let notifier: AppendNotifier
     /// Each stream's last appended version and hash, as a hint for the next append.
     let heads = StreamHeads()
+    /// Appends hashed by the store itself (`EventStore+AppendHashed.swift`), counted for tests.
+    let hashedAppends = AppendCounter()
 
     /// - Parameter privacy: the personal-data protection; by default configured from the
     ///   environment for this pool's database (``PersonalDataProtection/configured(conninfo:environment:catalog:)``).

@@ -26,6 +26,8 @@ final class StreamHeads: Sendable {
     struct Head: Equatable, Sendable {
         var version: Int64
         var hash: Data
+        /// The event's `recorded_at`: the stream's next event is never recorded before it.
+        var recordedAt: Date
         /// ``PostgresConnection/sessionsOpened`` before the statement that stored the event.
         var sessionsOpened: UInt64
     }
@@ -59,9 +61,9 @@ final class StreamHeads: Sendable {
     /// outside a transaction (the statement committed it), after the commit of a transaction the
     /// wrapper manages, and not at all inside one it does not (a plain `BEGIN`), whose end it
     /// cannot see.
-    func rememberCommitted(_ stream: String, version: Int64, hash: Data, sessionsOpened: UInt64,
+    func rememberCommitted(_ stream: String, version: Int64, hash: Data, recordedAt: Date, sessionsOpened: UInt64,
                            on connection: PostgresConnection) {
-        let head = Head(version: version, hash: hash, sessionsOpened: sessionsOpened)
+        let head = Head(version: version, hash: hash, recordedAt: recordedAt, sessionsOpened: sessionsOpened)
         guard connection.isInTransaction else { return remember(stream, head) }
         connection.afterCommit { [self] in remember(stream, head) }
     }
