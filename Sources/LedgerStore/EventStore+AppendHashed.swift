@@ -41,10 +41,16 @@ extension PreparedBatch {
             !EventStore.terminalSendEventTypes.contains(event.type) else { return nil }
         guard let data = JSONBText.canonical(text.data), let metadata = JSONBText.canonical(text.metadata) else { return nil }
         let head: (version: Int64, hash: Data, recordedAt: Date)?
+        var sql = EventStore.insertHashedSQL
         switch (expected, hint) {
         case (.noStream, nil): head = nil
         case (.noStream, _?): return nil
         case (_, let hint?): head = (hint.version, hint.hash, hint.recordedAt)
+        case (.any, nil):
+            // Most likely a stream's first event: inserted only if the stream has none, and
+            // otherwise nothing is written and the head-reading statement appends.
+            head = nil
+            sql = EventStore.insertFirstHashedSQL
         case (_, nil):
             // The committed head, read on this session: the insert follows it on the same server.
             let rows = try connection.query("""
@@ -66,7 +72,7 @@ extension PreparedBatch {
             schemaVersion: event.schemaVersion, data: data, metadata: metadata,
             occurredAtMicroseconds: PostgresTimestamp.microseconds(event.occurredAt),
             recordedAtMicroseconds: recordedMicroseconds)
-        let query = PostgresQuery(sql: EventStore.insertHashedSQL, binds: [
+        let query = PostgresQuery(sql: sql, binds: [
             .text(stream), .int64(version), .uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)),
             .jsonb(String(decoding: data, as: UTF8.self)), .jsonb(String(decoding: metadata, as: UTF8.self)),
             .timestamptz(event.occurredAt), .timestamptz(recordedAt), .bytea(hash),
@@ -87,8 +93,21 @@ extension EventStore {
         RETURNING position, transaction_id::text
         """
 
-    /// Runs `insert` (outside a transaction) and returns the stored event, or nil when a unique
-    /// key refused it and the head-reading statement must decide.
+    /// ``insertHashedSQL`` for a stream's first event when the store knows nothing of the stream
+    /// and any version will do: it inserts only if the stream has no event yet, and otherwise
+    /// nothing (no row, no transaction id, no flush). `$2` is 1.
+    static let insertFirstHashedSQL = """
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        SELECT $1::text, $2::bigint, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
+               $9::timestamptz, $10::bytea
+        WHERE NOT EXISTS (SELECT 1 FROM events WHERE stream_id = $1::text)
+        RETURNING position, transaction_id::text
+        """
+
+    /// Runs `insert` (outside a transaction) and returns the stored event, or nil when it stored
+    /// nothing (a unique key refused it, or the stream it took for new has events) and the
+    /// head-reading statement must decide.
     func appendHashed(_ insert: HashedInsert, batch: PreparedBatch, to stream: String, sessionsOpened: UInt64,
                       on connection: PostgresConnection) throws -> AppendResult? {
         let rows: PostgresRows
@@ -97,6 +116,7 @@ extension EventStore {
         case .failure(let error) where error.sqlState == SQLState.uniqueViolation: return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
+        guard rows.count == 1 else { return nil }
         var stored = insert.event
         let row = try rows.single()
         stored.position = try row.decode(Int64.self, at: 0)
