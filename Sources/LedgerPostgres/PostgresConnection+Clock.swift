@@ -1,30 +1,48 @@
 import Foundation
 
-/// The server's clock as this machine estimates it: its offset from the local clock, measured
-/// over one round trip (`SELECT clock_timestamp()`, taken to be read halfway through).
+/// The server's clock as this machine estimates it: one reading of it (`SELECT
+/// clock_timestamp()`), taken to be made halfway through the round trip, carried forward by this
+/// machine's monotonic clock.
 ///
 /// Lets a client stamp times "in the server's clock" without asking the server each time: the
 /// event store's single appends stamp `recorded_at` this way, so that the ledger keeps one clock
-/// whichever machine appends.
+/// whichever machine appends. Carried forward by the monotonic clock, a step of this machine's
+/// wall clock (NTP, a virtual machine resumed) does not move it.
 public struct ServerClock: Sendable, Hashable {
-    /// Seconds the server's clock is ahead of this machine's (negative when behind).
-    public var offset: TimeInterval
-    /// Half the measurement's round trip: the server's reading lies within this of the estimate.
-    public var uncertainty: TimeInterval
-    /// When it was measured, on this machine's monotonic clock (for its age).
-    let measuredAt: ContinuousClock.Instant
+    /// The server's reading.
+    let reading: Date
+    /// When, on this machine's monotonic clock, the server is taken to have read it.
+    let readAt: ContinuousClock.Instant
+    /// Half the measurement's round trip: how far off the reading's moment may be.
+    public let uncertainty: TimeInterval
+
+    /// A clock from one reading of the server's, taken at `readAt` within `uncertainty`.
+    init(reading: Date, readAt: ContinuousClock.Instant, uncertainty: TimeInterval) {
+        self.reading = reading
+        self.readAt = readAt
+        self.uncertainty = uncertainty
+    }
 
     /// The server's time now, as estimated.
-    public func now() -> Date { Date().addingTimeInterval(offset) }
+    public func now() -> Date { reading.addingTimeInterval(Self.seconds(readAt.duration(to: .now))) }
 
-    /// Measures the offset from one reading of the server's clock (text as the server prints it)
-    /// taken between `sent` and `received`.
-    static func measured(serverText: String, sent: Date, received: Date, at instant: ContinuousClock.Instant) -> ServerClock? {
+    /// Seconds the server's clock is ahead of this machine's wall clock (negative when behind), now.
+    public var offset: TimeInterval { now().timeIntervalSinceNow }
+
+    /// How long ago it was measured.
+    var age: Duration { readAt.duration(to: .now) }
+
+    /// The clock from the server's text (as the server prints a `timestamptz`) read between
+    /// `sent` and `received`.
+    static func measured(serverText: String, sent: ContinuousClock.Instant, received: ContinuousClock.Instant) -> ServerClock? {
         var text = serverText
-        guard let server = text.withUTF8({ PostgresTimestamp.parse(UnsafeRawBufferPointer($0)) }) else { return nil }
-        let halfway = sent.addingTimeInterval(received.timeIntervalSince(sent) / 2)
-        return ServerClock(offset: server.timeIntervalSince(halfway), uncertainty: received.timeIntervalSince(sent) / 2,
-                           measuredAt: instant)
+        guard let reading = text.withUTF8({ PostgresTimestamp.parse(UnsafeRawBufferPointer($0)) }) else { return nil }
+        let roundTrip = sent.duration(to: received)
+        return ServerClock(reading: reading, readAt: sent.advanced(by: roundTrip / 2), uncertainty: seconds(roundTrip) / 2)
+    }
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
 
@@ -32,22 +50,36 @@ extension PostgresConnection {
     /// How long a measured ``ServerClock`` is trusted before it is measured again: clocks that
     /// keep time (NTP) drift apart by far less than a millisecond in that time.
     public static let serverClockMaximumAge: Duration = .seconds(600)
+    /// A measurement less certain than this (a slow round trip) is tried again after
+    /// ``serverClockRetryAge``, and the more certain of the two kept.
+    public static let serverClockWantedUncertainty: TimeInterval = 0.005
+    /// See ``serverClockWantedUncertainty``.
+    public static let serverClockRetryAge: Duration = .seconds(30)
 
     /// The server's clock as measured on this session: when it connected (in the same round trip
-    /// as the session's settings), again once ``serverClockMaximumAge`` has passed.
+    /// as the session's settings), again once ``serverClockMaximumAge`` has passed, and sooner
+    /// while the measurement is uncertain (``serverClockWantedUncertainty``).
     ///
     /// - Throws: ``PostgresError`` when the session fails while measuring again.
     public func serverClock() throws(PostgresError) -> ServerClock {
-        if let clock = measuredClock, clock.measuredAt.duration(to: .now) < Self.serverClockMaximumAge { return clock }
-        let sent = Date()
+        if let clock = measuredClock, clock.age < Self.serverClockMaximumAge,
+            clock.uncertainty <= Self.serverClockWantedUncertainty
+                || (clockMeasuredAt.map { $0.duration(to: .now) < Self.serverClockRetryAge } ?? false)
+        {
+            return clock
+        }
+        let sent = ContinuousClock.now
+        clockMeasuredAt = sent
         let rows = try query("SELECT clock_timestamp()::text")
-        let received = Date()
-        guard let clock = ServerClock.measured(serverText: try rows.single().decode(String.self, at: 0), sent: sent,
-                                               received: received, at: .now)
+        let received = ContinuousClock.now
+        guard let fresh = ServerClock.measured(serverText: try rows.single().decode(String.self, at: 0), sent: sent,
+                                               received: received)
         else {
             throw PostgresError(code: .unexpectedResponse, message: "clock_timestamp() did not read as a timestamp")
         }
-        measuredClock = clock
-        return clock
+        // The more certain reading, unless it is too old.
+        if let old = measuredClock, old.age < Self.serverClockMaximumAge, old.uncertainty < fresh.uncertainty { return old }
+        measuredClock = fresh
+        return fresh
     }
 }

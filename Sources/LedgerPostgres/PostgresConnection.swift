@@ -21,8 +21,10 @@ public final class PostgresConnection {
     private var inManagedTransaction = false
     /// What ``afterCommit(_:)`` registered for the open transaction, in order.
     private var commitActions: [() -> Void] = []
-    /// The server's clock as last measured on this session (``serverClock()``).
+    /// The server's clock as last measured on this session (``serverClock()``), and when it was
+    /// last measured.
     var measuredClock: ServerClock?
+    var clockMeasuredAt: ContinuousClock.Instant?
     /// The logger this connection reports server notices to.
     public let logger: Logger
     /// This session's place among the sessions the process has opened: 1 for the first, and
@@ -74,12 +76,13 @@ public final class PostgresConnection {
         _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
             // The server's clock is read in the same round trip (``serverClock()``).
-            let sent = Date()
+            let sent = ContinuousClock.now
             let script = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'; SELECT clock_timestamp()::text"
             let rows = try consume(PQexec(connection, script), sql: script)
-            let received = Date()
+            let received = ContinuousClock.now
             if rows.count == 1, let text = try? rows[0].decode(String.self, at: 0) {
-                measuredClock = ServerClock.measured(serverText: text, sent: sent, received: received, at: .now)
+                measuredClock = ServerClock.measured(serverText: text, sent: sent, received: received)
+                clockMeasuredAt = sent
             }
         } catch {
             throw PostgresError(code: .connectionFailed, message: "session setup failed: \(error.message)",

@@ -11,8 +11,8 @@ import LedgerPostgres
 ///
 /// where the data and metadata texts are `jsonb`'s printing (``JSONBText``), the event id is
 /// lowercase, and each time is its whole microseconds since 1970. `ledger verify` recomputes
-/// every hash in the database from what is stored, so a hash computed here is checked against
-/// the database's own rule.
+/// every hash from what is stored (over the text the database prints), so a hash computed here
+/// is checked like any other.
 enum EventHash {
     /// The hash of one event chained after `previous` (nil for a stream's first event).
     static func compute(previous: Data?, stream: String, version: Int64, eventID: UUID, type: String,

@@ -27,11 +27,21 @@ extension EventStore {
         guard let sealer, sealer.usedKey?.id == candidate.id, let text = batch.texts.first else { return nil }
         let wrapped = try DataKeys.wrap(candidate.key, id: candidate.id, subject: stream, with: masters.current)
         let version = expected.sqlValue.map(PostgresValue.int64) ?? .null
-        let query = PostgresQuery(sql: Self.appendWithKeySQL, binds: [
+        var query = PostgresQuery(sql: Self.appendWithKeySQL, binds: [
             .text(stream), version, .uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)),
             .jsonb(text.data), .jsonb(text.metadata), .timestamptz(event.occurredAt),
             .uuid(candidate.id), .text(masters.currentID), .bytea(wrapped),
         ])
+        // A stream this store knows nothing of, most likely new: the hash and recorded_at of its
+        // first event are worked out here (EventStore+AppendHashed), used if it has no event.
+        var first: HashedInsert?
+        if heads.head(of: stream) == nil, !connection.isInTransaction,
+            let hashed = try batch.hashedInsert(stream: stream, expected: .noStream, hint: nil, on: connection)
+        {
+            query = PostgresQuery(sql: Self.appendFirstWithKeySQL,
+                                  binds: query.binds + [.timestamptz(hashed.event.recordedAt), .bytea(hashed.event.hash)])
+            first = hashed
+        }
         let rows: PostgresRows
         let sessionsOpened = PostgresConnection.sessionsOpened
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
@@ -51,6 +61,7 @@ extension EventStore {
             return result
         }
         let result = try appended([event], rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
+        if let first, result.events.first?.hash == first.event.hash { hashedAppends.increment() }
         privacy.cache(candidate, for: stream, now: Date(), unlessForgottenSince: generation)
         return result
     }
@@ -62,7 +73,11 @@ extension EventStore {
     /// erased); the event is inserted only when the key was. Rows: the event's (as
     /// ``appendOneSQL`` returns them), or the existing key's (`key_id`, `wrapped_key` in the last
     /// two columns), or none.
-    static let appendWithKeySQL = """
+    static let appendWithKeySQL = withKeySQL(first: nil)
+
+    /// ``appendWithKeySQL``'s statement, with ``insertOneSQL(alsoRequiring:first:)``'s `first`.
+    static func withKeySQL(first: (recordedAt: String, hash: String)?) -> String {
+        """
         WITH existing AS MATERIALIZED (
             SELECT key_id, wrapped_key FROM privacy_keys
             WHERE subject = $1::text AND wrapped_key IS NOT NULL AND master_key_id = $10::text
@@ -72,10 +87,16 @@ extension EventStore {
             SELECT $9::uuid, $1::text, $11::bytea, $10::text WHERE NOT EXISTS (SELECT 1 FROM existing)
             RETURNING key_id
         ), ins AS (
-        \(insertOneSQL(alsoRequiring: "EXISTS (SELECT 1 FROM created)"))
+        \(insertOneSQL(alsoRequiring: "EXISTS (SELECT 1 FROM created)", first: first))
         )
         SELECT position, stream_version, transaction_text, recorded_at, hash, NULL::uuid, NULL::bytea FROM ins
         UNION ALL
         SELECT NULL, NULL, NULL, NULL, NULL, key_id, wrapped_key FROM existing
         """
+    }
+
+    /// ``appendWithKeySQL`` with `$12` (`recorded_at`) and `$13` (hash) worked out by the store
+    /// for the stream's first event, taken if the stream turns out to have none
+    /// (``insertOneSQL(alsoRequiring:first:)``).
+    static let appendFirstWithKeySQL = withKeySQL(first: (recordedAt: "$12::timestamptz", hash: "$13::bytea"))
 }

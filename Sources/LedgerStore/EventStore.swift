@@ -144,6 +144,10 @@ public struct EventStore: Sendable {
                 terminal = true
             }
             guard event.schemaVersion > 0 else { throw refuse("schema_version", "positive", "must be 1 or more") }
+            // The column is an integer: a larger version would not fit it (nor the statements' binds).
+            guard event.schemaVersion <= Int(Int32.max) else {
+                throw refuse("schema_version", "integer", "must be at most \(Int32.max)")
+            }
             var data = try payloadText(event.data, field: "data", limit: maximumPayloadBytes, refuse: refuse)
             let metadata = try payloadText(event.metadata, field: "metadata", limit: maximumMetadataBytes, refuse: refuse)
             try validator?(index, event)

@@ -189,6 +189,12 @@ struct AppendTests {
                 Issue.record("expected \\u0000 to be refused")
                 return
             }
+            var hugeVersion = sampleEvent(8)
+            hugeVersion.schemaVersion = Int(Int32.max) + 1  // the column is an integer
+            guard case .invalidEvent(0, _, "schema_version", "integer", _)? = await refused([hugeVersion]) else {
+                Issue.record("expected a schema version past the column's range to be refused")
+                return
+            }
             let twice = sampleEvent(7)
             guard case .invalidEvent(1, _, "id", "unique_in_batch", _)? = await refused([twice, twice]) else {
                 Issue.record("expected a repeated id to be refused")
