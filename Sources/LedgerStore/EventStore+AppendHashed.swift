@@ -17,10 +17,11 @@ import Synchronization
 ///   event id already stored (a retry) or a stream that exists where none was expected fail it on
 ///   a unique key (`23505`, leaving nothing behind, which is why this runs only outside a
 ///   transaction), and the head-reading statement then tells those cases apart.
-/// - A stream the store knows nothing of: the head-reading statement itself
+/// - A stream the store knows nothing of: a head-reading insert
 ///   (``EventStore/appendFirstOrNextSQL``), which takes the store's hash and `recorded_at` if
 ///   the stream turns out to have no event, and computes them after the head otherwise. One
-///   round trip either way.
+///   round trip either way; the same unique keys, or an expected version that does not hold,
+///   leave the rest to the head-reading statement.
 ///
 /// Events that end a send keep the statements that refuse a second one.
 struct HashedInsert {
@@ -107,9 +108,29 @@ extension EventStore {
         RETURNING position, transaction_id::text
         """
 
-    /// ``appendOneSQL`` taking `$9` (`recorded_at`) and `$10` (hash), worked out by the store for
-    /// the stream's first event, when the stream turns out to have none.
-    static let appendFirstOrNextSQL = insertOneSQL(first: (recordedAt: "$9::timestamptz", hash: "$10::bytea"))
+    /// The head-reading append for a stream the store knows nothing of, outside a transaction:
+    /// `$1`–`$8` as in ``appendOneSQL``, `$9` and `$10` the `recorded_at` and hash the store
+    /// worked out for the stream's first event, taken when the stream turns out to have none;
+    /// after its head otherwise, computed here as there (through `ledger_event_hash_called`,
+    /// schema/0012, so that the common case does not set up the hash's expression it does not
+    /// use). Leaner than ``appendOneSQL``, which it
+    /// leaves the hard cases: an id already stored or a lost race fails it on a unique key
+    /// (`23505`), and an expected version that does not hold inserts nothing. (Events that end a
+    /// send never come here.)
+    static let appendFirstOrNextSQL = """
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
+               CASE WHEN head.v IS NULL THEN $9::timestamptz ELSE greatest(clock.t, head.r) END,
+               CASE WHEN head.v IS NULL THEN $10::bytea
+                    ELSE ledger_event_hash_called(head.h, $1::text, head.v + 1, $3::uuid, $4::text, $5::integer,
+                                                  $6::jsonb, $7::jsonb, $8::timestamptz, greatest(clock.t, head.r)) END
+        FROM (SELECT clock_timestamp() AS t) AS clock
+        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
+                           ORDER BY stream_version DESC LIMIT 1) AS head ON true
+        WHERE $2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint
+        RETURNING position, stream_version, transaction_id::text, recorded_at, hash
+        """
 
     /// Runs `insert` (outside a transaction) and returns the stored event, or nil when it stored
     /// nothing (a unique key refused the plain insert; the head-reading one found an id stored,
@@ -119,7 +140,7 @@ extension EventStore {
         let rows: PostgresRows
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(insert.query, prepare: true) }) {
         case .success(let returned): rows = returned
-        case .failure(let error) where error.sqlState == SQLState.uniqueViolation && insert.form == .plain: return nil
+        case .failure(let error) where error.sqlState == SQLState.uniqueViolation: return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
         guard rows.count == 1 else { return nil }
