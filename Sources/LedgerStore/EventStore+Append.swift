@@ -126,7 +126,8 @@ extension EventStore {
     /// inserted (``appendWithKeySQL`` inserts it only with its new key). With `first` (SQL of two
     /// parameters), a stream that turns out to have no event takes the `recorded_at` and hash the
     /// store worked out for its first event (``PreparedBatch/hashedInsert``); a stream with events
-    /// gets the database's, after its head, as without.
+    /// gets the database's, after its head, as without (through `ledger_event_hash_called`,
+    /// schema/0012, whose expression is set up only when it runs).
     static func insertOneSQL(alsoRequiring condition: String? = nil,
                              first: (recordedAt: String, hash: String)? = nil) -> String {
         let recordedAt = first.map { "CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE greatest(clock.t, head.r) END" }
@@ -140,7 +141,7 @@ extension EventStore {
                             occurred_at, recorded_at, hash)
         SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
                $8::timestamptz, \(recordedAt),
-               \(first.map { "CASE WHEN head.v IS NULL THEN \($0.hash) ELSE \(hash) END" } ?? hash)
+               \(first.map { "CASE WHEN head.v IS NULL THEN \($0.hash) ELSE \(hash.replacingOccurrences(of: "ledger_event_hash(", with: "ledger_event_hash_called(")) END" } ?? hash)
         FROM (SELECT clock_timestamp() AS t) AS clock
         LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
                            ORDER BY stream_version DESC LIMIT 1) AS head ON true
