@@ -9,8 +9,8 @@ import LedgerStore
 ///
 /// Tables (`skan_postbacks` is the name; a rebuild builds the same under `__shadow` names):
 /// - `skan_postbacks`: one row per `SKANPostbackReceived`, with its status: `counted`,
-///   `duplicate` (same `transaction-id` and `postback-sequence-index` as an earlier verified
-///   one, counted once), `not_won` (`did-win` false), `invalid_signature`, `refused`;
+///   `duplicate` (same app, `transaction-id` and `postback-sequence-index` as an earlier
+///   verified one, counted once), `not_won` (`did-win` false), `invalid_signature`, `refused`;
 ///   `decodable` is false when the network's report contradicts an unsigned value (the install
 ///   counts, its conversion value is not trusted).
 /// - `skan_postbacks_models`: every version of every app's conversion model.
@@ -28,8 +28,9 @@ public struct SKANPostbackProjection: Projection {
     public let name = "skan_postbacks"
     /// Raise with every change to what it computes.
     /// 2: a later postback's fine value is set aside and flagged, not a refusal; events stored
-    /// without the ingestor get their unsigned check here.
-    public let version = 2
+    /// without the ingestor get their unsigned check here. 3: repeats are per app, as the
+    /// ingestor finds them.
+    public let version = 3
     /// Postbacks and conversion models.
     public var eventTypes: [String] { [SKANConversionModelConfigured.eventType, SKANPostbackReceived.eventType] }
     /// Its tables, the postbacks first.
@@ -61,7 +62,7 @@ public struct SKANPostbackProjection: Projection {
                 version text, transaction_id text COLLATE "C", sequence_index integer, redownload boolean,
                 fine_value integer, coarse_value text, unsigned_check text, decodable boolean NOT NULL
             );
-            CREATE UNIQUE INDEX IF NOT EXISTS \(index(.postbacks, "_once")) ON \(t(.postbacks)) (transaction_id, sequence_index)
+            CREATE UNIQUE INDEX IF NOT EXISTS \(index(.postbacks, "_once")) ON \(t(.postbacks)) (app_id, transaction_id, sequence_index)
                 WHERE status IN ('counted', 'not_won');
             CREATE INDEX IF NOT EXISTS \(index(.postbacks, "_app_day")) ON \(t(.postbacks)) (app_id, day);
             CREATE TABLE IF NOT EXISTS \(t(.models)) (

@@ -8,7 +8,10 @@ import LedgerStore
 /// written with `COPY`, then the report recomputed for the (app, day) pairs and apps touched.
 struct SKANProjectionStep {
     typealias Table = SKANPostbackProjection.Table
+    /// A postback counted once: per app, as the ingestor finds repeats (on the stream
+    /// `skan-<app-id>-<transaction-id>`).
     struct Key: Hashable {
+        var appID: String
         var transactionID: String
         var sequenceIndex: Int
     }
@@ -75,7 +78,8 @@ struct SKANProjectionStep {
         let status: SKANIngestResult.Status
         if !verified {
             status = .invalidSignature
-        } else if !claimed.insert(Key(transactionID: postback.transactionID, sequenceIndex: postback.postbackSequenceIndex)).inserted {
+        } else if !claimed.insert(Key(appID: postback.appID, transactionID: postback.transactionID,
+                                      sequenceIndex: postback.postbackSequenceIndex)).inserted {
             status = .duplicate
         } else {
             status = postback.didWin == false ? .notWon : .counted
@@ -161,12 +165,13 @@ struct SKANProjectionStep {
     mutating func loadClaims(of transactions: Set<String>) throws {
         guard !transactions.isEmpty else { return }
         let rows = try connection.query("""
-            SELECT transaction_id, sequence_index FROM \(unescaped: table(.postbacks))
+            SELECT app_id, transaction_id, sequence_index FROM \(unescaped: table(.postbacks))
             WHERE status IN ('counted', 'not_won')
               AND transaction_id = ANY(\(SKANPostbackProjection.arrayLiteral(transactions.sorted()))::text[])
             """)
         for row in rows {
-            claimed.insert(Key(transactionID: try row.decode(String.self, at: 0), sequenceIndex: try row.decode(Int.self, at: 1)))
+            claimed.insert(Key(appID: try row.decode(String.self, at: 0), transactionID: try row.decode(String.self, at: 1),
+                               sequenceIndex: try row.decode(Int.self, at: 2)))
         }
     }
 

@@ -84,6 +84,29 @@ struct ProjectionTests {
         }
     }
 
+    // The ingestor finds repeats on the stream skan-<app-id>-<transaction-id>: per app. A replay
+    // must count what the ingestor counted.
+    @Test("the same transaction-id in two apps is two installs, as the ingestor counts them")
+    func repeatsArePerApp() async throws {
+        try await withStore { store in
+            let signer = TestSigner()
+            let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
+            let runner = runner(store)
+            try await runner.prepare()
+            let first = try await ingestor.ingest(raw: try signer.v4(transaction: "t", fine: 1), network: "net-1",
+                                                  receivedAt: receivedAt)
+            let second = try await ingestor.ingest(raw: try signer.v4(transaction: "t", app: "999", fine: 1), network: "net-1",
+                                                   receivedAt: receivedAt)
+            #expect(first.status == .counted && second.status == .counted)
+            try await waitForHorizon(store)
+            try await runner.catchUp()
+            let statuses = try await store.pool.withConnection { connection in
+                try [first.eventID, second.eventID].map { try SKANPostbackProjection().status(of: $0, on: connection) }
+            }
+            #expect(statuses == ["counted", "counted"])
+        }
+    }
+
     @Test("a new model version recomputes the report; the old version's decodings stay")
     func modelChange() async throws {
         try await withStore { store in
