@@ -7,7 +7,9 @@ import Foundation
 /// Lets a client stamp times "in the server's clock" without asking the server each time: the
 /// event store's single appends stamp `recorded_at` this way, so that the ledger keeps one clock
 /// whichever machine appends. Carried forward by the monotonic clock, a step of this machine's
-/// wall clock (NTP, a virtual machine resumed) does not move it.
+/// wall clock does not move it; and since a step, or a pause of the machine (which the monotonic
+/// clock does not count), makes the two clocks disagree, ``PostgresConnection/serverClock()``
+/// then measures again.
 public struct ServerClock: Sendable, Hashable {
     /// The server's reading.
     let reading: Date
@@ -15,12 +17,21 @@ public struct ServerClock: Sendable, Hashable {
     let readAt: ContinuousClock.Instant
     /// Half the measurement's round trip: how far off the reading's moment may be.
     public let uncertainty: TimeInterval
+    /// This machine's wall clock at `readAt`, to notice a step or a pause since.
+    let localAtRead: Date
 
     /// A clock from one reading of the server's, taken at `readAt` within `uncertainty`.
-    init(reading: Date, readAt: ContinuousClock.Instant, uncertainty: TimeInterval) {
+    init(reading: Date, readAt: ContinuousClock.Instant, uncertainty: TimeInterval, localAtRead: Date? = nil) {
         self.reading = reading
         self.readAt = readAt
         self.uncertainty = uncertainty
+        self.localAtRead = localAtRead ?? Date().addingTimeInterval(-Self.seconds(readAt.duration(to: .now)))
+    }
+
+    /// Whether this machine's wall clock and monotonic clock disagree about the time since the
+    /// reading by more than `tolerance`: the wall clock was stepped, or the machine paused.
+    func clocksDisagree(tolerance: TimeInterval = 0.005) -> Bool {
+        abs(Date().timeIntervalSince(localAtRead) - Self.seconds(age)) > tolerance
     }
 
     /// The server's time now, as estimated.
@@ -38,7 +49,8 @@ public struct ServerClock: Sendable, Hashable {
         var text = serverText
         guard let reading = text.withUTF8({ PostgresTimestamp.parse(UnsafeRawBufferPointer($0)) }) else { return nil }
         let roundTrip = sent.duration(to: received)
-        return ServerClock(reading: reading, readAt: sent.advanced(by: roundTrip / 2), uncertainty: seconds(roundTrip) / 2)
+        return ServerClock(reading: reading, readAt: sent.advanced(by: roundTrip / 2), uncertainty: seconds(roundTrip) / 2,
+                           localAtRead: Date().addingTimeInterval(-seconds(roundTrip / 2 + received.duration(to: .now))))
     }
 
     static func seconds(_ duration: Duration) -> TimeInterval {
@@ -57,12 +69,13 @@ extension PostgresConnection {
     public static let serverClockRetryAge: Duration = .seconds(30)
 
     /// The server's clock as measured on this session: when it connected (in the same round trip
-    /// as the session's settings), again once ``serverClockMaximumAge`` has passed, and sooner
-    /// while the measurement is uncertain (``serverClockWantedUncertainty``).
+    /// as the session's settings), again once ``serverClockMaximumAge`` has passed, when this
+    /// machine's clock was stepped or the machine paused since, and sooner while the measurement
+    /// is uncertain (``serverClockWantedUncertainty``).
     ///
     /// - Throws: ``PostgresError`` when the session fails while measuring again.
     public func serverClock() throws(PostgresError) -> ServerClock {
-        if let clock = measuredClock, clock.age < Self.serverClockMaximumAge,
+        if let clock = measuredClock, clock.age < Self.serverClockMaximumAge, !clock.clocksDisagree(),
             clock.uncertainty <= Self.serverClockWantedUncertainty
                 || (clockMeasuredAt.map { $0.duration(to: .now) < Self.serverClockRetryAge } ?? false)
         {
@@ -77,8 +90,12 @@ extension PostgresConnection {
         else {
             throw PostgresError(code: .unexpectedResponse, message: "clock_timestamp() did not read as a timestamp")
         }
-        // The more certain reading, unless it is too old.
-        if let old = measuredClock, old.age < Self.serverClockMaximumAge, old.uncertainty < fresh.uncertainty { return old }
+        // The more certain reading, unless it is too old or the clocks moved apart since.
+        if let old = measuredClock, old.age < Self.serverClockMaximumAge, !old.clocksDisagree(),
+            old.uncertainty < fresh.uncertainty
+        {
+            return old
+        }
         measuredClock = fresh
         return fresh
     }

@@ -51,9 +51,8 @@ extension PreparedBatch {
     /// the event ends a send, the expected version rules the hint out, or ``JSONBText`` cannot be
     /// certain of how the database prints the payload.
     ///
-    /// - Throws: ``PostgresError`` when the session fails measuring the server's clock.
     func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?,
-                      on connection: PostgresConnection) throws(PostgresError) -> HashedInsert? {
+                      on connection: PostgresConnection) -> HashedInsert? {
         guard events.count == 1, let event = events.first, let text = texts.first,
             !EventStore.terminalSendEventTypes.contains(event.type) else { return nil }
         let form: HashedInsert.Form
@@ -65,7 +64,8 @@ extension PreparedBatch {
         case (_, nil): form = .firstOrNext
         }
         guard let data = JSONBText.canonical(text.data), let metadata = JSONBText.canonical(text.metadata) else { return nil }
-        var recordedAt = try connection.serverClock().now()
+        // Without the server's clock (it did not read), the database's statements stamp it.
+        guard var recordedAt = try? connection.serverClock().now() else { return nil }
         if let hint, hint.recordedAt > recordedAt { recordedAt = hint.recordedAt }
         // Stored, hashed and returned at the microsecond the column keeps, hashed from the very
         // date that is sent.

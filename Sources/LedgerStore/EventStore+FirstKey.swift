@@ -36,7 +36,7 @@ extension EventStore {
         // first event are worked out here (EventStore+AppendHashed), used if it has no event.
         var first: HashedInsert?
         if heads.head(of: stream) == nil, !connection.isInTransaction,
-            let hashed = try batch.hashedInsert(stream: stream, expected: .noStream, hint: nil, on: connection)
+            let hashed = batch.hashedInsert(stream: stream, expected: .noStream, hint: nil, on: connection)
         {
             query = PostgresQuery(sql: Self.appendFirstWithKeySQL,
                                   binds: query.binds + [.timestamptz(hashed.event.recordedAt), .bytea(hashed.event.hash)])

@@ -29,7 +29,7 @@ struct ServerClockTests {
         #expect(elapsed >= 2 && elapsed < 2.5)
     }
 
-    @Test("measured again when too old, or when uncertain and last tried long enough ago")
+    @Test("measured again when too old, when the local clocks moved apart, or when uncertain and last tried long enough ago")
     func measuredAgain() async throws {
         try await TestDatabase.with(migrated: false) { database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
@@ -43,6 +43,12 @@ struct ServerClockTests {
             #expect(try connection.serverClock().offset > 3_599)
             // Uncertain and tried long enough ago: measured again, and the fresh one is more certain.
             connection.clockMeasuredAt = .now - .seconds(31)
+            #expect(abs(try connection.serverClock().offset) < 1)
+            // Certain and fresh, but this machine's wall clock moved an hour since (a step, or a
+            // pause the monotonic clock did not count): measured again.
+            connection.measuredClock = ServerClock(reading: wrong, readAt: .now, uncertainty: 0,
+                                                   localAtRead: Date().addingTimeInterval(-3_600))
+            connection.clockMeasuredAt = .now
             #expect(abs(try connection.serverClock().offset) < 1)
         }
     }
