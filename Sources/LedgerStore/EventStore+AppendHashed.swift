@@ -49,8 +49,8 @@ extension PreparedBatch {
     /// whatever the stream's head makes it when there is no hint. Its `recorded_at` is the
     /// database's clock now, and never before the head's. Nil when the batch is not one event,
     /// the event ends a send, the expected version rules the hint out, or ``JSONBText`` cannot be
-    /// certain of how the database prints the payload.
-    ///
+    /// certain of how the database prints the payload, or the session's reading of the server's
+    /// clock cannot be had.
     func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?,
                       on connection: PostgresConnection) -> HashedInsert? {
         guard events.count == 1, let event = events.first, let text = texts.first,

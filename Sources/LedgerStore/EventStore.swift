@@ -9,9 +9,10 @@ import Logging
 /// An append is one prepared statement (see `EventStore+Append.swift`): it reads the stream's
 /// head, chains the hashes and inserts the batch, or inserts nothing when an id is already stored
 /// or the expected version does not hold; the store then tells an idempotent retry from a
-/// conflict. A lone event outside a transaction is hashed by the store and goes in by a plain
-/// insert (`EventStore+AppendHashed.swift`). No lock is shared between writers: two appends to one stream race on its
-/// `(stream_id, stream_version)` key and one loses; appends to different streams never wait.
+/// conflict. A lone event outside a transaction is hashed by the store, which sends every column
+/// (`EventStore+AppendHashed.swift`). No lock is shared between writers: two appends to one
+/// stream race on its `(stream_id, stream_version)` key and one loses; appends to different
+/// streams never wait.
 public struct EventStore: Sendable {
     /// The largest payload (`data`) accepted, in bytes of JSON.
     public static let maximumPayloadBytes = 1_048_576

@@ -2,8 +2,8 @@ import Foundation
 import LedgerPostgres
 import Synchronization
 
-/// The last version and hash this process saw committed to each stream: lets the next
-/// single-event append skip reading the stream's head.
+/// The last version, hash and `recorded_at` this process saw committed to each stream: lets the
+/// next single-event append skip reading the stream's head.
 ///
 /// A hint names an event that was committed: it is remembered only once its append has
 /// committed (at once outside a transaction, after the commit inside one), so the append that
