@@ -1,3 +1,4 @@
+import CLedgerPQ
 import Foundation
 
 /// The server's clock as this machine estimates it: one reading of it (`SELECT
@@ -81,13 +82,7 @@ extension PostgresConnection {
         {
             return clock
         }
-        let sent = ContinuousClock.now
-        clockMeasuredAt = sent
-        let rows = try query("SELECT clock_timestamp()::text")
-        let received = ContinuousClock.now
-        guard let fresh = ServerClock.measured(serverText: try rows.single().decode(String.self, at: 0), sent: sent,
-                                               received: received)
-        else {
+        guard let fresh = try readServerClock() else {
             throw PostgresError(code: .unexpectedResponse, message: "clock_timestamp() did not read as a timestamp")
         }
         // The more certain reading, unless it is too old or the clocks moved apart since.
@@ -98,5 +93,18 @@ extension PostgresConnection {
         }
         measuredClock = fresh
         return fresh
+    }
+
+    /// Runs `settings` (trusted SQL, may be empty) and `SELECT clock_timestamp()` in one round
+    /// trip, timed by this machine's monotonic clock; the server's clock as that reading gives
+    /// it, or nil when it does not read as a timestamp.
+    func readServerClock(running settings: String = "") throws(PostgresError) -> ServerClock? {
+        let script = settings + "SELECT clock_timestamp()::text"
+        let sent = ContinuousClock.now
+        clockMeasuredAt = sent
+        let rows = try consume(PQexec(handle, script), sql: script)
+        let received = ContinuousClock.now
+        guard rows.count == 1, let text = try? rows[0].decode(String.self, at: 0) else { return nil }
+        return ServerClock.measured(serverText: text, sent: sent, received: received)
     }
 }

@@ -76,14 +76,8 @@ public final class PostgresConnection {
         _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
             // The server's clock is read in the same round trip (``serverClock()``).
-            let sent = ContinuousClock.now
-            let script = "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'; SELECT clock_timestamp()::text"
-            let rows = try consume(PQexec(connection, script), sql: script)
-            let received = ContinuousClock.now
-            if rows.count == 1, let text = try? rows[0].decode(String.self, at: 0) {
-                measuredClock = ServerClock.measured(serverText: text, sent: sent, received: received)
-                clockMeasuredAt = sent
-            }
+            measuredClock = try readServerClock(
+                running: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'; ")
         } catch {
             throw PostgresError(code: .connectionFailed, message: "session setup failed: \(error.message)",
                                 sqlState: error.sqlState)

@@ -127,29 +127,38 @@ extension EventStore {
     /// parameters), a stream that turns out to have no event takes the `recorded_at` and hash the
     /// store worked out for its first event (``PreparedBatch/hashedInsert``); a stream with events
     /// gets the database's, after its head, as without (through `ledger_event_hash_called`,
-    /// schema/0012, whose expression is set up only when it runs).
-    static func insertOneSQL(alsoRequiring condition: String? = nil,
-                             first: (recordedAt: String, hash: String)? = nil) -> String {
-        let recordedAt = first.map { "CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE greatest(clock.t, head.r) END" }
-            ?? "greatest(clock.t, head.r)"
-        let hash = """
-            ledger_event_hash(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
-                                             $6::jsonb, $7::jsonb, $8::timestamptz, greatest(clock.t, head.r))
+    /// schema/0012, whose expression is set up only when it runs). Without `guarded`, an id
+    /// already stored, a lost race or a second terminal event are left to the table's unique
+    /// keys (`23505`) instead of inserting nothing (``EventStore/appendFirstOrNextSQL``).
+    static func insertOneSQL(alsoRequiring condition: String? = nil, first: (recordedAt: String, hash: String)? = nil,
+                             guarded: Bool = true) -> String {
+        let clock = "greatest(clock.t, head.r)"
+        func hash(_ function: String) -> String {
             """
+            \(function)(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
+                                 $6::jsonb, $7::jsonb, $8::timestamptz, \(clock))
+            """
+        }
+        let (recordedAt, eventHash) = first.map {
+            ("CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE \(clock) END",
+             "CASE WHEN head.v IS NULL THEN \($0.hash) ELSE \(hash("ledger_event_hash_called")) END")
+        } ?? (clock, hash("ledger_event_hash"))
+        let guards = guarded ? """
+
+              AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
+              AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))
+            """ : ""
         return """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
         SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
                $8::timestamptz, \(recordedAt),
-               \(first.map { "CASE WHEN head.v IS NULL THEN \($0.hash) ELSE \(hash.replacingOccurrences(of: "ledger_event_hash(", with: "ledger_event_hash_called(")) END" } ?? hash)
+               \(eventHash)
         FROM (SELECT clock_timestamp() AS t) AS clock
         LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
                            ORDER BY stream_version DESC LIMIT 1) AS head ON true
-        WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
-          AND NOT EXISTS (SELECT 1 FROM events WHERE event_id = $3::uuid)
-          AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))\(condition.map { "\n  AND " + $0 } ?? "")
-        ON CONFLICT DO NOTHING
-        RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
+        WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)\(guards)\(condition.map { "\n  AND " + $0 } ?? "")
+        \(guarded ? "ON CONFLICT DO NOTHING\n" : "")RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
         """
     }
 

@@ -109,28 +109,12 @@ extension EventStore {
         """
 
     /// The head-reading append for a stream the store knows nothing of, outside a transaction:
-    /// `$1`–`$8` as in ``appendOneSQL``, `$9` and `$10` the `recorded_at` and hash the store
-    /// worked out for the stream's first event, taken when the stream turns out to have none;
-    /// after its head otherwise, computed here as there (through `ledger_event_hash_called`,
-    /// schema/0012, so that the common case does not set up the hash's expression it does not
-    /// use). Leaner than ``appendOneSQL``, which it
-    /// leaves the hard cases: an id already stored or a lost race fails it on a unique key
-    /// (`23505`), and an expected version that does not hold inserts nothing. (Events that end a
-    /// send never come here.)
-    static let appendFirstOrNextSQL = """
-        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                            occurred_at, recorded_at, hash)
-        SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
-               CASE WHEN head.v IS NULL THEN $9::timestamptz ELSE greatest(clock.t, head.r) END,
-               CASE WHEN head.v IS NULL THEN $10::bytea
-                    ELSE ledger_event_hash_called(head.h, $1::text, head.v + 1, $3::uuid, $4::text, $5::integer,
-                                                  $6::jsonb, $7::jsonb, $8::timestamptz, greatest(clock.t, head.r)) END
-        FROM (SELECT clock_timestamp() AS t) AS clock
-        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM events WHERE stream_id = $1::text
-                           ORDER BY stream_version DESC LIMIT 1) AS head ON true
-        WHERE $2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint
-        RETURNING position, stream_version, transaction_id::text, recorded_at, hash
-        """
+    /// ``appendOneSQL`` with `$9` and `$10`, the `recorded_at` and hash the store worked out for
+    /// the stream's first event, taken when the stream turns out to have none, and without the
+    /// guards that make it insert nothing: an id already stored or a lost race fails it on a
+    /// unique key (`23505`), and an expected version that does not hold still inserts nothing.
+    /// ``appendOneSQL`` then decides. (Events that end a send never come here.)
+    static let appendFirstOrNextSQL = insertOneSQL(first: (recordedAt: "$9::timestamptz", hash: "$10::bytea"), guarded: false)
 
     /// Runs `insert` (outside a transaction) and returns the stored event, or nil when it stored
     /// nothing (a unique key refused the plain insert; the head-reading one found an id stored,

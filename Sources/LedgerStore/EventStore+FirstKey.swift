@@ -35,7 +35,7 @@ extension EventStore {
         // A stream this store knows nothing of, most likely new: the hash and recorded_at of its
         // first event are worked out here (EventStore+AppendHashed), used if it has no event.
         var first: HashedInsert?
-        if heads.head(of: stream) == nil, !connection.isInTransaction,
+        if heads.head(of: stream) == nil,
             let hashed = batch.hashedInsert(stream: stream, expected: .noStream, hint: nil, on: connection)
         {
             query = PostgresQuery(sql: Self.appendFirstWithKeySQL,

@@ -10,8 +10,8 @@
 ///
 /// It answers only where it is certain to agree with PostgreSQL, and nil otherwise: a number
 /// with an exponent or `-0` forms (which `numeric` rewrites), a key that appears twice, escapes
-/// `jsonb` refuses or treats specially (`\u0000`, lone surrogates), invalid UTF-8, bytes that are
-/// not JSON, nesting deeper than ``maximumDepth``. Callers then let the database do the work.
+/// `jsonb` refuses or treats specially (`\u0000`, lone surrogates), bytes that are not JSON,
+/// nesting deeper than ``maximumDepth``. (Its input is a `String`, so valid UTF-8 already.) Callers then let the database do the work.
 /// Tests compare it with PostgreSQL's own printing (`JSONBTextTests`).
 enum JSONBText {
     /// Nesting deeper than this is left to the database (the recursion stays small).
@@ -171,11 +171,8 @@ enum JSONBText {
                     return true
                 }
                 if byte < 0x20 { return false }  // raw control characters are not JSON
-                if byte >= 0x80 {
-                    guard let length = Self.validUTF8Sequence(bytes, at: index) else { return false }
-                    index += length
-                    continue
-                }
+                // Bytes of a multi-byte character (≥ 0x80) are taken as they are: a `String`'s
+                // UTF-8 is valid.
                 guard byte == UInt8(ascii: "\\") else {
                     index += 1
                     continue
@@ -194,7 +191,7 @@ enum JSONBText {
                 case UInt8(ascii: "t"): content.append(0x09)
                 case UInt8(ascii: "u"):
                     guard let scalar = unicodeEscape() else { return false }
-                    content.append(contentsOf: String(Character(scalar)).utf8)
+                    UTF8.encode(scalar) { content.append($0) }
                 default: return false
                 }
                 plainStart = index
@@ -265,28 +262,6 @@ enum JSONBText {
         }
 
         static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
-
-        /// The length of the well-formed UTF-8 sequence at `index` (a lead byte ≥ 0x80), or nil.
-        static func validUTF8Sequence(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
-            let lead = bytes[index]
-            let length: Int
-            let lowest: UInt32
-            switch lead {
-            case 0xC2...0xDF: (length, lowest) = (2, 0x80)
-            case 0xE0...0xEF: (length, lowest) = (3, 0x800)
-            case 0xF0...0xF4: (length, lowest) = (4, 0x10000)
-            default: return nil
-            }
-            guard index + length <= bytes.count else { return nil }
-            var scalar = UInt32(lead) & (0xFF >> (length + 1))
-            for offset in 1..<length {
-                let byte = bytes[index + offset]
-                guard byte & 0xC0 == 0x80 else { return nil }
-                scalar = scalar << 6 | UInt32(byte & 0x3F)
-            }
-            guard scalar >= lowest, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { return nil }
-            return length
-        }
 
         /// `escape_json` on the string content at `start…` of `output`, in place, in quotes: `"`
         /// and `\` escaped, `\b \f \n \r \t` by name, other control characters as `\u00xx`
