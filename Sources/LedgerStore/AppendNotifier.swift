@@ -7,9 +7,10 @@ import Logging
 ///
 /// Not inside the append's transaction on purpose: PostgreSQL serialises the commits of all
 /// transactions that NOTIFY (a cluster-wide lock held through the commit's flush), which capped
-/// appends at one writer's speed. Here the appends of each 5 ms share one notification, and
-/// appends never wait. If this process dies between a commit and its notification, subscribers still
-/// find the events at their next poll.
+/// appends at one writer's speed. Here appends that come close together share one notification
+/// (``minimumInterval``, growing to ``maximumInterval`` while they keep coming), and appends never
+/// wait. If this process dies between a commit and its notification, subscribers still find the
+/// events at their next poll.
 final class AppendNotifier: Sendable {
     private let conninfo: String
     private let logger: Logger
@@ -33,13 +34,24 @@ final class AppendNotifier: Sendable {
     }
 
     /// At most one notification per interval: appends signalled meanwhile share the next one.
-    /// Without it a lone writer would cost the server a second transaction per append.
+    /// Without it a lone writer would cost the server a second transaction per append. After a
+    /// quiet spell the first append is announced at once and the next no sooner than this.
     static let minimumInterval = 0.005
+
+    /// The interval under sustained appends: it doubles from ``minimumInterval`` each time appends
+    /// were already waiting for the next notification, up to this, and falls back once they stop.
+    /// Each notification is a transaction on its own session; at one every 5 ms, sustained single
+    /// appends by four writers ran about 2 % slower (docs/performance.md). A subscriber that is
+    /// caught up then learns of new events at most this late; one that is behind reads on
+    /// without waiting for notifications.
+    static let maximumInterval = 0.04
 
     /// Sends while there are signals; exits after a few idle seconds (and is started again by the next signal).
     private static func run(conninfo: String, logger: Logger, condition: NotifierCondition) {
         var session: PostgresConnection?
-        while condition.takePending(idleTimeout: 5) {
+        var interval = minimumInterval
+        while let waited = condition.takePending(idleTimeout: 5) {
+            interval = waited ? minimumInterval : min(interval * 2, maximumInterval)
             do {
                 if session == nil || session?.isBroken == true {
                     let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
@@ -54,7 +66,7 @@ final class AppendNotifier: Sendable {
                 logger.debug("append notification not sent; subscribers will poll", metadata: ["db.error": "\(error)"])
                 session = nil
             }
-            Thread.sleep(forTimeInterval: minimumInterval)
+            Thread.sleep(forTimeInterval: interval)
         }
     }
 }
@@ -77,18 +89,21 @@ private final class NotifierCondition: @unchecked Sendable {
         return true
     }
 
-    /// Waits for a pending signal and clears it; false (thread should exit) after `idleTimeout` seconds without one.
-    func takePending(idleTimeout: Double) -> Bool {
+    /// Waits for a pending signal and clears it; answers whether it had to wait (false: the
+    /// signal was there already), or nil (the thread should exit) after `idleTimeout` seconds
+    /// without one.
+    func takePending(idleTimeout: Double) -> Bool? {
         lock.lock()
         defer { lock.unlock() }
+        let waited = !pending
         let deadline = Date().addingTimeInterval(idleTimeout)
         while !pending {
             if !lock.wait(until: deadline) {
                 running = false
-                return false
+                return nil
             }
         }
         pending = false
-        return true
+        return waited
     }
 }

@@ -174,18 +174,19 @@ public struct EventStore: Sendable {
         guard bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") else {
             throw refuse(field, "json_object", "must be a JSON object")
         }
-        guard endsWithItsFirstObject(bytes) else {
+        let scan = scanObject(bytes)
+        guard scan.endsWithItsFirstObject else {
             throw refuse(field, "json_object", "must be one JSON object, with nothing after its closing brace")
         }
-        if EventCatalog.holdsEscapedNUL(bytes) {
+        // `\u0000` needs a backslash: most payloads have none and skip the search.
+        if scan.holdsBackslash, EventCatalog.holdsEscapedNUL(bytes) {
             throw refuse(field, "no_nul_character", "contains \\u0000, which PostgreSQL cannot store")
         }
         return text
     }
 
-    /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
-    /// parse, as a typed error.
-    /// Whether the object that opens `bytes` closes at its last non-blank byte, and not before.
+    /// Whether the object that opens `bytes` closes at its last non-blank byte, and not before
+    /// (`endsWithItsFirstObject`), and whether a backslash appears anywhere in it.
     ///
     /// The batch is one JSON array with each payload's text placed in its slot, so text such as
     /// `{"n":1},"event_type":"x"` would close its slot early and set the envelope's fields (jsonb
@@ -194,20 +195,22 @@ public struct EventStore: Sendable {
     /// whole batch, it reads the slot's strings and brackets exactly as this scan does, so the
     /// object it finds in the slot is all of the slot. Everything else about the syntax is left
     /// to jsonb's parser.
-    static func endsWithItsFirstObject(_ bytes: Data) -> Bool {
-        bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Bool in
+    static func scanObject(_ bytes: Data) -> (endsWithItsFirstObject: Bool, holdsBackslash: Bool) {
+        bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> (Bool, Bool) in
             var depth = 0
             var inString = false
             var escaped = false
             var closed = false
+            var backslash = false
             for byte in buffer {
                 if closed {
-                    guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return false }
+                    guard byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 else { return (false, backslash) }
                 } else if inString {
                     if escaped {
                         escaped = false
                     } else if byte == UInt8(ascii: "\\") {
                         escaped = true
+                        backslash = true
                     } else if byte == UInt8(ascii: "\"") {
                         inString = false
                     }
@@ -218,14 +221,17 @@ public struct EventStore: Sendable {
                     case UInt8(ascii: "}"), UInt8(ascii: "]"):
                         depth -= 1
                         if depth == 0 { closed = true }
+                    case UInt8(ascii: "\\"): backslash = true
                     default: break
                     }
                 }
             }
-            return closed
+            return (closed, backslash)
         }
     }
 
+    /// After PostgreSQL refused a batch's JSON: the first event whose payload or metadata does not
+    /// parse, as a typed error.
     static func diagnoseRefusedBatch(_ events: [NewEvent]) -> EventStoreError? {
         for (index, event) in events.enumerated() {
             for (field, bytes) in [("data", event.data), ("metadata", event.metadata)] {

@@ -56,6 +56,7 @@ enum JSONBText {
             case UInt8(ascii: "{"): return object(into: &output, depth: depth + 1)
             case UInt8(ascii: "["): return array(into: &output, depth: depth + 1)
             case UInt8(ascii: "\""):
+                output.append(UInt8(ascii: "\""))
                 let start = output.count
                 guard string(into: &output) else { return false }
                 Self.escape(from: start, in: &output)
@@ -83,7 +84,7 @@ enum JSONBText {
             skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
-                output.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "}")])
+                output.append(UInt8(ascii: "{"), UInt8(ascii: "}"))
                 return true
             }
             var scratch: [UInt8] = []
@@ -120,11 +121,12 @@ enum JSONBText {
             }
             output.append(UInt8(ascii: "{"))
             for (position, member) in members.enumerated() {
-                if position > 0 { output.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: " ")]) }
+                if position > 0 { output.append(UInt8(ascii: ","), UInt8(ascii: " ")) }
+                output.append(UInt8(ascii: "\""))
                 let keyStart = output.count
                 output.append(contentsOf: scratch[member.key])
                 Self.escape(from: keyStart, in: &output)
-                output.append(contentsOf: [UInt8(ascii: ":"), UInt8(ascii: " ")])
+                output.append(UInt8(ascii: ":"), UInt8(ascii: " "))
                 output.append(contentsOf: scratch[member.value])
             }
             output.append(UInt8(ascii: "}"))
@@ -143,7 +145,7 @@ enum JSONBText {
             }
             var first = true
             while true {
-                if !first { output.append(contentsOf: [UInt8(ascii: ","), UInt8(ascii: " ")]) }
+                if !first { output.append(UInt8(ascii: ","), UInt8(ascii: " ")) }
                 first = false
                 guard value(into: &output, depth: depth) else { return false }
                 skipWhitespace()
@@ -263,27 +265,26 @@ enum JSONBText {
 
         static func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
-        /// `escape_json` on the string content at `start…` of `output`, in place, in quotes: `"`
-        /// and `\` escaped, `\b \f \n \r \t` by name, other control characters as `\u00xx`
-        /// (lowercase), everything else as it is.
+        /// `escape_json` on the string content at `start…` of `output`, in place, after the
+        /// opening quote the caller wrote at `start - 1`, and closes it: `"` and `\` escaped,
+        /// `\b \f \n \r \t` by name, other control characters as `\u00xx` (lowercase), everything
+        /// else as it is.
         static func escape(from start: Int, in output: inout [UInt8]) {
             if !output[start...].contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-                output.insert(UInt8(ascii: "\""), at: start)
                 output.append(UInt8(ascii: "\""))
                 return
             }
             let content = Array(output[start...])
             output.removeSubrange(start...)
-            output.append(UInt8(ascii: "\""))
             for byte in content {
                 switch byte {
-                case 0x08: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-                case 0x0C: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-                case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-                case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-                case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-                case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-                case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x08: output.append(UInt8(ascii: "\\"), UInt8(ascii: "b"))
+                case 0x0C: output.append(UInt8(ascii: "\\"), UInt8(ascii: "f"))
+                case 0x0A: output.append(UInt8(ascii: "\\"), UInt8(ascii: "n"))
+                case 0x0D: output.append(UInt8(ascii: "\\"), UInt8(ascii: "r"))
+                case 0x09: output.append(UInt8(ascii: "\\"), UInt8(ascii: "t"))
+                case UInt8(ascii: "\""): output.append(UInt8(ascii: "\\"), UInt8(ascii: "\""))
+                case UInt8(ascii: "\\"): output.append(UInt8(ascii: "\\"), UInt8(ascii: "\\"))
                 case 0..<0x20:
                     let hex = Array("0123456789abcdef".utf8)
                     output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
@@ -293,5 +294,13 @@ enum JSONBText {
             }
             output.append(UInt8(ascii: "\""))
         }
+    }
+}
+
+extension [UInt8] {
+    /// Appends two bytes (a separator or an escape) without building an array for them.
+    fileprivate mutating func append(_ first: UInt8, _ second: UInt8) {
+        append(first)
+        append(second)
     }
 }
