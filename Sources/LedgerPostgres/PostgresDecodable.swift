@@ -78,6 +78,10 @@ extension Int64: PostgresDecodable {
 extension Int: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws { self = try .parseDecimal(bytes) }
 }
+/// For `xid8` (transaction ids), which is unsigned 64-bit.
+extension UInt64: PostgresDecodable {
+    public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws { self = try .parseDecimal(bytes) }
+}
 
 extension Double: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {

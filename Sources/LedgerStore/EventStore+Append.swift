@@ -323,7 +323,7 @@ extension EventStore {
             AppendedEvent(
                 id: event.id, position: try row.decode(Int64.self, at: 0),
                 streamVersion: try row.decode(Int64.self, at: 1),
-                transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
+                transactionID: try row.decode(UInt64.self, at: 2),
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
         if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {

@@ -137,7 +137,7 @@ extension EventStore {
             var stored = insert.event
             let row = try rows.single()
             stored.position = try row.decode(Int64.self, at: 0)
-            stored.transactionID = UInt64(try row.decode(String.self, at: 1)) ?? 0
+            stored.transactionID = try row.decode(UInt64.self, at: 1)
             if insert.usesHint { heads.noteHit() }
             hashedAppends.increment()
             try announceAppend(on: connection)

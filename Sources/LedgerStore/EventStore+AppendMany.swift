@@ -156,7 +156,7 @@ extension EventStore {
             guard let id = try row.decode(UUID?.self, at: 0) else { continue }
             placed[id] = AppendedEvent(
                 id: id, position: try row.decode(Int64.self, at: 1), streamVersion: try row.decode(Int64.self, at: 2),
-                transactionID: UInt64(try row.decode(String.self, at: 3)) ?? 0,
+                transactionID: try row.decode(UInt64.self, at: 3),
                 recordedAt: try row.decode(Date.self, at: 4), hash: try row.decode(Data.self, at: 5))
         }
         guard !placed.isEmpty else { return [:] }

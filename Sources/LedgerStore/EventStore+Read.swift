@@ -21,7 +21,7 @@ extension EventStore {
     static func record(from row: PostgresRow, at first: Int) throws -> RecordedEvent {
         RecordedEvent(
             position: try row.decode(Int64.self, at: first),
-            transactionID: UInt64(try row.decode(String.self, at: first + 1)) ?? 0,
+            transactionID: try row.decode(UInt64.self, at: first + 1),
             streamID: try row.decode(String.self, at: first + 2),
             streamVersion: try row.decode(Int64.self, at: first + 3),
             id: try row.decode(UUID.self, at: first + 4),

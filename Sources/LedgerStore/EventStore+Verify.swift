@@ -132,7 +132,7 @@ extension EventStore {
         var previous: Data?
         for row in seals {
             let number = try row.decode(Int64.self, at: 0)
-            let upTo = GlobalCheckpoint(transactionID: UInt64(try row.decode(String.self, at: 1)) ?? 0,
+            let upTo = GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 1),
                                         position: try row.decode(Int64.self, at: 2))
             let count = try row.decode(Int64.self, at: 3)
             let storedPrevious = try row.decode(Data?.self, at: 4)
@@ -179,7 +179,7 @@ extension EventStore {
                 count += 1
             }
             let last = rows[rows.count - 1]
-            cursor = GlobalCheckpoint(transactionID: UInt64(try last.decode(String.self, at: 0)) ?? 0,
+            cursor = GlobalCheckpoint(transactionID: try last.decode(UInt64.self, at: 0),
                                       position: try last.decode(Int64.self, at: 1))
         }
         return (Data(hasher.finalize()), count)
@@ -199,7 +199,7 @@ extension EventStore {
                     """).first
                 let number = try last?.decode(Int64.self, at: 0) ?? 0
                 let from = try last.map {
-                    GlobalCheckpoint(transactionID: UInt64(try $0.decode(String.self, at: 1)) ?? 0,
+                    GlobalCheckpoint(transactionID: try $0.decode(UInt64.self, at: 1),
                                      position: try $0.decode(Int64.self, at: 2))
                 } ?? .start
                 let previous = try last?.decode(Data.self, at: 3)
@@ -210,7 +210,7 @@ extension EventStore {
                     ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
                     """).first
                 guard let horizon else { return nil }
-                let upTo = GlobalCheckpoint(transactionID: UInt64(try horizon.decode(String.self, at: 0)) ?? 0,
+                let upTo = GlobalCheckpoint(transactionID: try horizon.decode(UInt64.self, at: 0),
                                             position: try horizon.decode(Int64.self, at: 1))
                 guard upTo > from else { return nil }
                 let (digest, count) = try Self.sealDigest(previous: previous, from: from, through: upTo, on: connection)

@@ -132,7 +132,9 @@ public struct EventStore: Sendable {
             func refuse(_ field: String, _ rule: String, _ message: String) -> EventStoreError {
                 .invalidEvent(index: index, eventType: event.type, field: field, rule: rule, message: message)
             }
-            guard seen.insert(event.id).inserted else { throw refuse("id", "unique_in_batch", "the id appears twice in the batch") }
+            guard events.count == 1 || seen.insert(event.id).inserted else {
+                throw refuse("id", "unique_in_batch", "the id appears twice in the batch")
+            }
             guard isValidTypeName(event.type) else {
                 throw refuse("type", "type_name", "an event type is a letter then up to 127 letters, digits, _ or .")
             }

@@ -90,7 +90,7 @@ public struct ReadHorizon: Sendable, Hashable, Codable {
                   WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())
                   ORDER BY transaction_id, position LIMIT \(Int64(countLimit))) AS waiting
             """).single()
-        let horizon = UInt64(try row.decode(String.self, at: 0)) ?? 0
+        let horizon = try row.decode(UInt64.self, at: 0)
         let waiting = try row.decode(Int64.self, at: 1)
         guard waiting > 0, let newest = try row.decode(String?.self, at: 2) else {
             return ReadHorizon(transactionID: horizon, eventsWaiting: 0, secondsWaiting: 0, holders: [])

@@ -32,10 +32,21 @@ final class StreamHeads: Sendable {
         var sessionsOpened: UInt64
     }
 
-    /// Streams remembered at most; past it the hints are dropped and learnt again.
+    /// Streams remembered at most; past it the hints are dropped and learnt again (a shard's
+    /// share at a time).
     static let capacity = 50_000
 
-    private let heads = Mutex<[String: Head]>([:])
+    /// The hints, in shards chosen by the stream's hash: every append reads and writes one, so
+    /// with a single lock concurrent writers queued on it.
+    private let shards: [Shard] = (0..<Shard.count).map { _ in Shard() }
+
+    private final class Shard: Sendable {
+        static let count = 16
+        static let capacity = StreamHeads.capacity / count
+        let heads = Mutex<[String: Head]>([:])
+    }
+
+    private func shard(of stream: String) -> Shard { shards[Int(UInt(bitPattern: stream.hashValue) % UInt(Shard.count))] }
     private let hits = Atomic<Int>(0)
 
     /// Appends that went in through a hint (``EventStore/appendNextSQL`` inserted the event).
@@ -46,7 +57,7 @@ final class StreamHeads: Sendable {
 
     /// The hint for `stream`, if any, whichever session it could be used on.
     func head(of stream: String) -> Head? {
-        heads.withLock { $0[stream] }
+        shard(of: stream).heads.withLock { $0[stream] }
     }
 
     /// The hint for `stream` if `connection` may use it: a session opened before the hinted
@@ -72,9 +83,9 @@ final class StreamHeads: Sendable {
     /// usable on as many sessions (transactions' commit actions may run out of order). Any
     /// committed event makes a safe hint; an older one only costs a fallback.
     private func remember(_ stream: String, _ head: Head) {
-        heads.withLock { heads in
+        shard(of: stream).heads.withLock { heads in
             if let known = heads[stream], known.version >= head.version, known.sessionsOpened >= head.sessionsOpened { return }
-            if heads.count >= Self.capacity, heads[stream] == nil { heads.removeAll(keepingCapacity: true) }
+            if heads.count >= Shard.capacity, heads[stream] == nil { heads.removeAll(keepingCapacity: true) }
             heads[stream] = head
         }
     }

@@ -35,9 +35,9 @@ public final class PersonalDataProtection: Sendable {
     /// Counts ``forgetCachedKeys(of:)`` calls (``forgetGeneration``).
     let forgettings = Atomic<Int>(0)
     let subjects = Mutex<[String: String]>([:])
-    /// Per event type and version of the catalog: its sealing plan, or nil when it declares no
-    /// personal field.
-    let plans = Mutex<[TypeVersion: SealingPlan?]>([:])
+    /// Per event type and version of the catalog that declares personal fields: its sealing plan.
+    /// Made once, with the protection: every append looks its type up here, without a lock.
+    let plans: [TypeVersion: SealingPlan]
 
     struct TypeVersion: Hashable {
         var type: String
@@ -60,12 +60,14 @@ public final class PersonalDataProtection: Sendable {
         self.keys = .success(masterKeys)
         self.catalog = catalog
         self.isEnabled = true
+        self.plans = Self.sealingPlans(of: catalog)
     }
 
     init(keys: Result<MasterKeys, PrivacyError>, catalog: EventCatalog, isEnabled: Bool) {
         self.keys = keys
         self.catalog = catalog
         self.isEnabled = isEnabled
+        self.plans = Self.sealingPlans(of: catalog)
     }
 
     /// Protection configured from the environment for the database at `conninfo` (see
@@ -134,17 +136,21 @@ public final class PersonalDataProtection: Sendable {
         }
     }
 
-    /// The sealing plan of a type and version the catalog knows, made once; nil when it declares
-    /// no personal field (or the catalog does not know it).
+    /// The sealing plan of a type and version the catalog knows; nil when it declares no
+    /// personal field (or the catalog does not know it).
     func sealingPlan(type: String, schemaVersion: Int) -> SealingPlan? {
-        let name = TypeVersion(type: type, schemaVersion: schemaVersion)
-        if let known = plans.withLock({ $0[name] }) { return known }
-        guard let entry = catalog.entry(named: type, schemaVersion: schemaVersion) else { return nil }
-        let plan = entry.personalFields.isEmpty ? nil : SealingPlan(
-            paths: entry.personalFields,
-            splitter: PersonalJSONSplitter(paths: entry.personalFields, reserved: [Self.sealedKey, Self.erasedMarkerKey]))
-        plans.withLock { $0[name] = plan }
-        return plan
+        plans[TypeVersion(type: type, schemaVersion: schemaVersion)]
+    }
+
+    /// The plans of every entry of `catalog` that declares personal fields.
+    static func sealingPlans(of catalog: EventCatalog) -> [TypeVersion: SealingPlan] {
+        var plans: [TypeVersion: SealingPlan] = [:]
+        for entry in catalog.entries where !entry.personalFields.isEmpty {
+            plans[TypeVersion(type: entry.eventType, schemaVersion: entry.schemaVersion)] = SealingPlan(
+                paths: entry.personalFields,
+                splitter: PersonalJSONSplitter(paths: entry.personalFields, reserved: [sealedKey, erasedMarkerKey]))
+        }
+        return plans
     }
 
     /// Tells the sealer which device a send stream is about, when the caller already knows it from
