@@ -170,7 +170,8 @@ public struct EventStore: Sendable {
         guard bytes.count <= limit else {
             throw refuse(field, "max_\(limit)_bytes", "is \(bytes.count) bytes; the limit is \(limit)")
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        // Through the contiguous bytes: `String(validating:)` on `Data` itself reads it byte by byte.
+        guard let text = bytes.withUnsafeBytes({ String(validating: $0.bindMemory(to: UInt8.self), as: UTF8.self) }) else {
             throw refuse(field, "utf8", "is not valid UTF-8")
         }
         guard bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") else {

@@ -46,7 +46,13 @@ final class StreamHeads: Sendable {
         let heads = Mutex<[String: Head]>([:])
     }
 
-    private func shard(of stream: String) -> Shard { shards[Int(UInt(bitPattern: stream.hashValue) % UInt(Shard.count))] }
+    /// The shard of `stream`: FNV-1a over its last eight bytes (where stream ids differ: a device's
+    /// or send's id, a sequence number), cheaper than hashing all of it once more.
+    private func shard(of stream: String) -> Shard {
+        var hash: UInt32 = 2_166_136_261
+        for byte in stream.utf8.suffix(8) { hash = (hash ^ UInt32(byte)) &* 16_777_619 }
+        return shards[Int(hash % UInt32(Shard.count))]
+    }
     private let hits = Atomic<Int>(0)
 
     /// Appends that went in through a hint (``EventStore/appendNextSQL`` inserted the event).
@@ -84,8 +90,13 @@ final class StreamHeads: Sendable {
     /// committed event makes a safe hint; an older one only costs a fallback.
     private func remember(_ stream: String, _ head: Head) {
         shard(of: stream).heads.withLock { heads in
-            if let known = heads[stream], known.version >= head.version, known.sessionsOpened >= head.sessionsOpened { return }
-            if heads.count >= Shard.capacity, heads[stream] == nil { heads.removeAll(keepingCapacity: true) }
+            if let index = heads.index(forKey: stream) {  // one look-up for a known stream
+                let known = heads.values[index]
+                if known.version >= head.version, known.sessionsOpened >= head.sessionsOpened { return }
+                heads.values[index] = head
+                return
+            }
+            if heads.count >= Shard.capacity { heads.removeAll(keepingCapacity: true) }
             heads[stream] = head
         }
     }
