@@ -23,7 +23,13 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     /// Per value: its start in `storage`, and its length (-1 for NULL); row-major.
     let starts: [Int]
     let lengths: [Int32]
-    let columnIndex: [String: Int]
+    /// Column positions by name (the first column of a name), for results wider than
+    /// ``indexedWidth``; narrower ones are searched in order, which costs less than building
+    /// the dictionary (an append's `RETURNING` row is read once).
+    let columnIndex: [String: Int]?
+
+    /// The width above which a result indexes its column names.
+    public static let indexedWidth = 6
 
     init(columns: [Column], rowCount: Int, commandTag: String, affectedRows: Int, storage: [UInt8],
          starts: [Int], lengths: [Int32]) {
@@ -34,11 +40,21 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
         self.storage = storage
         self.starts = starts
         self.lengths = lengths
-        var index: [String: Int] = [:]
-        for (position, column) in columns.enumerated() where index[column.name] == nil {
-            index[column.name] = position
+        if columns.count > Self.indexedWidth {
+            var index: [String: Int] = [:]
+            for (position, column) in columns.enumerated() where index[column.name] == nil {
+                index[column.name] = position
+            }
+            self.columnIndex = index
+        } else {
+            self.columnIndex = nil
         }
-        self.columnIndex = index
+    }
+
+    /// The position of the first column called `name`.
+    func position(ofColumn name: String) -> Int? {
+        if let columnIndex { return columnIndex[name] }
+        return columns.firstIndex { $0.name == name }
     }
 
     /// The number of rows.
@@ -92,7 +108,7 @@ public struct PostgresRow: Sendable {
 
     /// Decodes the value of the column with this name.
     public func decode<T: PostgresDecodable>(_ type: T.Type = T.self, column name: String) throws(PostgresError) -> T {
-        guard let position = rows.columnIndex[name] else {
+        guard let position = rows.position(ofColumn: name) else {
             throw PostgresError(code: .decoding, message: "no column named \(name)")
         }
         return try decode(type, at: position)

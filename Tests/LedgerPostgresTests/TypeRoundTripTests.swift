@@ -33,6 +33,26 @@ struct TypeRoundTripTests {
         }
     }
 
+    /// Narrow results search their columns in order, wide ones index them: both find the first
+    /// column of a name, and name a missing one.
+    @Test("columns are found by name in narrow and wide results alike, the first of a repeated name")
+    func columnsByName() async throws {
+        try await withFreshConnection { connection throws in
+            for width in [2, PostgresRows.indexedWidth, PostgresRows.indexedWidth + 1, 12] {
+                // Columns c0 … c(width-2), then a second c0.
+                let columns = (0..<(width - 1)).map { "\($0 * 10) AS c\($0)" } + ["-1 AS c0"]
+                let row = try connection.query(PostgresQuery(sql: "SELECT " + columns.joined(separator: ", "))).single()
+                #expect(row.columnCount == width)
+                #expect(try row.decode(Int.self, column: "c0") == 0, "width \(width)")
+                #expect(try row.decode(Int.self, column: "c\(width - 2)") == (width - 2) * 10, "width \(width)")
+                #expect(throws: PostgresError.self) { try row.decode(Int.self, column: "missing") }
+            }
+            // xid8 decodes as UInt64 (the events table's transaction ids).
+            let xid = try connection.query("SELECT '18446744073709551615'::xid8 AS x").single()
+            #expect(try xid.decode(UInt64.self, column: "x") == UInt64.max)
+        }
+    }
+
     @Test("every supported type, and NULL in every column")
     func everyTypeAndNull() async throws {
         try await withFreshConnection { connection throws in
