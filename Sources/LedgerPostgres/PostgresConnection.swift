@@ -15,8 +15,8 @@ import Synchronization
 public final class PostgresConnection {
     let handle: OpaquePointer
     private let noticeSink: NoticeSink
-    /// SQL text → prepared statement name, for statements prepared on this session.
-    private var prepared: [String: String] = [:]
+    /// SQL text → the statement prepared for it on this session.
+    private var prepared: [String: PreparedStatement] = [:]
     /// True inside ``transaction(isolation:_:)``'s body: the wrapper will send the COMMIT.
     private var inManagedTransaction = false
     /// What ``afterCommit(_:)`` registered for the open transaction, in order.
@@ -109,9 +109,10 @@ public final class PostgresConnection {
     @discardableResult
     public func query(_ query: PostgresQuery, prepare: Bool = false) throws(PostgresError) -> PostgresRows {
         if prepare {
-            let name = try preparedName(for: query)
+            let statement = try preparedStatement(for: query)
             return try withParameters(query.binds) { count, _, values, lengths, formats throws(PostgresError) in
-                try consume(PQexecPrepared(handle, name, count, values, lengths, formats, 0), sql: query.sql)
+                try consume(PQexecPrepared(handle, statement.name, count, values, lengths, formats, 0), sql: query.sql,
+                            statement: statement)
             }
         }
         return try withParameters(query.binds) { count, types, values, lengths, formats throws(PostgresError) in
@@ -131,13 +132,26 @@ public final class PostgresConnection {
         _ = try consume(PQexec(handle, script), sql: script)
     }
 
-    private func preparedName(for query: PostgresQuery) throws(PostgresError) -> String {
-        if let name = prepared[query.sql] { return name }
-        let name = "ledger_s\(prepared.count + 1)"
+    private func preparedStatement(for query: PostgresQuery) throws(PostgresError) -> PreparedStatement {
+        if let statement = prepared[query.sql] { return statement }
+        let statement = PreparedStatement(name: "ledger_s\(prepared.count + 1)")
         let types = query.binds.map { Oid($0.typeOID) }
-        _ = try consume(PQprepare(handle, name, query.sql, Int32(types.count), types), sql: query.sql)
-        prepared[query.sql] = name
-        return name
+        _ = try consume(PQprepare(handle, statement.name, query.sql, Int32(types.count), types), sql: query.sql)
+        prepared[query.sql] = statement
+        return statement
+    }
+
+    /// A statement prepared on this session: its name, and the columns of its result once one
+    /// was read. Those are kept because they cannot change: PostgreSQL refuses to run a prepared
+    /// statement whose result would come out in another shape (`cached plan must not change
+    /// result type`), so every result after the first reuses them instead of copying them out.
+    private final class PreparedStatement {
+        let name: String
+        var columns: [PostgresRows.Column]?
+
+        init(name: String) {
+            self.name = name
+        }
     }
 
     // MARK: Transactions
@@ -304,6 +318,13 @@ public final class PostgresConnection {
 
     /// Turns a libpq result into rows or an error, clearing it exactly once.
     func consume(_ result: OpaquePointer?, sql: String) throws(PostgresError) -> PostgresRows {
+        try consume(result, sql: sql, statement: nil)
+    }
+
+    /// ``consume(_:sql:)`` for a result of `statement`, whose columns it learns once.
+    private func consume(_ result: OpaquePointer?, sql: String, statement: PreparedStatement?) throws(PostgresError)
+        -> PostgresRows
+    {
         guard let result else {
             throw connectionError(sql: sql)
         }
@@ -311,7 +332,9 @@ public final class PostgresConnection {
         let status = PQresultStatus(result)
         switch status {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
-            return Self.materialize(result)
+            let rows = Self.materialize(result, knownColumns: statement?.columns)
+            if let statement, statement.columns == nil { statement.columns = rows.columns }
+            return rows
         case PGRES_FATAL_ERROR, PGRES_BAD_RESPONSE, PGRES_NONFATAL_ERROR:
             throw errorFromResult(result, sql: sql)
         default:
@@ -348,14 +371,21 @@ public final class PostgresConnection {
             query: sql)
     }
 
-    static func materialize(_ result: OpaquePointer) -> PostgresRows {
+    /// Copies `result` out; `knownColumns`, when given, are its columns as an earlier result of
+    /// the same prepared statement had them.
+    static func materialize(_ result: OpaquePointer, knownColumns: [PostgresRows.Column]? = nil) -> PostgresRows {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
-        var columns: [PostgresRows.Column] = []
-        columns.reserveCapacity(columnCount)
-        for column in 0..<columnCount {
-            columns.append(.init(name: String(cString: PQfname(result, Int32(column))),
-                                 typeOID: UInt32(PQftype(result, Int32(column)))))
+        var columns: [PostgresRows.Column]
+        if let knownColumns, knownColumns.count == columnCount {
+            columns = knownColumns
+        } else {
+            columns = []
+            columns.reserveCapacity(columnCount)
+            for column in 0..<columnCount {
+                columns.append(.init(name: String(cString: PQfname(result, Int32(column))),
+                                     typeOID: UInt32(PQftype(result, Int32(column)))))
+            }
         }
         var starts = [Int](repeating: 0, count: rowCount * columnCount)
         var lengths = [Int32](repeating: -1, count: rowCount * columnCount)

@@ -112,25 +112,30 @@ enum JSONBText {
                 index += 1
                 break
             }
-            members.sort { a, b in
-                a.key.count != b.key.count ? a.key.count < b.key.count : scratch[a.key].lexicographicallyPrecedes(scratch[b.key])
+            // Through the scratch buffer's memory: slices of the array would each retain it.
+            return scratch.withUnsafeBufferPointer { scratch in
+                func bytes(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: scratch[range]) }
+                members.sort { a, b in
+                    a.key.count != b.key.count ? a.key.count < b.key.count : bytes(a.key).lexicographicallyPrecedes(bytes(b.key))
+                }
+                // A repeated key: jsonb keeps one of them; let it say which.
+                for position in members.indices.dropFirst()
+                where bytes(members[position].key).elementsEqual(bytes(members[position - 1].key)) {
+                    return false
+                }
+                output.append(UInt8(ascii: "{"))
+                for (position, member) in members.enumerated() {
+                    if position > 0 { output.append(UInt8(ascii: ","), UInt8(ascii: " ")) }
+                    output.append(UInt8(ascii: "\""))
+                    let keyStart = output.count
+                    output.append(contentsOf: bytes(member.key))
+                    Self.escape(from: keyStart, in: &output)
+                    output.append(UInt8(ascii: ":"), UInt8(ascii: " "))
+                    output.append(contentsOf: bytes(member.value))
+                }
+                output.append(UInt8(ascii: "}"))
+                return true
             }
-            // A repeated key: jsonb keeps one of them; let it say which.
-            for position in members.indices.dropFirst() where scratch[members[position].key] == scratch[members[position - 1].key] {
-                return false
-            }
-            output.append(UInt8(ascii: "{"))
-            for (position, member) in members.enumerated() {
-                if position > 0 { output.append(UInt8(ascii: ","), UInt8(ascii: " ")) }
-                output.append(UInt8(ascii: "\""))
-                let keyStart = output.count
-                output.append(contentsOf: scratch[member.key])
-                Self.escape(from: keyStart, in: &output)
-                output.append(UInt8(ascii: ":"), UInt8(ascii: " "))
-                output.append(contentsOf: scratch[member.value])
-            }
-            output.append(UInt8(ascii: "}"))
-            return true
         }
 
         mutating func array(into output: inout [UInt8], depth: Int) -> Bool {
@@ -270,7 +275,10 @@ enum JSONBText {
         /// `\b \f \n \r \t` by name, other control characters as `\u00xx` (lowercase), everything
         /// else as it is.
         static func escape(from start: Int, in output: inout [UInt8]) {
-            if !output[start...].contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            let plain = output.withUnsafeBufferPointer { output in
+                !output[start...].contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+            }
+            if plain {
                 output.append(UInt8(ascii: "\""))
                 return
             }
