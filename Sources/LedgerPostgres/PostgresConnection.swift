@@ -141,10 +141,11 @@ public final class PostgresConnection {
         return statement
     }
 
-    /// A statement prepared on this session: its name, and the columns of its result once one
-    /// was read. Those are kept because they cannot change: PostgreSQL refuses to run a prepared
-    /// statement whose result would come out in another shape (`cached plan must not change
-    /// result type`), so every result after the first reuses them instead of copying them out.
+    /// A statement prepared on this session: its name, and the columns of its last result. The
+    /// next result reuses them when its columns have the same names and types, which is checked
+    /// without copying anything out: PostgreSQL keeps a planned statement's result in one shape
+    /// (`cached plan must not change result type`), though a prepared utility statement such as
+    /// `FETCH` may change it.
     private final class PreparedStatement {
         let name: String
         var columns: [PostgresRows.Column]?
@@ -333,7 +334,7 @@ public final class PostgresConnection {
         switch status {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY:
             let rows = Self.materialize(result, knownColumns: statement?.columns)
-            if let statement, statement.columns == nil { statement.columns = rows.columns }
+            statement?.columns = rows.columns  // the same array when reused
             return rows
         case PGRES_FATAL_ERROR, PGRES_BAD_RESPONSE, PGRES_NONFATAL_ERROR:
             throw errorFromResult(result, sql: sql)
@@ -371,13 +372,13 @@ public final class PostgresConnection {
             query: sql)
     }
 
-    /// Copies `result` out; `knownColumns`, when given, are its columns as an earlier result of
-    /// the same prepared statement had them.
+    /// Copies `result` out; `knownColumns`, when given, are the columns of an earlier result of
+    /// the same prepared statement, used if `result` has the same.
     static func materialize(_ result: OpaquePointer, knownColumns: [PostgresRows.Column]? = nil) -> PostgresRows {
         let rowCount = Int(PQntuples(result))
         let columnCount = Int(PQnfields(result))
         var columns: [PostgresRows.Column]
-        if let knownColumns, knownColumns.count == columnCount {
+        if let knownColumns, hasColumns(result, knownColumns) {
             columns = knownColumns
         } else {
             columns = []
@@ -417,6 +418,17 @@ public final class PostgresConnection {
         return PostgresRows(columns: columns, rowCount: rowCount, commandTag: String(cString: PQcmdStatus(result)),
                             affectedRows: Int(tuples) ?? rowCount, storage: storage, starts: starts,
                             lengths: lengths)
+    }
+
+    /// Whether `result`'s columns are `columns`: the same names and type OIDs, in order.
+    static func hasColumns(_ result: OpaquePointer, _ columns: [PostgresRows.Column]) -> Bool {
+        guard Int(PQnfields(result)) == columns.count else { return false }
+        for (position, column) in columns.enumerated() {
+            guard UInt32(PQftype(result, Int32(position))) == column.typeOID, let name = PQfname(result, Int32(position)),
+                  column.name.utf8.elementsEqual(UnsafeBufferPointer(start: name, count: strlen(name)).lazy.map { UInt8(bitPattern: $0) })
+            else { return false }
+        }
+        return true
     }
 
     static func cleanMessage(_ pointer: UnsafePointer<CChar>?) -> String {

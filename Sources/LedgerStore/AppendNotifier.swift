@@ -41,7 +41,7 @@ final class AppendNotifier: Sendable {
     /// The interval under sustained appends: it doubles from ``minimumInterval`` each time appends
     /// were already waiting for the next notification, up to this, and falls back once they stop.
     /// Each notification is a transaction on its own session; at one every 5 ms, sustained single
-    /// appends by four writers ran about 2 % slower (docs/performance.md). A subscriber that is
+    /// appends ran 2–3 % slower (docs/performance.md). A subscriber that is
     /// caught up then learns of new events at most this late; one that is behind reads on
     /// without waiting for notifications.
     static let maximumInterval = 0.04
@@ -50,8 +50,11 @@ final class AppendNotifier: Sendable {
     private static func run(conninfo: String, logger: Logger, condition: NotifierCondition) {
         var session: PostgresConnection?
         var interval = minimumInterval
+        var first = true
         while let waited = condition.takePending(idleTimeout: 5) {
-            interval = waited ? minimumInterval : min(interval * 2, maximumInterval)
+            // The thread starts with the signal that started it pending: one after a quiet spell.
+            interval = waited || first ? minimumInterval : min(interval * 2, maximumInterval)
+            first = false
             do {
                 if session == nil || session?.isBroken == true {
                     let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
@@ -98,7 +101,8 @@ private final class NotifierCondition: @unchecked Sendable {
         let waited = !pending
         let deadline = Date().addingTimeInterval(idleTimeout)
         while !pending {
-            if !lock.wait(until: deadline) {
+            // A signal may have come in as the wait timed out: it is taken, not lost.
+            if !lock.wait(until: deadline), !pending {
                 running = false
                 return nil
             }

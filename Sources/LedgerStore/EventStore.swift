@@ -171,7 +171,7 @@ public struct EventStore: Sendable {
             throw refuse(field, "max_\(limit)_bytes", "is \(bytes.count) bytes; the limit is \(limit)")
         }
         // Through the contiguous bytes: `String(validating:)` on `Data` itself reads it byte by byte.
-        guard let text = bytes.withUnsafeBytes({ String(validating: $0.bindMemory(to: UInt8.self), as: UTF8.self) }) else {
+        guard let text = bytes.withUnsafeBytes({ String(validating: $0.assumingMemoryBound(to: UInt8.self), as: UTF8.self) }) else {
             throw refuse(field, "utf8", "is not valid UTF-8")
         }
         guard bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{") else {
@@ -189,7 +189,8 @@ public struct EventStore: Sendable {
     }
 
     /// Whether the object that opens `bytes` closes at its last non-blank byte, and not before
-    /// (`endsWithItsFirstObject`), and whether a backslash appears anywhere in it.
+    /// (`endsWithItsFirstObject`), and, when it does, whether a backslash appears anywhere in
+    /// `bytes` (`holdsBackslash`; when it does not, the scan may stop early).
     ///
     /// The batch is one JSON array with each payload's text placed in its slot, so text such as
     /// `{"n":1},"event_type":"x"` would close its slot early and set the envelope's fields (jsonb

@@ -53,6 +53,26 @@ struct TypeRoundTripTests {
         }
     }
 
+    /// A prepared statement's columns are read out once and reused while they stay the same; a
+    /// prepared utility statement (`FETCH`) can change them, and its rows are then read anew.
+    @Test("a prepared statement whose result changes shape is read with its new columns")
+    func preparedColumnsFollowTheResult() async throws {
+        try await withFreshConnection { connection throws in
+            try connection.transaction { connection in
+                let fetch: PostgresQuery = "FETCH 1 FROM c"
+                try connection.run(script: "DECLARE c CURSOR FOR SELECT 7 AS n")
+                #expect(try connection.query(fetch, prepare: true).single().decode(Int.self, column: "n") == 7)
+                try connection.run(script: "CLOSE c; DECLARE c CURSOR FOR SELECT 8 AS n")
+                #expect(try connection.query(fetch, prepare: true).single().decode(Int.self, column: "n") == 8)
+                try connection.run(script: "CLOSE c; DECLARE c CURSOR FOR SELECT 'x' AS label")
+                let row = try connection.query(fetch, prepare: true).single()
+                #expect(row.columnCount == 1)
+                #expect(try row.decode(String.self, column: "label") == "x")
+                #expect(throws: PostgresError.self) { try row.decode(Int.self, column: "n") }
+            }
+        }
+    }
+
     @Test("every supported type, and NULL in every column")
     func everyTypeAndNull() async throws {
         try await withFreshConnection { connection throws in

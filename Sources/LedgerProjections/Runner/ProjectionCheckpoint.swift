@@ -49,7 +49,7 @@ enum CheckpointTable {
         ProjectionCheckpoint(
             name: try row.decode(String.self, at: 0),
             builtWithVersion: try row.decode(Int.self, at: 1),
-            checkpoint: GlobalCheckpoint(transactionID: UInt64(try row.decode(String.self, at: 2)) ?? 0,
+            checkpoint: GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 2),
                                          position: try row.decode(Int64.self, at: 3)),
             eventsApplied: try row.decode(Int64.self, at: 4),
             lastEventRecordedAt: try row.decode(Date?.self, at: 5),
