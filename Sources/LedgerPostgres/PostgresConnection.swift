@@ -322,7 +322,7 @@ public final class PostgresConnection {
         try consume(result, sql: sql, statement: nil)
     }
 
-    /// ``consume(_:sql:)`` for a result of `statement`, whose columns it learns once.
+    /// ``consume(_:sql:)`` for a result of `statement`, reusing its columns while they stay the same.
     private func consume(_ result: OpaquePointer?, sql: String, statement: PreparedStatement?) throws(PostgresError)
         -> PostgresRows
     {

@@ -41,9 +41,9 @@ final class AppendNotifier: Sendable {
     /// The interval under sustained appends: it doubles from ``minimumInterval`` each time appends
     /// were already waiting for the next notification, up to this, and falls back once they stop.
     /// Each notification is a transaction on its own session; at one every 5 ms, sustained single
-    /// appends ran 2–3 % slower (docs/performance.md). A subscriber that is
-    /// caught up then learns of new events at most this late; one that is behind reads on
-    /// without waiting for notifications.
+    /// appends ran 2–3 % slower (docs/performance.md). A subscriber that is caught up then learns
+    /// of new events at most this late; one that is behind reads on without waiting for
+    /// notifications.
     static let maximumInterval = 0.04
 
     /// Sends while there are signals; exits after a few idle seconds (and is started again by the next signal).
