@@ -31,8 +31,9 @@ public struct ServerClock: Sendable, Hashable {
 
     /// Whether this machine's wall clock and monotonic clock disagree about the time since the
     /// reading by more than `tolerance`: the wall clock was stepped, or the machine paused.
-    func clocksDisagree(tolerance: TimeInterval = 0.005) -> Bool {
-        abs(Date().timeIntervalSince(localAtRead) - Self.seconds(age)) > tolerance
+    /// `age`, when the caller has just read it, spares reading the monotonic clock again.
+    func clocksDisagree(tolerance: TimeInterval = 0.005, age: Duration? = nil) -> Bool {
+        abs(Date().timeIntervalSince(localAtRead) - Self.seconds(age ?? self.age)) > tolerance
     }
 
     /// The server's time now, as estimated.
@@ -76,7 +77,9 @@ extension PostgresConnection {
     ///
     /// - Throws: ``PostgresError`` when the session fails while measuring again.
     public func serverClock() throws(PostgresError) -> ServerClock {
-        if let clock = measuredClock, clock.age < Self.serverClockMaximumAge, !clock.clocksDisagree(),
+        // Every single append asks: the clock's age is read once for both checks.
+        if let clock = measuredClock, case let age = clock.age, age < Self.serverClockMaximumAge,
+            !clock.clocksDisagree(age: age),
             clock.uncertainty <= Self.serverClockWantedUncertainty
                 || (clockMeasuredAt.map { $0.duration(to: .now) < Self.serverClockRetryAge } ?? false)
         {
