@@ -117,7 +117,7 @@ func benchSingleAppends(conninfo: String, name: String = "append_single", writer
     for round in 0..<rounds {
         ledgerSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try ledgerCPU.measure(server: writers == 1) {
+            try ledgerCPU.measure(server: writers == 1, backendPID: connection.backendPID) {
                 for n in 0..<perRound {
                     try write(connection, "device-bench-\(name)-\(writers)w\(writer)-r\(round)-d\(n % 50)", n)
                 }
@@ -125,7 +125,7 @@ func benchSingleAppends(conninfo: String, name: String = "append_single", writer
         }
         rawSeconds += try timeOnThreads(writers) { writer in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            try bareCPU.measure(server: writers == 1) {
+            try bareCPU.measure(server: writers == 1, backendPID: connection.backendPID) {
                 for n in 0..<perRound {
                     try connection.execute("""
                         INSERT INTO bare_events (stream_id, stream_version, event_id, event_type, schema_version, data,
@@ -144,7 +144,8 @@ func benchSingleAppends(conninfo: String, name: String = "append_single", writer
     // Wall time per write as each writer sees it (the writers run side by side); CPU per event.
     FileHandle.standardError.write(Data(("\(name)_\(writers): wall µs per write and writer, ledger \(Int(ledgerSeconds / total * 1e6 * Double(writers))), "
         + "bare \(Int(rawSeconds / total * 1e6 * Double(writers))); per event, client CPU µs ledger \(micro(ledgerCPU.client)), bare \(micro(bareCPU.client))"
-        + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(ledgerCPU.server)), bare \(micro(bareCPU.server))" : "") + "\n").utf8))
+        + (writers == 1 ? "; PostgreSQL CPU µs ledger \(micro(ledgerCPU.server)), bare \(micro(bareCPU.server))"
+                          + " (the writer's backend: ledger \(micro(ledgerCPU.backend)), bare \(micro(bareCPU.backend)))" : "") + "\n").utf8))
     return Measurement(bench: "\(name)_\(writers)_writer\(writers == 1 ? "" : "s")", rate: total / ledgerSeconds,
                        unit: "events/s", baselineRate: total / rawSeconds,
                        baseline: "single-row INSERT commits into a bare table (PQexecParams, prepared)")

@@ -50,15 +50,24 @@ struct CPUUsage {
 final class SideCPU: Sendable {
     let client = CPUTimeBox()
     let server = CPUTimeBox()
+    /// The writer's own backend's share of `server` (the rest is other PostgreSQL processes:
+    /// the WAL writer, other sessions such as a notifier's, the checkpointer).
+    let backend = CPUTimeBox()
 
     /// Runs `body`, adding the calling thread's CPU and, with `server`, PostgreSQL's. Run it
     /// while the side's connection lives: a backend that has exited is no longer counted. With
     /// several writers sampling at once, PostgreSQL's would be counted once per writer: pass false.
-    func measure(server sampleServer: Bool = true, _ body: () throws -> Void) rethrows {
+    func measure(server sampleServer: Bool = true, backendPID: Int32? = nil, _ body: () throws -> Void) rethrows {
         let serverBefore = sampleServer ? CPUUsage.now() : nil
         let started = threadCPUSeconds()
         try body()
         client.add(threadCPUSeconds() - started)
-        if let serverBefore { server.add(CPUUsage.now().since(serverBefore).server) }
+        if let serverBefore {
+            let serverAfter = CPUUsage.now()
+            server.add(serverAfter.since(serverBefore).server)
+            if let backendPID, let after = serverAfter.server[backendPID] {
+                backend.add(after - (serverBefore.server[backendPID] ?? 0))
+            }
+        }
     }
 }
