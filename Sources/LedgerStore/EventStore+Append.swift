@@ -239,7 +239,8 @@ extension EventStore {
         // Outside a transaction a lone event's hash is computed here (EventStore+AppendHashed);
         // nil means the statements below decide (a stale hint or a retry leaves no hint to try).
         var hintUsable = true
-        if !inTransaction, let insert = batch.hashedInsert(stream: stream, expected: expected, hint: hint, on: connection) {
+        if !inTransaction, let insert = batch.hashedInsert(stream: stream, expected: expected, hint: hint,
+                                                                          guessNew: newStreamOdds.favoursNew, on: connection) {
             if let result = try appendHashed(insert, batch: batch, to: stream, sessionsOpened: sessionsOpened, on: connection) {
                 return result
             }

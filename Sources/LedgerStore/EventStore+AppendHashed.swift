@@ -22,6 +22,12 @@ import Synchronization
 ///   the stream turns out to have no event, and computes them after the head otherwise. One
 ///   round trip either way; the same unique keys, or an expected version that does not hold,
 ///   leave the rest to the head-reading statement.
+/// - A stream the store knows nothing of, while such streams have mostly turned out new
+///   (``NewStreamOdds``: a new device's first event is the common case): the plain insert as
+///   version 1. A stream that exists fails it on its unique key, and the head-reading statement
+///   appends after the head, as for a stale hint. The plain insert costs the server about half
+///   what the head-reading one does, and a session that never reads a head never prepares and
+///   plans that statement.
 ///
 /// Events that end a send keep the statements that refuse a second one.
 struct HashedInsert {
@@ -31,6 +37,9 @@ struct HashedInsert {
         case plain
         /// ``EventStore/appendFirstOrNextSQL``.
         case firstOrNext
+        /// ``EventStore/insertHashedSQL`` as version 1 of a stream the store knows nothing of,
+        /// on the odds that it is new (``NewStreamOdds``).
+        case guessedFirst
     }
 
     /// The statement and its parameters.
@@ -51,7 +60,10 @@ extension PreparedBatch {
     /// the event ends a send, the expected version rules the hint out, or ``JSONBText`` cannot be
     /// certain of how the database prints the payload, or the session's reading of the server's
     /// clock cannot be had.
-    func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?,
+    ///
+    /// With `guessNew`, a stream with no hint that the append allows to be new (`.any`) is
+    /// inserted as version 1 without reading its head (``HashedInsert/Form/guessedFirst``).
+    func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?, guessNew: Bool = false,
                       on connection: PostgresConnection) -> HashedInsert? {
         guard events.count == 1, let event = events.first, let text = texts.first,
             !EventStore.terminalSendEventTypes.contains(event.type) else { return nil }
@@ -61,6 +73,7 @@ extension PreparedBatch {
         case (.noStream, _?): return nil
         case (.exact(let version), let hint?) where version != hint.version: return nil
         case (_, _?): form = .plain
+        case (.any, nil) where guessNew: form = .guessedFirst
         case (_, nil): form = .firstOrNext
         }
         guard let data = JSONBText.canonical(text.data), let metadata = JSONBText.canonical(text.metadata) else { return nil }
@@ -80,7 +93,7 @@ extension PreparedBatch {
         let dataText = String(decoding: data, as: UTF8.self), metadataText = String(decoding: metadata, as: UTF8.self)
         let query: PostgresQuery
         switch form {
-        case .plain:
+        case .plain, .guessedFirst:
             query = PostgresQuery(sql: EventStore.insertHashedSQL, binds: [
                 .text(stream), .int64(version), .uuid(event.id), .text(event.type), .int32(Int32(event.schemaVersion)),
                 .jsonb(dataText), .jsonb(metadataText), .timestamptz(event.occurredAt), .timestamptz(recordedAt), .bytea(hash),
@@ -124,16 +137,27 @@ extension EventStore {
         let rows: PostgresRows
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(insert.query, prepare: true) }) {
         case .success(let returned): rows = returned
-        case .failure(let error) where error.sqlState == SQLState.uniqueViolation: return nil
+        case .failure(let error) where error.sqlState == SQLState.uniqueViolation:
+            // The stream exists (or the event is a retry): the guess was wrong.
+            if insert.form == .guessedFirst { newStreamOdds.note(wasNew: false) }
+            return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
-        guard rows.count == 1 else { return nil }
+        guard rows.count == 1 else {
+            // Nothing stored: an expected version that did not hold, a lost race or a retry,
+            // all on a stream that has events.
+            if insert.form == .firstOrNext { newStreamOdds.note(wasNew: false) }
+            return nil
+        }
         switch insert.form {
         case .firstOrNext:
             let result = try appended(batch.events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
-            if result.events.first?.hash == insert.event.hash { hashedAppends.increment() }
+            let wasNew = result.events.first?.hash == insert.event.hash
+            newStreamOdds.note(wasNew: wasNew)
+            if wasNew { hashedAppends.increment() }
             return result
-        case .plain:
+        case .plain, .guessedFirst:
+            if insert.form == .guessedFirst { newStreamOdds.note(wasNew: true) }
             var stored = insert.event
             let row = try rows.single()
             stored.position = try row.decode(Int64.self, at: 0)
@@ -144,6 +168,38 @@ extension EventStore {
             heads.rememberCommitted(stream, version: stored.streamVersion, hash: stored.hash, recordedAt: stored.recordedAt,
                                     sessionsOpened: sessionsOpened, on: connection)
             return AppendResult(events: [stored], wasDuplicate: false)
+        }
+    }
+}
+
+/// Whether a stream the store knows no head of is likely to be new: then its first append is
+/// a plain insert as version 1, and otherwise the statement that reads the head
+/// (``HashedInsert``).
+///
+/// A guess that is right saves about half the statement's server work; one that is wrong costs
+/// a failed insert and a second statement. So the store guesses "new" only while at least four
+/// in five of such streams have recently turned out new: each new one adds 1 to a score, each
+/// that had events takes 4 away, the score stays within ±``limit``, and the guess is "new"
+/// while it is above 0. It starts at 0, so a store that has only met existing streams (just
+/// restarted, say) reads heads, as a store with no record would.
+final class NewStreamOdds: Sendable {
+    private let score = Atomic<Int>(0)
+
+    /// The score's bound either way: how much history weighs.
+    static let limit = 16
+
+    /// Whether to guess that a stream with no known head is new.
+    var favoursNew: Bool { score.load(ordering: .relaxed) > 0 }
+
+    /// Records what a stream with no known head turned out to be.
+    func note(wasNew: Bool) {
+        var current = score.load(ordering: .relaxed)
+        while true {
+            let next = wasNew ? min(current + 1, Self.limit) : max(current - 4, -Self.limit)
+            if next == current { return }
+            let (exchanged, original) = score.compareExchange(expected: current, desired: next, ordering: .relaxed)
+            if exchanged { return }
+            current = original
         }
     }
 }

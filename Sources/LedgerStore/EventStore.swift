@@ -31,6 +31,8 @@ public struct EventStore: Sendable {
     let heads = StreamHeads()
     /// Appends hashed by the store itself (`EventStore+AppendHashed.swift`), counted for tests.
     let hashedAppends = AppendCounter()
+    /// How streams this store had no hint for have turned out: new or not.
+    let newStreamOdds = NewStreamOdds()
 
     /// - Parameter privacy: the personal-data protection; by default configured from the
     ///   environment for this pool's database (``PersonalDataProtection/configured(conninfo:environment:catalog:)``).

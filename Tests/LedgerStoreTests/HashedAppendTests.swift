@@ -68,6 +68,58 @@ struct HashedAppendTests {
         }
     }
 
+    @Test("the odds that a stream with no known head is new: guessed new only while four in five such streams were (one miss outweighs four new ones), within ±16")
+    func newStreamOdds() {
+        let odds = NewStreamOdds()
+        #expect(!odds.favoursNew)  // no record: read the head
+        odds.note(wasNew: true)
+        #expect(odds.favoursNew)
+        odds.note(wasNew: false)
+        for _ in 0..<3 { odds.note(wasNew: true) }
+        #expect(!odds.favoursNew)
+        odds.note(wasNew: true)
+        #expect(odds.favoursNew)
+        // A long run of new streams weighs at most 16: four misses undo it.
+        for _ in 0..<100 { odds.note(wasNew: true) }
+        for _ in 0..<4 { odds.note(wasNew: false) }
+        #expect(!odds.favoursNew)
+    }
+
+    @Test("a guess that a stream is new (a plain insert as version 1) that meets a stream with events appends after its head; a retry still answers as the first time; the chain holds")
+    func wrongGuessOfANewStream() async throws {
+        try await withStore { store, database throws in
+            // New streams teach the store to guess: the first is read, the next two are guessed.
+            for n in 0..<3 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            #expect(store.newStreamOdds.favoursNew)
+            #expect(try await store.readStream("device-app1-new2").map(\.streamVersion) == [1])
+            // Another store (another process) writes a stream this one knows nothing of.
+            let other = anotherStore(database, maxConnections: 1)
+            defer { other.pool.close() }
+            let first = try await other.append([Self.event(#"{"n":10}"#)], to: "device-app1-old")
+            let second = try await other.append([Self.event(#"{"n":11}"#)], to: "device-app1-old")
+            // The guess fails on the stream's unique key, taking a position with it (positions
+            // are taken at insert, and may skip: the global order is by transaction); the
+            // head-reading statement then appends as version 3.
+            let third = try await store.append([Self.event(#"{"n":12}"#)], to: "device-app1-old")
+            let stored = try #require(third.events.first)
+            #expect(stored.streamVersion == 3)
+            #expect(stored.position == second.events[0].position + 2)
+            #expect(!store.newStreamOdds.favoursNew)
+            // Guessing again (four more new streams), a retry of an event stored by the other
+            // store answers as it did there, and stores nothing.
+            for n in 3..<7 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            #expect(store.newStreamOdds.favoursNew)
+            var again = Self.event(#"{"n":10}"#)
+            again.id = first.events[0].id
+            let retry = try await store.append([again], to: "device-app1-old")
+            #expect(retry.wasDuplicate && retry.events == first.events)
+            #expect(try await store.readStream("device-app1-old").map(\.streamVersion) == [1, 2, 3])
+            #expect(try eventCount(database) == 10)
+            #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
     @Test("what the store cannot hash itself goes through the database's hashing: numbers it would rewrite, a repeated key, a send's end, a caller's transaction")
     func databaseHashesTheRest() async throws {
         try await withStore { store, database throws in
