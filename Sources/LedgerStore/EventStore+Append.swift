@@ -235,12 +235,14 @@ extension EventStore {
         let events = batch.events
         let inTransaction = connection.isInTransaction
         let sessionsOpened = PostgresConnection.sessionsOpened  // before any statement is sent (StreamHeads)
-        let hint = heads.head(of: stream, usableOn: connection)
+        // A hint this session may not use still says the stream has events: no guessing it new.
+        let known = heads.head(of: stream)
+        let hint = known.flatMap { heads.usable($0, on: connection) }
         // Outside a transaction a lone event's hash is computed here (EventStore+AppendHashed);
         // nil means the statements below decide (a stale hint or a retry leaves no hint to try).
         var hintUsable = true
         if !inTransaction, let insert = batch.hashedInsert(stream: stream, expected: expected, hint: hint,
-                                                                          guessNew: newStreamOdds.favoursNew, on: connection) {
+                                                           odds: known == nil ? newStreamOdds : nil, on: connection) {
             if let result = try appendHashed(insert, batch: batch, to: stream, sessionsOpened: sessionsOpened, on: connection) {
                 return result
             }

@@ -11,7 +11,7 @@ import Synchronization
 /// append cost beyond a bare insert (docs/performance.md). `ledger verify` recomputes every hash
 /// from what is stored, so a hash computed here is checked like any other.
 ///
-/// Two forms:
+/// Three forms:
 /// - After a stream's head the store knows (a hint), or as the first event of a stream the
 ///   caller says is new: a plain insert. A stale hint (another writer took the version), an
 ///   event id already stored (a retry) or a stream that exists where none was expected fail it on
@@ -22,7 +22,8 @@ import Synchronization
 ///   the stream turns out to have no event, and computes them after the head otherwise. One
 ///   round trip either way; the same unique keys, or an expected version that does not hold,
 ///   leave the rest to the head-reading statement.
-/// - A stream the store knows nothing of, while such streams have mostly turned out new
+/// - A stream the store knows nothing of (no hint at all, not even one this session may not
+///   use), while such streams have mostly turned out new
 ///   (``NewStreamOdds``: a new device's first event is the common case): the plain insert as
 ///   version 1. A stream that exists fails it on its unique key, and the head-reading statement
 ///   appends after the head, as for a stale hint. The plain insert costs the server about half
@@ -50,6 +51,8 @@ struct HashedInsert {
     var event: AppendedEvent
     /// Whether it goes in after a hint.
     var usesHint: Bool
+    /// For a stream the store knows nothing of: the odds it is new, to note what it was.
+    var odds: NewStreamOdds?
 }
 
 extension PreparedBatch {
@@ -61,9 +64,11 @@ extension PreparedBatch {
     /// certain of how the database prints the payload, or the session's reading of the server's
     /// clock cannot be had.
     ///
-    /// With `guessNew`, a stream with no hint that the append allows to be new (`.any`) is
-    /// inserted as version 1 without reading its head (``HashedInsert/Form/guessedFirst``).
-    func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?, guessNew: Bool = false,
+    ///
+    /// `odds`, for a stream the store knows nothing of, are noted with what it turns out to be;
+    /// while they favour a new stream, one that the append allows to be new (`.any`) is inserted
+    /// as version 1 without reading its head (``HashedInsert/Form/guessedFirst``).
+    func hashedInsert(stream: String, expected: ExpectedVersion, hint: StreamHeads.Head?, odds: NewStreamOdds? = nil,
                       on connection: PostgresConnection) -> HashedInsert? {
         guard events.count == 1, let event = events.first, let text = texts.first,
             !EventStore.terminalSendEventTypes.contains(event.type) else { return nil }
@@ -73,7 +78,7 @@ extension PreparedBatch {
         case (.noStream, _?): return nil
         case (.exact(let version), let hint?) where version != hint.version: return nil
         case (_, _?): form = .plain
-        case (.any, nil) where guessNew: form = .guessedFirst
+        case (.any, nil) where odds?.favoursNew == true: form = .guessedFirst
         case (_, nil): form = .firstOrNext
         }
         guard let data = JSONBText.canonical(text.data), let metadata = JSONBText.canonical(text.metadata) else { return nil }
@@ -107,7 +112,7 @@ extension PreparedBatch {
         }
         let stored = AppendedEvent(id: event.id, position: 0, streamVersion: version, transactionID: 0,
                                    recordedAt: recordedAt, hash: hash)
-        return HashedInsert(query: query, form: form, event: stored, usesHint: hint != nil)
+        return HashedInsert(query: query, form: form, event: stored, usesHint: hint != nil, odds: odds)
     }
 }
 
@@ -138,26 +143,24 @@ extension EventStore {
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(insert.query, prepare: true) }) {
         case .success(let returned): rows = returned
         case .failure(let error) where error.sqlState == SQLState.uniqueViolation:
-            // The stream exists (or the event is a retry): the guess was wrong.
-            if insert.form == .guessedFirst { newStreamOdds.note(wasNew: false) }
+            // The stream exists, or the event is a retry (or its id is taken elsewhere): counted
+            // as a wrong guess either way, which errs towards reading heads.
+            if insert.form == .guessedFirst { insert.odds?.note(wasNew: false) }
             return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
-        guard rows.count == 1 else {
-            // Nothing stored: an expected version that did not hold, a lost race or a retry,
-            // all on a stream that has events.
-            if insert.form == .firstOrNext { newStreamOdds.note(wasNew: false) }
-            return nil
-        }
+        // Nothing stored: an expected version that did not hold (a lost race or a retry fails
+        // on a unique key above). That says nothing of whether streams tend to be new.
+        guard rows.count == 1 else { return nil }
         switch insert.form {
         case .firstOrNext:
             let result = try appended(batch.events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)
             let wasNew = result.events.first?.hash == insert.event.hash
-            newStreamOdds.note(wasNew: wasNew)
+            insert.odds?.note(wasNew: wasNew)
             if wasNew { hashedAppends.increment() }
             return result
         case .plain, .guessedFirst:
-            if insert.form == .guessedFirst { newStreamOdds.note(wasNew: true) }
+            if insert.form == .guessedFirst { insert.odds?.note(wasNew: true) }
             var stored = insert.event
             let row = try rows.single()
             stored.position = try row.decode(Int64.self, at: 0)

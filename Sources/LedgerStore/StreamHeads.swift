@@ -69,8 +69,12 @@ final class StreamHeads: Sendable {
     /// The hint for `stream` if `connection` may use it: a session opened before the hinted
     /// event's statement was sent.
     func head(of stream: String, usableOn connection: PostgresConnection) -> Head? {
-        guard let head = head(of: stream), connection.sessionNumber <= head.sessionsOpened else { return nil }
-        return head
+        head(of: stream).flatMap { usable($0, on: connection) }
+    }
+
+    /// `head` if `connection` may use it (as ``head(of:usableOn:)``).
+    func usable(_ head: Head, on connection: PostgresConnection) -> Head? {
+        connection.sessionNumber <= head.sessionsOpened ? head : nil
     }
 
     /// Remembers `stream`'s newest event, appended on `connection` by a statement sent when

@@ -85,7 +85,7 @@ struct HashedAppendTests {
         #expect(!odds.favoursNew)
     }
 
-    @Test("a guess that a stream is new (a plain insert as version 1) that meets a stream with events appends after its head; a retry still answers as the first time; the chain holds")
+    @Test("a guess that a stream is new (a plain insert as version 1) that meets a stream with events appends after its head; a retry still answers as the first time; a stream with a hint is never guessed; the chain holds")
     func wrongGuessOfANewStream() async throws {
         try await withStore { store, database throws in
             // New streams teach the store to guess: the first is read, the next two are guessed.
@@ -95,7 +95,7 @@ struct HashedAppendTests {
             // Another store (another process) writes a stream this one knows nothing of.
             let other = anotherStore(database, maxConnections: 1)
             defer { other.pool.close() }
-            let first = try await other.append([Self.event(#"{"n":10}"#)], to: "device-app1-old")
+            try await other.append([Self.event(#"{"n":10}"#)], to: "device-app1-old")
             let second = try await other.append([Self.event(#"{"n":11}"#)], to: "device-app1-old")
             // The guess fails on the stream's unique key, taking a position with it (positions
             // are taken at insert, and may skip: the global order is by transaction); the
@@ -105,16 +105,27 @@ struct HashedAppendTests {
             #expect(stored.streamVersion == 3)
             #expect(stored.position == second.events[0].position + 2)
             #expect(!store.newStreamOdds.favoursNew)
-            // Guessing again (four more new streams), a retry of an event stored by the other
-            // store answers as it did there, and stores nothing.
+            // Guessing again (four more new streams), a retry of an event the other store wrote,
+            // to a stream this store knows nothing of, answers as it did there and stores nothing.
+            let elsewhere = try await other.append([Self.event(#"{"n":20}"#)], to: "device-app1-elsewhere")
             for n in 3..<7 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
             #expect(store.newStreamOdds.favoursNew)
-            var again = Self.event(#"{"n":10}"#)
-            again.id = first.events[0].id
-            let retry = try await store.append([again], to: "device-app1-old")
-            #expect(retry.wasDuplicate && retry.events == first.events)
-            #expect(try await store.readStream("device-app1-old").map(\.streamVersion) == [1, 2, 3])
-            #expect(try eventCount(database) == 10)
+            var again = Self.event(#"{"n":20}"#)
+            again.id = elsewhere.events[0].id
+            let retry = try await store.append([again], to: "device-app1-elsewhere")
+            #expect(retry.wasDuplicate && retry.events == elsewhere.events)
+            #expect(!store.newStreamOdds.favoursNew)
+            // A hint this session may not use (the session is newer than it) still says the
+            // stream has events: no guess, so no position skipped, and the odds are not moved.
+            for n in 7..<11 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            #expect(store.newStreamOdds.favoursNew)
+            let later = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let lastPosition = try later.query("SELECT max(position) FROM events").single().decode(Int64.self, at: 0)
+            let next = try store.append([Self.event(#"{"n":13}"#)], to: "device-app1-old", on: later)
+            #expect(next.events.map(\.streamVersion) == [4] && next.events[0].position == lastPosition + 1)
+            #expect(store.newStreamOdds.favoursNew)
+            #expect(try await store.readStream("device-app1-old").map(\.streamVersion) == [1, 2, 3, 4])
+            #expect(try eventCount(database) == 16)
             #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
             #expect(try await store.verify().isIntact)
         }
