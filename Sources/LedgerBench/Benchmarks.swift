@@ -103,6 +103,23 @@ let eventsTableInsert: SingleWrite = { connection, stream, n in
         """, prepare: true)
 }
 
+/// Writes the first event of every stream `benchSingleAppends` (`name`, `writers`, `rounds`)
+/// will append to whose number `existing` picks, through a store of its own (another host): the
+/// measured store has no hint for them, so its first append to each finds a stream with events.
+func seedStreams(conninfo: String, name: String, writers: Int, rounds: Int, existing: (Int) -> Bool) throws {
+    let other = EventStore(pool: PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger),
+                           logger: TestDatabase.quietLogger)
+    let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+    for round in 0..<rounds {
+        for writer in 0..<writers {
+            for stream in 0..<50 where existing(stream) {
+                try other.append([event(stream)], to: "device-bench-\(name)-\(writers)w\(writer)-r\(round)-d\(stream)",
+                                 on: connection)
+            }
+        }
+    }
+}
+
 /// Single-event durable writes (one commit each) by `writers` concurrent writers, each to
 /// streams of its own, made by `write` (`name`), against single-row autocommit INSERTs into the
 /// bare table.

@@ -4,7 +4,7 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
-// Run in release mode: swift run -c release ledger-bench [append_single|append_batch|projection_rebuild|skan_verify|event_encode|drain|append_encrypted]
+// Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|event_encode|drain|append_encrypted]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
 // projection_rebuild loads LEDGER_BENCH_EVENTS events (default 1,000,000) into a database of its
 // own first; LEDGER_BENCH_ROUNDS (default 2) rounds alternate; LEDGER_BENCH_PROFILE=1 adds a
@@ -36,6 +36,19 @@ do {
                                     perWriter: 12_000, rounds: 20, write: eventsTableInsert))
         emit(try benchSingleAppends(conninfo: database.conninfo, name: "append_single_events_table", writers: 4,
                                     perWriter: 8_000, rounds: 20, write: eventsTableInsert))
+    }
+    if wanted("append_mixed") {
+        // As append_single, but one in four of each round's 50 streams per writer (every fourth)
+        // already has an event, written by another store: the store's first append to each finds
+        // a stream with events it has no hint for. Three in four new is where guessing a stream
+        // new (NewStreamOdds) turns on and off the most.
+        let append = storeAppend(conninfo: database.conninfo)
+        for (writers, perWriter) in [(1, 6_000), (4, 4_000)] {
+            try seedStreams(conninfo: database.conninfo, name: "append_mixed", writers: writers, rounds: 20,
+                            existing: { $0 % 4 == 0 })
+            emit(try benchSingleAppends(conninfo: database.conninfo, name: "append_mixed", writers: writers,
+                                        perWriter: perWriter, rounds: 20, write: append))
+        }
     }
     if wanted("append_batch") {
         emit(try benchBatchedAppends(conninfo: database.conninfo, batches: 500, batchSize: 100))
