@@ -23,12 +23,11 @@ import Synchronization
 ///   round trip either way; the same unique keys, or an expected version that does not hold,
 ///   leave the rest to the head-reading statement.
 /// - A stream the store knows nothing of (no hint at all, not even one this session may not
-///   use), while such streams have mostly turned out new
-///   (``NewStreamOdds``: a new device's first event is the common case): the plain insert as
-///   version 1. A stream that exists fails it on its unique key, and the head-reading statement
-///   appends after the head, as for a stale hint. The plain insert costs the server about half
-///   what the head-reading one does, and a session that never reads a head never prepares and
-///   plans that statement.
+///   use), while such streams have mostly turned out new (``NewStreamOdds``: a new device's
+///   first event is the common case): the plain insert as version 1. A stream that exists
+///   fails it on its unique key, and the head-reading statement appends after the head, as for
+///   a stale hint. The plain insert costs the server about half what the head-reading one does,
+///   and a session that never reads a head never prepares and plans that statement.
 ///
 /// Events that end a send keep the statements that refuse a second one.
 struct HashedInsert {
@@ -63,7 +62,6 @@ extension PreparedBatch {
     /// the event ends a send, the expected version rules the hint out, or ``JSONBText`` cannot be
     /// certain of how the database prints the payload, or the session's reading of the server's
     /// clock cannot be had.
-    ///
     ///
     /// `odds`, for a stream the store knows nothing of, are noted with what it turns out to be;
     /// while they favour a new stream, one that the append allows to be new (`.any`) is inserted
