@@ -85,14 +85,24 @@ final class Doorbell: Sendable {
     private struct State {
         var rung = false
         var waiter: CheckedContinuation<Bool, Never>?
+        var waiterTimeout: Duration?
         var generation = 0
+        var answeredRings = 0
     }
     private let state = Mutex(State())
+
+    /// The timeout of the wait suspended now, if one is: tests append once the subscription waits
+    /// for its poll (a wait of `pollInterval`), so that only a notification can wake it sooner.
+    var suspendedWaitTimeout: Duration? { state.withLock { $0.waiter == nil ? nil : $0.waiterTimeout } }
+
+    /// How many waits a ring ended (not a timeout): tests tell a notification's wake-up from a poll.
+    var answeredRings: Int { state.withLock { $0.answeredRings } }
 
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             if let waiter = state.waiter {
                 state.waiter = nil
+                state.answeredRings += 1
                 return waiter
             }
             state.rung = true
@@ -107,6 +117,7 @@ final class Doorbell: Sendable {
         let generation: Int? = state.withLock { state in
             if state.rung {
                 state.rung = false
+                state.answeredRings += 1
                 return nil
             }
             state.generation += 1
@@ -121,10 +132,12 @@ final class Doorbell: Sendable {
             let immediate: Bool? = state.withLock { state in
                 if state.rung {
                     state.rung = false
+                    state.answeredRings += 1
                     return true
                 }
                 if state.generation != generation { return false }
                 state.waiter = continuation
+                state.waiterTimeout = timeout
                 return nil
             }
             if let immediate { continuation.resume(returning: immediate) }

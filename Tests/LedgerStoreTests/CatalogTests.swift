@@ -55,6 +55,37 @@ struct CatalogTests {
         }
     }
 
+    // docs/events.md, "The envelope": metadata is EventMetadata, or empty.
+    @Test("metadata that is neither empty nor EventMetadata is refused with its field named, also on a typed event")
+    func metadataIsChecked() async throws {
+        try await TestDatabase.with { database throws in
+            let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+            let stream = "device-com.example.game-install-1"
+            let refused: [(metadata: String, field: String)] = [
+                (#"{"app_id":"com.example.game"}"#, "metadata.actor"),
+                (#"{"actor":"importer","correlation_id":"not-a-uuid"}"#, "metadata.correlation_id"),
+                (#"{"actor":"importer","who":"x"}"#, "metadata.who"),
+            ]
+            for (metadata, field) in refused {
+                let event = try NewEvent(SessionStarted(device: Self.device), metadata: Data(metadata.utf8), occurredAt: Date())
+                let error = await #expect(throws: EventStoreError.self) { try await store.append([event], to: stream) }
+                guard case .invalidEvent(0, SessionStarted.eventType, let named, _, _)? = error else {
+                    Issue.record("\(metadata): expected a refusal, got \(String(describing: error))")
+                    continue
+                }
+                #expect(named == field, "\(metadata)")
+            }
+            #expect(try eventCount(database) == 0)
+            for metadata in ["{}", " { }\n", #"{"actor":"importer","app_id":"com.example.game"}"#] {
+                try await store.append([try NewEvent(SessionStarted(device: Self.device), metadata: Data(metadata.utf8),
+                                                     occurredAt: Date())], to: stream)
+            }
+            #expect(try eventCount(database) == 3)
+        }
+    }
+
     @Test("a typed event the catalog encoded is trusted as is; changed bytes, or another catalog's, are checked again")
     func typedEventsAreCheckedOnce() async throws {
         try await TestDatabase.with { database throws in

@@ -32,6 +32,27 @@ struct IntegrityTests {
         }
     }
 
+    // schema/0013: gap-safe reads trust transaction_id (issue 3, item 6), so the application's
+    // role may not choose it, nor the position.
+    @Test("the application role cannot insert an event with a transaction id or position of its choosing")
+    func databaseColumnsAreTheDatabases() async throws {
+        try await withStore { _, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.run(script: "SET ROLE ledger_app")
+            let columns = "stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at, recorded_at, hash"
+            let values = "'device-app1-cols', 1, gen_random_uuid(), 'SessionStarted', 1, '{}', '{}', now(), now(), decode(repeat('00', 32), 'hex')"
+            for (extra, value, overriding) in [("transaction_id", "'1'::xid8", ""), ("position", "1", " OVERRIDING SYSTEM VALUE")] {
+                let sql = "INSERT INTO events (\(extra), \(columns))\(overriding) VALUES (\(value), \(values))"
+                let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: sql)) }
+                #expect(error?.sqlState == SQLState.insufficientPrivilege, "\(extra)")
+            }
+            #expect(try eventCount(database) == 0)
+            // The event's own columns go in, and the database fills in the rest.
+            try connection.execute(PostgresQuery(sql: "INSERT INTO events (\(columns)) VALUES (\(values))"))
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
     // schema/0008: the value rules are domains on the columns, and hold for any INSERT.
     @Test("a direct INSERT breaking a value rule fails with check_violation naming the rule, and stores nothing")
     func valueRulesHoldForDirectSQL() async throws {

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerPostgres
-import LedgerStore
+@testable import LedgerStore
 import LedgerTestSupport
 import Testing
 
@@ -227,20 +227,32 @@ struct ReadTests {
         }
     }
 
-    @Test("a live subscription is woken by a new append")
+    @Test("a subscription that has caught up and waits is woken by the append's notification, not by its poll")
     func liveWakeUp() async throws {
         try await withStore { store, _ throws in
+            // A poll far longer than a notification takes; a wait that the poll ends is not counted
+            // as rung, so an event delivered by the poll fails the last expectation. No event is
+            // stored before, so no earlier notification can ring during the wait.
+            let pollInterval = Duration.seconds(60)
+            let iterator = store.subscribe(pollInterval: pollInterval).makeAsyncIterator()
+            let doorbell = iterator.doorbell
+            let pending = Task { try await iterator.next() }
+            // Append only once the subscription listens, has read nothing and waits for its poll,
+            // so that its own read cannot be what finds the event.
+            let deadline = ContinuousClock.now + .seconds(30)
+            while doorbell.suspendedWaitTimeout != pollInterval {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("the subscription never began to wait for its poll")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            let ringsBefore = doorbell.answeredRings
             let event = sampleEvent(1)
-            // A long poll interval: only the notification can deliver the event promptly enough
-            // for the first batch to be exactly this event.
-            let subscription = store.subscribe(pollInterval: .seconds(30))
-            async let firstBatch: EventStore.GlobalBatch? = {
-                let iterator = subscription.makeAsyncIterator()
-                return try await iterator.next()
-            }()
             try await store.append([event], to: "device-app1-live")
-            let batch = try await firstBatch
+            let batch = try await pending.value
             #expect(batch?.events.map(\.id) == [event.id])
+            #expect(doorbell.answeredRings > ringsBefore, "the event came by the poll: no notification woke the subscription")
         }
     }
 }
