@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import LedgerPostgres
+import Logging
 
 /// What `verify` found.
 public struct VerificationReport: Sendable, Hashable {
@@ -183,6 +184,25 @@ extension EventStore {
                                       position: try last.decode(Int64.self, at: 1))
         }
         return (Data(hasher.finalize()), count)
+    }
+
+    /// Seals until cancelled: every `interval`, whatever is readable and not sealed yet
+    /// (``seal()``), so that dropping whole events from the log's tail is detected without a
+    /// cron job. A seal that fails (the database away, say) is logged and tried again at the
+    /// next interval; several processes may run this at once (seals are made one at a time).
+    public func sealPeriodically(every interval: Duration) async {
+        while !Task.isCancelled {
+            do {
+                if let made = try await seal() {
+                    logger.debug("sealed", metadata: ["seal": "\(made.number)", "events": "\(made.eventCount)"])
+                }
+            } catch is CancellationError {
+                return
+            } catch {
+                logger.error("sealing failed; trying again next interval", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
     }
 
     /// Seals every event readable now that no seal covers yet. Returns nil when there was none.

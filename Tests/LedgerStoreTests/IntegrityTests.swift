@@ -53,6 +53,34 @@ struct IntegrityTests {
         }
     }
 
+    // Issue 3, item 8: periodic seals commit to the global order.
+    @Test("a store sealing periodically seals what is appended, seal after seal, until cancelled; verify accepts them")
+    func periodicSeals() async throws {
+        try await withStore { store, database throws in
+            let sealing = Task { await store.sealPeriodically(every: .milliseconds(20)) }
+            var appended: Int64 = 0
+            for round in 1...2 {
+                for n in 0..<5 { try await store.append([sampleEvent(n)], to: "device-app1-seal\(round)") }
+                appended += 5
+                let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try connection.query("SELECT coalesce(sum(event_count), 0)::bigint FROM seals").single()
+                    .decode(Int64.self, at: 0) < appended {
+                    guard ContinuousClock.now < deadline else { throw HorizonStalled(count: Int(appended)) }
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            sealing.cancel()
+            await sealing.value
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let seals = try connection.query("SELECT count(*), sum(event_count)::bigint FROM seals").single()
+            #expect(try seals.decode(Int.self, at: 0) >= 2)
+            #expect(try seals.decode(Int64.self, at: 1) == 10)
+            let report = try await store.verify()
+            #expect(report.isIntact, "\(report)")
+        }
+    }
+
     // schema/0008: the value rules are domains on the columns, and hold for any INSERT.
     @Test("a direct INSERT breaking a value rule fails with check_violation naming the rule, and stores nothing")
     func valueRulesHoldForDirectSQL() async throws {

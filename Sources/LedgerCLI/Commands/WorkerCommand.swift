@@ -35,6 +35,7 @@ struct WorkerCommand: AsyncParsableCommand {
             Examples:
               ledger worker
               ledger worker --slots 32 --lease 120
+              ledger worker --seal-every 600 # seal the global order every 10 minutes (default: hourly)
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
             """)
@@ -67,10 +68,16 @@ struct WorkerCommand: AsyncParsableCommand {
     @Flag(help: "Recompute the send queue from the log (sends with no terminal event), then exit. Sends nothing.")
     var rebuildQueue = false
 
+    @Option(help: ArgumentHelp("Seconds between seals of the global order (0: none from this worker).",
+                               discussion: "Each seal commits to every event readable and not sealed yet; any number of workers may seal (one seal at a time). `ledger seal` does the same once.",
+                               valueName: "seconds"))
+    var sealEvery = 3600
+
     func validate() throws {
         guard slots >= 1 else { throw ValidationError("--slots must be 1 or more") }
         if let prefetch { guard (0...slots).contains(prefetch) else { throw ValidationError("--prefetch must be between 0 and --slots") } }
         guard lease >= 1 else { throw ValidationError("--lease must be 1 second or more") }
+        guard sealEvery >= 0 else { throw ValidationError("--seal-every must be 0 (off) or more seconds") }
         guard timeout >= 1, timeout < lease else { throw ValidationError("--timeout must be at least 1 and less than --lease") }
         guard SendWorker.leaseLeavesRoom(lease: TimeInterval(lease), requestTimeout: .seconds(timeout)) else {
             throw ValidationError("--lease must leave --timeout, a tenth of itself and a second: a try is called only with that much of its lease left")
@@ -127,10 +134,11 @@ struct WorkerCommand: AsyncParsableCommand {
                     let stop = StopRequest()
                     let signals = Self.stopOnSignals { stop.request() }
                     defer { signals.forEach { $0.cancel() } }
-                    let running = Task { [decide] in
+                    let running = Task { [decide, sealEvery] in
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask { try await worker.run() }
                             if decide { group.addTask { try await decider.run() } }
+                            if sealEvery > 0 { group.addTask { await otherStore.sealPeriodically(every: .seconds(sealEvery)) } }
                             try await group.waitForAll()
                         }
                     }
