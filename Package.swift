@@ -230,7 +230,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerStore", "LedgerDomain", "LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -73,11 +73,14 @@ struct PreparedBatch {
     /// The statement that appends a lone event without reading the stream's head
     /// (``EventStore/appendNextSQL``): right after `head` when there is a hint and the expected
     /// version allows it (`usesHint`), or as version 1 when the append expects no stream and no
-    /// hint says otherwise. Nil when neither holds.
+    /// hint says otherwise. Nil when neither holds, and for an event that ends a send: that one
+    /// reads the head (``EventStore/appendOneSQL``), which refuses a second with LE004 before
+    /// inserting, so no append relies on a conflict being swallowed for that rule (`events`
+    /// partitioned by time keeps it with a plain 23505: ops/sql/partition-events-by-time.sql).
     func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?)
         -> (query: PostgresQuery, usesHint: Bool)?
     {
-        guard let event = loneEventBinds else { return nil }
+        guard let event = loneEventBinds, !EventStore.terminalSendEventTypes.contains(events[0].type) else { return nil }
         let previous: (version: Int64, hash: PostgresValue, recordedAt: PostgresValue)
         switch (expected, head) {
         case (.noStream, nil): previous = (0, .null, .null)  // nothing to chain to, as for any first event
@@ -167,9 +170,9 @@ extension EventStore {
     /// stream's first event; the other parameters as in ``appendOneSQL``. Committed events stay,
     /// so the event after that one is the stream's next unless another writer took its version
     /// since: the unique key on `(stream_id, stream_version)` and `ON CONFLICT DO NOTHING` then
-    /// turn the stale hint into zero rows, as they do an event id already stored and a second
-    /// terminal event (`events_one_terminal_per_send`), and the store runs ``appendOneSQL``,
-    /// which reads the head and tells an idempotent retry, a conflict and a refusal apart.
+    /// turn the stale hint into zero rows, as they do an event id already stored, and the store
+    /// runs ``appendOneSQL``, which reads the head and tells an idempotent retry from a conflict.
+    /// (Events that end a send never come here.)
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)

@@ -147,9 +147,14 @@ extension EventStore {
             return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
-        // Nothing stored: an expected version that did not hold (a lost race or a retry fails
-        // on a unique key above). That says nothing of whether streams tend to be new.
-        guard rows.count == 1 else { return nil }
+        guard rows.count == 1 else {
+            // Nothing stored. From the head-reading statement: an expected version that did not
+            // hold, which says nothing of whether streams tend to be new. From a plain insert: a
+            // taken key skipped rather than refused, as `events` partitioned by time does it
+            // (ops/sql/partition-events-by-time.sql), so the same wrong guess as a 23505 above.
+            if insert.form == .guessedFirst { insert.odds?.note(wasNew: false) }
+            return nil
+        }
         switch insert.form {
         case .firstOrNext:
             let result = try appended(batch.events, rows: rows, to: stream, sessionsOpened: sessionsOpened, on: connection)

@@ -100,6 +100,29 @@ public enum TestDatabase {
         return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
     }
 
+    /// True when `LEDGER_TEST_EVENTS_PARTITIONED` is set (to anything but `0` or nothing): every
+    /// migrated test database then has `events` partitioned by time
+    /// (`ops/sql/partition-events-by-time.sql`), so that the store's whole suite can show it runs
+    /// unchanged on the partitioned table (`ops/test` runs it so once more).
+    public static let partitionsEvents: Bool = {
+        let value = ProcessInfo.processInfo.environment["LEDGER_TEST_EVENTS_PARTITIONED"] ?? ""
+        return !value.isEmpty && value != "0"
+    }()
+
+    /// The text of `ops/sql/partition-events-by-time.sql`, found beside `schema/`.
+    public static func partitionScript() throws -> String {
+        let path = URL(fileURLWithPath: Migration.defaultDirectory()).deletingLastPathComponent()
+            .appendingPathComponent("ops/sql/partition-events-by-time.sql").path
+        return try String(contentsOfFile: path, encoding: .utf8)
+    }
+
+    /// Partitions `events` of `database` by time, as an operator would with
+    /// `ops/sql/partition-events-by-time.sql`, in one transaction.
+    public static func partitionEvents(of database: Handle) throws {
+        let connection = try PostgresConnection(conninfo: database.conninfo, logger: quietLogger)
+        try connection.run(script: "BEGIN;\n" + (try partitionScript()) + "\nCOMMIT;")
+    }
+
     /// Runs `body` with a fresh database, dropped when the process exits (see ``Handle/drop()``).
     ///
     /// Creating runs on a thread of its own: it blocks on libpq for a while, and blocking Swift's
@@ -177,12 +200,14 @@ public enum TestDatabase {
         static func prepare() throws -> Server {
             let target = try DatabaseTarget.resolve(database: "postgres", logger: quietLogger)
             let migrator = try Migrator()
-            let digest = migrator.migrations.map(\.checksum).joined(separator: ":")
+            var digest = migrator.migrations.map(\.checksum).joined(separator: ":")
+            let partitioning = try TestDatabase.partitionsEvents ? TestDatabase.partitionScript() : nil
+            if let partitioning { digest += ":partitioned:" + partitioning }
             let templateName = "ledger_template_" + String(PrivateClusterNaming.shortHash(digest), radix: 16)
             let server = Server(adminConninfo: target.conninfo, cluster: target.cluster,
                                 external: target.cluster == nil ? target.conninfo : nil, templateName: templateName)
             try server.dropLeftovers()
-            try server.buildTemplate(migrator: migrator)
+            try server.buildTemplate(migrator: migrator, partitioning: partitioning)
             return server
         }
 
@@ -202,7 +227,7 @@ public enum TestDatabase {
 
         /// Builds the template once per schema version, under an advisory lock so that parallel
         /// test processes build it once between them.
-        private func buildTemplate(migrator: Migrator) throws {
+        private func buildTemplate(migrator: Migrator, partitioning: String?) throws {
             let admin = try PostgresConnection(conninfo: adminConninfo, logger: quietLogger)
             try admin.execute("SELECT pg_advisory_lock(\(Int64(0x5445_4D50)))")
             defer { _ = try? admin.execute("SELECT pg_advisory_unlock(\(Int64(0x5445_4D50)))") }
@@ -214,6 +239,7 @@ public enum TestDatabase {
             do {
                 let connection = try PostgresConnection(conninfo: conninfo(database: building), logger: quietLogger)
                 try migrator.apply(on: connection)
+                if let partitioning { try connection.run(script: "BEGIN;\n" + partitioning + "\nCOMMIT;") }
             }
             try admin.run(script: "ALTER DATABASE \(PostgresQuery.quoteIdentifier(building)) RENAME TO \(PostgresQuery.quoteIdentifier(templateName))")
         }

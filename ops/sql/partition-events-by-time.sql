@@ -1,0 +1,192 @@
+-- ops/sql/partition-events-by-time.sql — turns `events` into a table partitioned by month of
+-- `recorded_at`, in one transaction, without changing a line of the ledger's code.
+--
+--   psql "$(ops/cluster url)" -v ON_ERROR_STOP=1 -1 -f ops/sql/partition-events-by-time.sql
+--
+-- Not a migration: `ledger migrate` never runs it. Run it (as a superuser, with the ledger's
+-- processes stopped or not: it takes an ACCESS EXCLUSIVE lock on `events` and appends wait) when
+-- one table grows past what vacuum and index maintenance handle comfortably. Afterwards, add the
+-- coming months' partitions ahead of time, e.g. monthly from cron:
+--
+--   SELECT ledger_add_event_partitions(3);   -- the next three months, where missing
+--
+-- What changes (docs/scaling.md):
+-- - The existing table is kept as it is and attached as the first partition (`events_before_…`,
+--   every row recorded before now), so nothing is copied; new events go to monthly partitions
+--   (`events_YYYY_MM`), and a DEFAULT partition catches anything no month covers yet.
+-- - PostgreSQL keeps a partitioned table's unique keys only within each partition. The ledger's
+--   three move to unpartitioned tables that a BEFORE INSERT trigger on `events` writes: the event
+--   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
+--   A row whose id or version is taken is skipped, as the append statements' `ON CONFLICT DO
+--   NOTHING` skips it today, so each statement returns what it returned before: the store reads
+--   "nothing stored" as a conflict and decides from the stream's head (Sources/LedgerStore). One
+--   difference for direct SQL: an INSERT of a taken id or version stores nothing instead of
+--   failing with 23505. A second terminal event still fails with 23505.
+-- - `position` comes from the sequence `event_positions` (an identity column cannot be the
+--   partitioned table's on this PostgreSQL), continuing the numbering; the primary key becomes
+--   (position, recorded_at), as a partitioned table's keys must hold the partition key.
+-- - Immutability stays the database's: the row triggers are the parent's (cloned onto every
+--   partition), TRUNCATE is refused on the parent and on each partition, and `ledger_app` keeps
+--   SELECT and INSERT on an event's own columns only.
+
+SET LOCAL client_min_messages = warning;
+
+LOCK TABLE events IN ACCESS EXCLUSIVE MODE;
+
+DO $$
+BEGIN
+    IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) = 'p' THEN
+        RAISE EXCEPTION 'events is partitioned already' USING ERRCODE = 'LE200';
+    END IF;
+END
+$$;
+
+-- The keys a partitioned table cannot keep.
+CREATE TABLE event_keys (
+    event_id        uuid PRIMARY KEY,
+    stream_id       text COLLATE "C" NOT NULL,
+    stream_version  bigint NOT NULL,
+    CONSTRAINT event_keys_stream_version_unique UNIQUE (stream_id, stream_version)
+);
+COMMENT ON TABLE event_keys IS
+    'The unique keys of events, which a partitioned table keeps only per partition: written by the trigger events_keys.';
+CREATE TABLE event_send_ends (
+    stream_id       text COLLATE "C" PRIMARY KEY
+);
+COMMENT ON TABLE event_send_ends IS
+    'One terminal event per send (SendSucceeded, SendFailed, SendCancelled): written by the trigger events_keys.';
+
+INSERT INTO event_keys (event_id, stream_id, stream_version) SELECT event_id, stream_id, stream_version FROM events;
+INSERT INTO event_send_ends (stream_id)
+SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled');
+
+-- A taken id or version skips the row, as the append statements' ON CONFLICT DO NOTHING did on
+-- events' own keys: the store then reads the head and decides (a retry, a lost race). A second
+-- terminal event fails with 23505, as schema/0003's index made it fail: the store's statements
+-- refuse it first (LE004, schema/0009), so only direct SQL gets here.
+CREATE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO event_keys (event_id, stream_id, stream_version)
+    VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version)
+    ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    IF NEW.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled') THEN
+        INSERT INTO event_send_ends (stream_id) VALUES (NEW.stream_id);
+    END IF;
+    RETURN NEW;
+END
+$$;
+
+-- The numbering continues where the identity left it.
+CREATE SEQUENCE event_positions AS bigint;
+SELECT setval('event_positions', coalesce((SELECT max(position) FROM events), 0) + 1, false);
+
+-- The existing table becomes the first partition, as it is.
+DO $$
+DECLARE
+    boundary timestamptz := clock_timestamp();
+    first_name text := 'events_before_' || to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM_DD_HH24MISS');
+    index_name text;
+BEGIN
+    EXECUTE format('ALTER TABLE events RENAME TO %I', first_name);
+    EXECUTE format('ALTER TABLE %I ALTER COLUMN position DROP IDENTITY', first_name);
+    EXECUTE format('DROP TRIGGER events_immutable ON %I', first_name);  -- the parent's is cloned onto it
+    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT events_pkey', first_name);  -- the parent's key replaces it
+    -- Its indexes keep working for it under its own name; the parent's take the old names.
+    FOR index_name IN SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename = first_name LOOP
+        EXECUTE format('ALTER INDEX %I RENAME TO %I', index_name, first_name || substr(index_name, length('events') + 1));
+    END LOOP;
+
+    CREATE TABLE events (
+        position        bigint NOT NULL DEFAULT nextval('event_positions'),
+        transaction_id  xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        stream_id       ledger_stream_id NOT NULL,
+        stream_version  ledger_stream_version NOT NULL,
+        event_id        uuid NOT NULL,
+        event_type      ledger_event_type NOT NULL,
+        schema_version  ledger_schema_version NOT NULL,
+        data            ledger_event_data NOT NULL,
+        metadata        ledger_event_metadata NOT NULL DEFAULT '{}',
+        occurred_at     timestamptz NOT NULL,
+        recorded_at     timestamptz NOT NULL,
+        hash            ledger_hash NOT NULL,
+        PRIMARY KEY (position, recorded_at)
+    ) PARTITION BY RANGE (recorded_at);
+    ALTER SEQUENCE event_positions OWNED BY events.position;
+
+    EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO (%L)', first_name, boundary);
+    EXECUTE format('CREATE TABLE events_%s PARTITION OF events FOR VALUES FROM (%L) TO (%L)',
+                   to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM'), boundary,
+                   date_trunc('month', boundary AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 month');
+    EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()',
+                   'events_' || to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM'));
+END
+$$;
+CREATE TABLE events_default PARTITION OF events DEFAULT;
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events_default FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+
+COMMENT ON TABLE events IS 'The ledger: immutable, append-only, partitioned by month of recorded_at. Read globally in (transaction_id, position) order.';
+
+-- The indexes of 0001–0002 that are not keys, now on every partition (the first partition's
+-- existing ones are taken over, not built again).
+CREATE INDEX events_global_order ON events (transaction_id, position);
+CREATE INDEX events_type_order ON events (event_type, transaction_id, position);
+CREATE INDEX events_recorded_at ON events USING brin (recorded_at);
+CREATE INDEX events_send_requested_device ON events ((data ->> 'device_stream_id'), position)
+    WHERE event_type = 'SendRequested';
+-- The keys' indexes, kept for reading: by stream, and by event id.
+CREATE INDEX events_stream_version ON events (stream_id, stream_version);
+CREATE INDEX events_event_id ON events (event_id);
+
+-- The first partition's own unique indexes, now event_keys' work.
+DO $$
+DECLARE
+    first_name text := (SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                        WHERE i.inhparent = 'events'::regclass AND c.relname LIKE 'events\_before\_%');
+BEGIN
+    EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I, DROP CONSTRAINT %I', first_name,
+                   first_name || '_event_id_unique', first_name || '_stream_version_unique');
+    EXECUTE format('DROP INDEX %I', first_name || '_one_terminal_per_send');
+END
+$$;
+
+CREATE TRIGGER events_keys BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION ledger_claim_event_keys();
+CREATE TRIGGER events_immutable BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER event_keys_immutable BEFORE UPDATE OR DELETE ON event_keys FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER event_keys_no_truncate BEFORE TRUNCATE ON event_keys FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER event_send_ends_immutable BEFORE UPDATE OR DELETE ON event_send_ends FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
+CREATE TRIGGER event_send_ends_no_truncate BEFORE TRUNCATE ON event_send_ends FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
+
+-- Monthly partitions ahead of time. A month whose events went to the DEFAULT partition already
+-- cannot be added (PostgreSQL refuses): add months before they begin.
+CREATE FUNCTION ledger_add_event_partitions(months_ahead integer) RETURNS integer LANGUAGE plpgsql AS $$
+DECLARE
+    month_start timestamp := date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC');
+    name text;
+    added integer := 0;
+BEGIN
+    FOR i IN 1..months_ahead LOOP
+        month_start := month_start + interval '1 month';
+        name := 'events_' || to_char(month_start, 'YYYY_MM');
+        CONTINUE WHEN to_regclass(name) IS NOT NULL;
+        EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%L) TO (%L)', name,
+                       month_start AT TIME ZONE 'UTC', (month_start + interval '1 month') AT TIME ZONE 'UTC');
+        EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()', name);
+        added := added + 1;
+    END LOOP;
+    RETURN added;
+END
+$$;
+SELECT ledger_add_event_partitions(3);
+
+REVOKE ALL ON events, event_keys, event_send_ends, event_positions FROM PUBLIC;
+GRANT SELECT ON events TO ledger_app;
+GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
+              recorded_at, hash) ON events TO ledger_app;
+GRANT SELECT, INSERT ON event_keys, event_send_ends TO ledger_app;
+GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
+
+ANALYZE events, event_keys, event_send_ends;
