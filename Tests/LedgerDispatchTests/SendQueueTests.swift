@@ -325,7 +325,9 @@ struct SendQueueTests {
                     VALUES (\(stream), 2, \(UUID()), 'SendCancelled', 1, '{}', now(), now(), \(Data(repeating: 1, count: 32)))
                     """)
             }
-            #expect(direct?.sqlState == "23505")
+            // (On events partitioned by time, the key table's trigger refuses it with the store's LE004:
+            // ops/sql/partition-events-by-time.sql.)
+            #expect(direct?.sqlState == (TestDatabase.partitionsEvents ? "LE004" : "23505"))
             try connection.run(script: "RESET ROLE")
             #expect(try await streamTypes(stream, store: store) == ["SendFailed"])
         }

@@ -24,7 +24,32 @@ struct PartitionedEventsTests {
             let first = try await store.append(before, to: "device-app1-old", expected: .noStream)
             try await store.append([sampleEvent(4)], to: "device-app1-old")
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            try TestDatabase.partitionEvents(of: database)
+            // Converted from a session in a zone whose clocks change between the first of this
+            // UTC month and the next (as New York's did in November), where adding a month in
+            // local time misses the UTC month: the months are UTC months all the same.
+            let zone = try admin.query("""
+                WITH m AS (SELECT date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS a,
+                                  (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' AS b)
+                SELECT coalesce((SELECT name FROM pg_timezone_names, m
+                                 WHERE (a AT TIME ZONE name) - (a AT TIME ZONE 'UTC') <> (b AT TIME ZONE name) - (b AT TIME ZONE 'UTC')
+                                 ORDER BY name LIMIT 1), 'UTC')
+                """).single().decode(String.self, at: 0)
+            let faraway = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try faraway.execute("SELECT set_config('TimeZone', \(zone), false)")  // the wrapper's sessions start in UTC
+            try faraway.run(script: "BEGIN;\n" + (try TestDatabase.partitionScript()) + "\nCOMMIT;")
+            try faraway.run(script: "SET TimeZone = 'UTC'")
+            try faraway.run(script: "BEGIN")
+            let routed = try faraway.query("""
+                WITH month AS (SELECT (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' AS t)
+                INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
+                                    recorded_at, hash)
+                SELECT 'device-app1-edge-' || n, 1, gen_random_uuid(), 'SessionStarted', 1, '{}', t, t + n * interval '1 microsecond',
+                       decode(repeat('00', 32), 'hex')
+                FROM month, (VALUES (-1), (0)) AS edge (n)
+                RETURNING tableoid::regclass::text, to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY_MM')
+                """).map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) }
+            try faraway.run(script: "ROLLBACK")
+            #expect(routed.count == 2 && routed.allSatisfy { $0.0 == "events_" + $0.1 }, "\(routed)")
             // Once only: a second run is refused whole, and changes nothing.
             let again = #expect(throws: PostgresError.self) { try TestDatabase.partitionEvents(of: database) }
             #expect(again?.sqlState == "LE200")
@@ -78,6 +103,11 @@ struct PartitionedEventsTests {
                 RETURNING position
                 """)
             #expect(inserted.count == 0)
+            // The keys are the database's: the application role cannot take one without its event.
+            let forged = #expect(throws: PostgresError.self) {
+                try admin.execute("INSERT INTO event_keys VALUES (gen_random_uuid(), 'device-app1-blocked', 1)")
+            }
+            #expect(forged?.sqlState == SQLState.insufficientPrivilege)
             let update = #expect(throws: PostgresError.self) { try admin.execute("UPDATE events SET data = '{}'") }
             #expect(update?.sqlState == SQLState.insufficientPrivilege)
             try admin.run(script: "RESET ROLE")
@@ -107,6 +137,29 @@ struct PartitionedEventsTests {
                 SELECT to_regclass('events_' || to_char(date_trunc('month', now() AT TIME ZONE 'UTC') + interval '5 months', 'YYYY_MM'))::text
                 """).single().decode(String?.self, at: 0)
             #expect(fifth != nil)
+        }
+    }
+
+    @Test("an event stamped ahead of the server's clock before the conversion stays in the first partition")
+    func recordedAheadOfTheClock() async throws {
+        try await TestDatabase.with(migrated: false) { database throws in
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try Migrator().apply(on: admin)
+            // A single append may stamp recorded_at a little ahead of the server's clock (the
+            // store's reading of it): such a row still belongs before the conversion.
+            try admin.execute(PostgresQuery(sql: """
+                INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                                    occurred_at, recorded_at, hash)
+                SELECT 'device-app1-ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t,
+                       ledger_event_hash(NULL, 'device-app1-ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                FROM (SELECT gen_random_uuid() AS id, clock_timestamp() + interval '2 seconds' AS t) AS ahead
+                """))
+            try TestDatabase.partitionEvents(of: database)
+            let home = try admin.query("SELECT tableoid::regclass::text FROM events").map { try $0.decode(String.self, at: 0) }
+            #expect(home.count == 1 && home[0].hasPrefix("events_before_"), "\(home)")
+            let store = anotherStore(database, maxConnections: 1)
+            defer { store.pool.close() }
+            #expect(try await store.verify().isIntact)
         }
     }
 }

@@ -1,5 +1,6 @@
 -- ops/sql/partition-events-by-time.sql — turns `events` into a table partitioned by month of
--- `recorded_at`, in one transaction, without changing a line of the ledger's code.
+-- `recorded_at`, in one transaction, without changing a line of the ledger's code (from the
+-- commit that added this script on: deploy that first).
 --
 --   psql "$(ops/cluster url)" -v ON_ERROR_STOP=1 -1 -f ops/sql/partition-events-by-time.sql
 --
@@ -8,28 +9,31 @@
 -- one table grows past what vacuum and index maintenance handle comfortably. Afterwards, add the
 -- coming months' partitions ahead of time, e.g. monthly from cron:
 --
---   SELECT ledger_add_event_partitions(3);   -- the next three months, where missing
+--   SELECT ledger_add_event_partitions(3);   -- this month and the next three, where missing
 --
 -- What changes (docs/scaling.md):
 -- - The existing table is kept as it is and attached as the first partition (`events_before_…`,
---   every row recorded before now), so nothing is copied; new events go to monthly partitions
+--   every row recorded before now, or before the latest recorded_at if later), so nothing is copied; new events go to monthly partitions
 --   (`events_YYYY_MM`), and a DEFAULT partition catches anything no month covers yet.
 -- - PostgreSQL keeps a partitioned table's unique keys only within each partition. The ledger's
 --   three move to unpartitioned tables that a BEFORE INSERT trigger on `events` writes: the event
 --   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
 --   A row whose id or version is taken is skipped, as the append statements' `ON CONFLICT DO
---   NOTHING` skips it today, so each statement returns what it returned before: the store reads
---   "nothing stored" as a conflict and decides from the stream's head (Sources/LedgerStore). One
---   difference for direct SQL: an INSERT of a taken id or version stores nothing instead of
---   failing with 23505. A second terminal event still fails with 23505.
+--   NOTHING` skips it today: the store reads "nothing stored" as a conflict and decides from the
+--   stream's head (Sources/LedgerStore), also where its plain inserts met 23505 before. For
+--   direct SQL, an INSERT of a taken id or version stores nothing instead of failing with 23505,
+--   and a second terminal event fails with LE004 (the store's error for it) instead of 23505.
 -- - `position` comes from the sequence `event_positions` (an identity column cannot be the
 --   partitioned table's on this PostgreSQL), continuing the numbering; the primary key becomes
 --   (position, recorded_at), as a partitioned table's keys must hold the partition key.
 -- - Immutability stays the database's: the row triggers are the parent's (cloned onto every
---   partition), TRUNCATE is refused on the parent and on each partition, and `ledger_app` keeps
---   SELECT and INSERT on an event's own columns only.
+--   partition), TRUNCATE is refused on the parent and on each partition made here or by
+--   ledger_add_event_partitions, and `ledger_app` keeps SELECT and INSERT on an event's own
+--   columns only (none on the key tables).
 
 SET LOCAL client_min_messages = warning;
+-- Month boundaries are UTC months whatever the session's zone.
+SET LOCAL timezone = 'UTC';
 
 LOCK TABLE events IN ACCESS EXCLUSIVE MODE;
 
@@ -62,9 +66,15 @@ SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed',
 
 -- A taken id or version skips the row, as the append statements' ON CONFLICT DO NOTHING did on
 -- events' own keys: the store then reads the head and decides (a retry, a lost race). A second
--- terminal event fails with 23505, as schema/0003's index made it fail: the store's statements
--- refuse it first (LE004, schema/0009), so only direct SQL gets here.
-CREATE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql AS $$
+-- terminal event for a send is refused with LE004, the error the store's statements raise for it
+-- (schema/0009): it arrives here only from direct SQL, or from a batch racing another writer's
+-- terminal event, whose retry would be refused so anyway. (Before partitioning, the former got
+-- 23505 from schema/0003's index.)
+--
+-- SECURITY DEFINER, so that the application's role needs no right on the key tables: a key
+-- inserted without its event would block that id or version for good.
+CREATE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, public AS $$
 BEGIN
     INSERT INTO event_keys (event_id, stream_id, stream_version)
     VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version)
@@ -73,7 +83,11 @@ BEGIN
         RETURN NULL;
     END IF;
     IF NEW.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled') THEN
-        INSERT INTO event_send_ends (stream_id) VALUES (NEW.stream_id);
+        INSERT INTO event_send_ends (stream_id) VALUES (NEW.stream_id) ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'send stream % already has its terminal event; % is refused', NEW.stream_id, NEW.event_type
+                USING ERRCODE = 'LE004', TABLE = 'events';
+        END IF;
     END IF;
     RETURN NEW;
 END
@@ -86,7 +100,10 @@ SELECT setval('event_positions', coalesce((SELECT max(position) FROM events), 0)
 -- The existing table becomes the first partition, as it is.
 DO $$
 DECLARE
-    boundary timestamptz := clock_timestamp();
+    -- Now, or just after the latest recorded_at if a single append stamped one ahead of now (the
+    -- store stamps them from its reading of the server's clock). The BRIN index finds it.
+    boundary timestamptz := greatest(clock_timestamp(),
+        (SELECT max(recorded_at) + interval '1 microsecond' FROM events WHERE recorded_at > clock_timestamp() - interval '1 hour'));
     first_name text := 'events_before_' || to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM_DD_HH24MISS');
     index_name text;
 BEGIN
@@ -119,7 +136,7 @@ BEGIN
     EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (MINVALUE) TO (%L)', first_name, boundary);
     EXECUTE format('CREATE TABLE events_%s PARTITION OF events FOR VALUES FROM (%L) TO (%L)',
                    to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM'), boundary,
-                   date_trunc('month', boundary AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '1 month');
+                   (date_trunc('month', boundary AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC');
     EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()',
                    'events_' || to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM'));
 END
@@ -160,20 +177,28 @@ CREATE TRIGGER event_keys_no_truncate BEFORE TRUNCATE ON event_keys FOR EACH STA
 CREATE TRIGGER event_send_ends_immutable BEFORE UPDATE OR DELETE ON event_send_ends FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER event_send_ends_no_truncate BEFORE TRUNCATE ON event_send_ends FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
 
--- Monthly partitions ahead of time. A month whose events went to the DEFAULT partition already
--- cannot be added (PostgreSQL refuses): add months before they begin.
-CREATE FUNCTION ledger_add_event_partitions(months_ahead integer) RETURNS integer LANGUAGE plpgsql AS $$
+-- Monthly partitions: this month's and `months_ahead` more, where missing. Adding one locks
+-- `events` briefly (appends wait), so the function gives up after 5 s waiting for the lock
+-- (55P03; run it again). A month whose events went to the DEFAULT partition meanwhile cannot be
+-- added (PostgreSQL refuses, 23514): it is skipped with a warning, and its events stay in DEFAULT.
+CREATE FUNCTION ledger_add_event_partitions(months_ahead integer) RETURNS integer LANGUAGE plpgsql
+SET lock_timeout = '5s' AS $$
 DECLARE
-    month_start timestamp := date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC');
+    month_start timestamp := date_trunc('month', clock_timestamp() AT TIME ZONE 'UTC') - interval '1 month';
     name text;
     added integer := 0;
 BEGIN
-    FOR i IN 1..months_ahead LOOP
+    FOR i IN 0..months_ahead LOOP
         month_start := month_start + interval '1 month';
         name := 'events_' || to_char(month_start, 'YYYY_MM');
         CONTINUE WHEN to_regclass(name) IS NOT NULL;
-        EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%L) TO (%L)', name,
-                       month_start AT TIME ZONE 'UTC', (month_start + interval '1 month') AT TIME ZONE 'UTC');
+        BEGIN
+            EXECUTE format('CREATE TABLE %I PARTITION OF events FOR VALUES FROM (%L) TO (%L)', name,
+                           month_start AT TIME ZONE 'UTC', (month_start + interval '1 month') AT TIME ZONE 'UTC');
+        EXCEPTION WHEN check_violation THEN
+            RAISE WARNING 'events of % are in events_default already: that month cannot be added', name;
+            CONTINUE;
+        END;
         EXECUTE format('CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON %I FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change()', name);
         added := added + 1;
     END LOOP;
@@ -186,7 +211,6 @@ REVOKE ALL ON events, event_keys, event_send_ends, event_positions FROM PUBLIC;
 GRANT SELECT ON events TO ledger_app;
 GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
               recorded_at, hash) ON events TO ledger_app;
-GRANT SELECT, INSERT ON event_keys, event_send_ends TO ledger_app;
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
 
 ANALYZE events, event_keys, event_send_ends;
