@@ -22,6 +22,8 @@ struct VerifyCommandTests {
         let ok = try await LedgerProcess.runDetached(["verify", "--database-url", database.conninfo])
         #expect(ok.status == 0, "\(ok.stderr)")
         #expect(ok.stdout.hasPrefix("OK: 10 events in 3 streams"))
+        // Issue 3, item 8: a progress bar, on stderr (stdout stays the answer), ending at the whole count.
+        #expect(ok.stderr.contains("verify [\(String(repeating: "#", count: 30))] 10/10 events"), "\(ok.stderr)")
 
         let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
@@ -29,6 +31,7 @@ struct VerifyCommandTests {
         try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
         let broken = try await LedgerProcess.runDetached(["verify", "--json", "--database-url", database.conninfo])
         #expect(broken.status == 5)
+        #expect(!broken.stderr.contains("verify ["), "no bar with --json")
         let report = try JSONSerialization.jsonObject(with: Data(broken.stdout.utf8)) as? [String: String]
         #expect(report?["intact"] == "false")
         #expect(report?["problem"] == "hash_mismatch")

@@ -146,6 +146,33 @@ struct AppendTests {
         }
     }
 
+    // The same rule with the race forced: each round, all 8 writers expect the same version, so
+    // every round has a winner and 7 typed conflicts carrying the version the winner made.
+    @Test("8 writers expecting the same version at once: one wins, 7 get a conflict carrying the actual version")
+    func expectedVersionRaceEveryRound() async throws {
+        try await withStore { store, _ throws in
+            let stream = "device-app1-raced"
+            for round in Int64(1)...10 {
+                let expected: ExpectedVersion = round == 1 ? .noStream : .exact(round - 1)
+                let outcomes = try await withThrowingTaskGroup(of: Int64?.self) { group in
+                    for writer in 0..<8 {
+                        group.addTask {
+                            do {
+                                return try await store.append([sampleEvent(writer)], to: stream, expected: expected).streamVersion
+                            } catch EventStoreError.wrongExpectedVersion(_, let sent, let actual) {
+                                #expect(sent == expected && actual == round)
+                                return nil
+                            }
+                        }
+                    }
+                    return try await group.reduce(into: [Int64?]()) { $0.append($1) }
+                }
+                #expect(outcomes.compactMap { $0 } == [round], "round \(round): \(outcomes)")
+            }
+            #expect(try await store.readStream(stream).map(\.streamVersion) == Array(1...Int64(10)))
+        }
+    }
+
     @Test("bad input is refused with a typed error naming the field, and nothing is appended")
     func badInput() async throws {
         try await withStore { store, database throws in
