@@ -25,6 +25,20 @@ struct LedgerProcess {
         }
     }
 
+    /// Starts `ledger` in the background with its output discarded (a worker, say): the caller
+    /// stops it (SIGTERM, SIGKILL) and waits for it. `environment` is added to this process's.
+    static func start(_ arguments: [String], environment extra: [String: String]) throws -> Process {
+        try #require(FileManager.default.isExecutableFile(atPath: binary), "build the ledger product first: swift build")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
     static func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: URL? = nil) throws -> Result {
         try #require(FileManager.default.isExecutableFile(atPath: binary), "build the ledger product first: swift build")
         let process = Process()

@@ -40,16 +40,9 @@ struct WorkerCommandTests {
                 try await store.append([NewEvent(type: "Noted", data: Data(#"{"n":\#(n)}"#.utf8), occurredAt: Date())],
                                        to: "device-app1-sealed")
             }
-            let worker = Process()
-            worker.executableURL = URL(fileURLWithPath: LedgerProcess.binary)
-            worker.arguments = ["worker", "--seal-every", "1", "--no-decide"]
-            var environment = ProcessInfo.processInfo.environment
-            environment["LEDGER_DATABASE_URL"] = database.conninfo
-            environment["LEDGER_LOG_LEVEL"] = "critical"
-            worker.environment = environment
-            worker.standardOutput = FileHandle.nullDevice
-            worker.standardError = FileHandle.nullDevice
-            try worker.run()
+            let worker = try LedgerProcess.start(["worker", "--seal-every", "1", "--no-decide"], environment: [
+                "LEDGER_DATABASE_URL": database.conninfo, "LEDGER_LOG_LEVEL": "critical",
+            ])
             let deadline = ContinuousClock.now + .seconds(60)
             var sealed: Int64 = 0
             while sealed < 3, ContinuousClock.now < deadline {

@@ -17,21 +17,10 @@ struct WorkerCrashTests {
 
     /// Starts `ledger worker` in the background, its output discarded.
     static func startWorker(conninfo: String, fakes: FakeProviders, id: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: LedgerProcess.binary)
-        process.arguments = ["worker", "--slots", "8", "--lease", "5", "--timeout", "2", "--worker-id", id]
-        var environment = ProcessInfo.processInfo.environment
-        environment["LEDGER_DATABASE_URL"] = conninfo
-        environment["LEDGER_ADSERVICES_URL"] = fakes.baseURL
-        environment["LEDGER_BRANCH_KEY"] = "key_test_crash"
-        environment["LEDGER_BRANCH_SECRET"] = "secret_test_crash"
-        environment["LEDGER_BRANCH_URL"] = fakes.baseURL
-        environment["LEDGER_LOG_LEVEL"] = "critical"
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        try LedgerProcess.start(["worker", "--slots", "8", "--lease", "5", "--timeout", "2", "--worker-id", id], environment: [
+            "LEDGER_DATABASE_URL": conninfo, "LEDGER_ADSERVICES_URL": fakes.baseURL, "LEDGER_BRANCH_KEY": "key_test_crash",
+            "LEDGER_BRANCH_SECRET": "secret_test_crash", "LEDGER_BRANCH_URL": fakes.baseURL, "LEDGER_LOG_LEVEL": "critical",
+        ])
     }
 
     static func count(_ sql: String, _ pool: PostgresPool) async throws -> Int {

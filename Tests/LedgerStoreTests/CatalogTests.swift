@@ -16,10 +16,7 @@ struct CatalogTests {
 
     @Test("a catalog event appends; an unknown type and a wrongly typed field are refused by name, nothing stored")
     func catalogRefusals() async throws {
-        try await TestDatabase.with { database throws in
-            let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+        try await withCatalogStore { store, database throws in
             let session = SessionStarted(device: Self.device)
             let good = NewEvent(type: SessionStarted.eventType, schemaVersion: SessionStarted.schemaVersion,
                                 data: try EventCatalog.standard.encode(session), occurredAt: Date())
@@ -58,10 +55,7 @@ struct CatalogTests {
     // docs/events.md, "The envelope": metadata is EventMetadata, or empty.
     @Test("metadata that is neither empty nor EventMetadata is refused with its field named, also on a typed event")
     func metadataIsChecked() async throws {
-        try await TestDatabase.with { database throws in
-            let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+        try await withCatalogStore { store, database throws in
             let stream = "device-com.example.game-install-1"
             let refused: [(metadata: String, field: String)] = [
                 (#"{"app_id":"com.example.game"}"#, "metadata.actor"),
@@ -88,10 +82,7 @@ struct CatalogTests {
 
     @Test("a typed event the catalog encoded is trusted as is; changed bytes, or another catalog's, are checked again")
     func typedEventsAreCheckedOnce() async throws {
-        try await TestDatabase.with { database throws in
-            let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            defer { pool.close() }
-            let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+        try await withCatalogStore { store, database throws in
             let stream = "device-com.example.game-install-1"
             let typed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
             #expect(typed.type == SessionStarted.eventType && typed.schemaVersion == SessionStarted.schemaVersion)
@@ -121,7 +112,7 @@ struct CatalogTests {
             }
             // Encoded by another catalog, which knows the type: the store's own catalog still checks
             // it. A catalog without the type refuses it, although the other catalog encoded it.
-            let narrow = EventStore(pool: pool, catalog: EventCatalog([FirstOpen.self]), logger: TestDatabase.quietLogger)
+            let narrow = EventStore(pool: store.pool, catalog: EventCatalog([FirstOpen.self]), logger: TestDatabase.quietLogger)
             let foreign = try NewEvent(SessionStarted(device: Self.device), catalog: .standard, occurredAt: Date())
             let foreignError = await #expect(throws: EventStoreError.self) { try await narrow.append([foreign], to: stream) }
             guard case .invalidEvent(0, "SessionStarted", _, let rule, _)? = foreignError else {
@@ -131,5 +122,15 @@ struct CatalogTests {
             #expect(rule == "unknown_type")
             #expect(try eventCount(database) == 1)
         }
+    }
+}
+
+/// Runs `body` with a store that checks every append against the standard catalog, on a fresh
+/// migrated database.
+private func withCatalogStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws -> T) async throws -> T {
+    try await TestDatabase.with { database throws in
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        return try await body(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger), database)
     }
 }
