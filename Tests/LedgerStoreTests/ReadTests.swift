@@ -126,8 +126,14 @@ struct ReadTests {
             #expect(byPosition.map(\.streamVersion) == [1, 2])
             let byTime = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt))
             #expect(byTime.map(\.streamVersion) == [1, 2])
-            let all = try await readAllEventually(store, count: 2, asOf: .position(boundary.position))
-            #expect(all.count == 2)
+            // The global log too, once all three are readable: as of the position or the time of
+            // the second event, the third is not there.
+            try await waitForHorizon(store, count: 3)
+            #expect(try await store.readAll().events.count == 3)
+            for asOf in [AsOf.position(boundary.position), .recordedAt(boundary.recordedAt)] {
+                let then = try await store.readAll(asOf: asOf).events
+                #expect(then.map(\.id) == first.events.map(\.id), "\(asOf)")
+            }
             let before = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt.addingTimeInterval(-60)))
             #expect(before.isEmpty)
         }
