@@ -186,22 +186,8 @@ struct FakeReply: Sendable {
     }
 }
 
-/// JSON string literal for `text`, escaped.
-func jsonString(_ text: String) -> String {
-    var out = "\""
-    for scalar in text.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-        default: out.unicodeScalars.append(scalar)
-        }
-    }
-    return out + "\""
-}
+/// JSON string literal for `text`, escaped as the providers' own writer does.
+func jsonString(_ text: String) -> String { ProviderJSON.string(text).serialized }
 
 /// The parts every fake shares: the requests it received, its scripted answers, its anomalies and
 /// its default delay. Thread-safe; every accessor returns a copy.

@@ -153,7 +153,7 @@ struct AllProvidersWrongTypeTests {
         for (key, kind) in dataKeys {
             for value in Self.wrongValues(for: kind) where value != "99999999999999999999" {
                 var inner = ""
-                BSJSON.writeString(#"{"\#(key)":\#(value)}"#, to: &inner)
+                ProviderJSON.writeString(#"{"\#(key)":\#(value)}"#, to: &inner)
                 let body = #"{"session_id":"1","data":\#(inner)}"#
                 Self.expectField("data.\(key)", rules: ["not_string", "not_boolean", "not_integer"], "\(key)=\(value)") {
                     () throws(ProviderError) in try BranchOpenResponse.parse(Data(body.utf8))

@@ -47,7 +47,7 @@ struct BranchIdentityTests {
         let token = try #require(answer.randomizedBundleToken)
         #expect(answer.randomizedDeviceToken == "823601870295755491")
         let next = try Self.open(firstSession: false, token: token).build(with: BranchOpenRequestTests.config)
-        guard case .object(let members) = json(next.body) else {
+        guard let members = json(next.body).membersByKey else {
             Issue.record("the body must be a JSON object")
             return
         }

@@ -70,7 +70,7 @@ struct BranchOpenResponseTests {
     /// What a real server sends: the same object, as a JSON string.
     static var branchLinkAsSent: String {
         var escaped = ""
-        BSJSON.writeString(branchLinkDataObject, to: &escaped)
+        ProviderJSON.writeString(branchLinkDataObject, to: &escaped)
         return """
             {"randomized_device_token":"823600311503935224","link":"https://example.app.link/X7OsnWv9TF",\
             "session_id":"429691081177874743","data":\(escaped)}

@@ -62,8 +62,8 @@ struct BranchSingularFuzzTests {
         expectProviderError(field: "data", rule: "too_deep") {
             _ = try BranchOpenResponse.parse(Data(#"{"session_id":"1","data":"\#(String(repeating: "[", count: 10_000))"}"#.utf8))
         }
-        #expect((try? BSJSONReader.parse(String(repeating: "[", count: 65) + String(repeating: "]", count: 65))) == nil)
-        #expect((try? BSJSONReader.parse(String(repeating: "[", count: 64) + String(repeating: "]", count: 64))) != nil)
+        #expect((try? ProviderJSONReader.parse(String(repeating: "[", count: 65) + String(repeating: "]", count: 65), limits: .branchSingular)) == nil)
+        #expect((try? ProviderJSONReader.parse(String(repeating: "[", count: 64) + String(repeating: "]", count: 64), limits: .branchSingular)) != nil)
     }
 
     @Test func truncatedPrefixesOfValidSamples() async {
@@ -115,7 +115,7 @@ struct BranchSingularFuzzTests {
             for key in dataKeys {
                 await Task.yield()  // CPU-bound: let the loopback and database tests run between rounds
                 var inner = ""
-                BSJSON.writeString(#"{"\#(key)":\#(value)}"#, to: &inner)
+                ProviderJSON.writeString(#"{"\#(key)":\#(value)}"#, to: &inner)
                 Self.exercise(Data(#"{"session_id":"1","data":\#(inner)}"#.utf8))
             }
             for key in singularKeys { Self.exercise(Data(#"{"conversion_value":1,"\#(key)":\#(value)}"#.utf8)) }

@@ -53,7 +53,7 @@ struct SingularConversionValueResponseTests {
         ("Something new", .unrecognized),
     ])
     func errorReasons(text: String, kind: SingularErrorReason.Kind) throws {
-        let body = "{\"status\":\"error\",\"reason\":\(BSJSON.string(text).serialized)}"
+        let body = "{\"status\":\"error\",\"reason\":\(ProviderJSON.string(text).serialized)}"
         let response = try Self.parse(body)
         #expect(response.outcome == .rejected(SingularErrorReason(text)))
         #expect(SingularErrorReason(text).kind == kind)

@@ -123,7 +123,7 @@ public struct IAdAttributionDetails: Sendable, Hashable, Codable {
         result.lineItemName = try reader.text(.lineItemName)
         result.countryOrRegion = try reader.text(.countryOrRegion)
         for member in details.members where !knownKeys.contains(member.key) {
-            result.otherFields[member.key] = GAJSON.serialize(member.value)
+            result.otherFields[member.key] = member.value.serialized
         }
         return result
     }

@@ -20,7 +20,7 @@ public indirect enum BranchDataValue: Sendable, Hashable, Codable {
     case object([String: BranchDataValue])
 
     /// Converts a parsed value; `nil` when a number does not fit a `Decimal` (e.g. `1e400`).
-    init?(_ json: BSJSON) {
+    init?(_ json: ProviderJSON) {
         switch json {
         case .null: self = .null
         case .bool(let value): self = .bool(value)
@@ -39,9 +39,9 @@ public indirect enum BranchDataValue: Sendable, Hashable, Codable {
             self = .array(out)
         case .object(let members):
             var out: [String: BranchDataValue] = [:]
-            for (key, item) in members {
-                guard let value = BranchDataValue(item) else { return nil }
-                out[key] = value
+            for member in members {
+                guard let value = BranchDataValue(member.value) else { return nil }
+                out[member.key] = value
             }
             self = .object(out)
         }

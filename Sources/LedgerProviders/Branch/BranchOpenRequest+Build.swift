@@ -10,7 +10,7 @@ extension BranchOpenRequest {
         let host = try BSHTTP.validateEndpoint(
             provider: .branch, scheme: endpoint.scheme, host: endpoint.host, port: endpoint.port)
         try validateHeaderIP(configuration)
-        let body = BSJSON.object(try bodyFields(configuration)).serialized
+        let body = ProviderJSON.object(sortingKeysOf: try bodyFields(configuration)).serialized
         return ProviderRequest(
             provider: .branch, method: .post, scheme: endpoint.scheme, host: host, port: endpoint.port,
             path: Self.path,
@@ -21,8 +21,8 @@ extension BranchOpenRequest {
 
     /// The body as a dictionary of Branch field names, after every check (exposed for tests and for
     /// callers that want to inspect the body without parsing bytes).
-    func bodyFields(_ configuration: BranchConfiguration) throws(ProviderError) -> [String: BSJSON] {
-        var body: [String: BSJSON] = [:]
+    func bodyFields(_ configuration: BranchConfiguration) throws(ProviderError) -> [String: ProviderJSON] {
+        var body: [String: ProviderJSON] = [:]
         body["branch_key"] = .string(try required(configuration.branchKey, "branch_key"))
         body["branch_secret"] = .string(try required(configuration.branchSecret, "branch_secret"))
         body["server_to_server"] = .bool(true)
@@ -95,7 +95,7 @@ extension BranchOpenRequest {
 
     /// `hardware_id`, `hardware_id_type`, `ios_vendor_id`, `google_advertising_id`,
     /// `advertising_ids`, `is_hardware_id_real` and `ad_tracking_enabled`.
-    private func addDeviceIDs(to body: inout [String: BSJSON]) throws(ProviderError) {
+    private func addDeviceIDs(to body: inout [String: ProviderJSON]) throws(ProviderError) {
         var hardwareID: String?
         switch os {
         case .iOS:
@@ -131,14 +131,14 @@ extension BranchOpenRequest {
                 body["google_advertising_id"] = .string(gaid)
             }
             if !advertisingIDs.isEmpty {
-                var ids: [String: BSJSON] = [:]
+                var ids: [String: ProviderJSON] = [:]
                 for (name, value) in advertisingIDs {
                     guard !BSHTTP.isBlank(name), !BSHTTP.isBlank(value) else {
                         throw fail("advertising_ids", "not_blank", "advertising_ids names and values cannot be blank.")
                     }
                     ids[name] = .string(value)
                 }
-                body["advertising_ids"] = .object(ids)
+                body["advertising_ids"] = .object(sortingKeysOf: ids)
             }
         }
         if let hardwareID { body["hardware_id"] = .string(hardwareID) }
@@ -148,10 +148,10 @@ extension BranchOpenRequest {
 
     /// The Android-only (install referrer, `referrer_gclid`) and iOS-only (`apple_attribution_token`,
     /// `search_ad_encoded`, `gbraid`) fields, with their first-session rules.
-    private func addPlatformOnlyFields(to body: inout [String: BSJSON]) throws(ProviderError) {
-        let androidFirstSession: [(String, BSJSON?)] = [
-            ("install_referrer_extras", installReferrerExtras.map(BSJSON.string)),
-            ("google_search_install_referrer", googleSearchInstallReferrer.map(BSJSON.string)),
+    private func addPlatformOnlyFields(to body: inout [String: ProviderJSON]) throws(ProviderError) {
+        let androidFirstSession: [(String, ProviderJSON?)] = [
+            ("install_referrer_extras", installReferrerExtras.map(ProviderJSON.string)),
+            ("google_search_install_referrer", googleSearchInstallReferrer.map(ProviderJSON.string)),
             ("clicked_referrer_ts", clickedReferrerTimestamp.map { .number(String($0)) }),
             ("install_begin_ts", installBeginTimestamp.map { .number(String($0)) }),
         ]
@@ -212,7 +212,7 @@ extension BranchOpenRequest {
         return value
     }
 
-    private func put(_ value: String?, _ field: String, in body: inout [String: BSJSON]) throws(ProviderError) {
+    private func put(_ value: String?, _ field: String, in body: inout [String: ProviderJSON]) throws(ProviderError) {
         guard let value else { return }
         guard !BSHTTP.isBlank(value) else {
             throw fail(field, "not_blank", "\(field) cannot be blank; omit it when missing (seed 003).")

@@ -64,7 +64,8 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
         case .string(let text)?:
             let inner = try BranchParsing.json(Data(text.utf8), field: "data")
             response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
-        case .object(let members)?: response.data = try BranchSessionData(parsing: members)
+        case let inner? where inner.membersByKey != nil:
+            response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
         case _?: throw BranchParsing.fail("data", "not_string", "data must be a JSON string (or object).")
         }
         response.otherFields = try BranchParsing.others(root, excluding: knownKeys, prefix: "")
@@ -106,22 +107,22 @@ enum BranchParsing {
         ProviderError(.malformedResponse, provider: .branch, field: field, rule: rule, message: message)
     }
 
-    static func json(_ data: Data, field: String) throws(ProviderError) -> BSJSON {
+    static func json(_ data: Data, field: String) throws(ProviderError) -> ProviderJSON {
         do {
-            return try BSJSONReader.parse(data)
+            return try ProviderJSONReader.parse(data, limits: .branchSingular)
         } catch {
             throw fail(field, error.rule, "\(field) is not valid JSON (\(error.reason) at byte \(error.offset)).")
         }
     }
 
-    static func object(_ value: BSJSON, field: String) throws(ProviderError) -> [String: BSJSON] {
-        guard case .object(let members) = value else {
+    static func object(_ value: ProviderJSON, field: String) throws(ProviderError) -> [String: ProviderJSON] {
+        guard let members = value.membersByKey else {
             throw fail(field, "not_object", "\(field) must be a JSON object.")
         }
         return members
     }
 
-    static func string(_ value: BSJSON?, field: String) throws(ProviderError) -> String? {
+    static func string(_ value: ProviderJSON?, field: String) throws(ProviderError) -> String? {
         switch value {
         case nil, .null?: return nil
         case .string(let text)?: return text
@@ -130,7 +131,7 @@ enum BranchParsing {
     }
 
     /// A string, or an integer number kept as its digits (Branch ids exceed 2^53).
-    static func id(_ value: BSJSON?, field: String) throws(ProviderError) -> String? {
+    static func id(_ value: ProviderJSON?, field: String) throws(ProviderError) -> String? {
         switch value {
         case .number(let text)? where text.utf8.allSatisfy({ ($0 >= 48 && $0 <= 57) || $0 == UInt8(ascii: "-") }):
             return text
@@ -138,7 +139,7 @@ enum BranchParsing {
         }
     }
 
-    static func bool(_ value: BSJSON?, field: String) throws(ProviderError) -> Bool? {
+    static func bool(_ value: ProviderJSON?, field: String) throws(ProviderError) -> Bool? {
         switch value {
         case nil, .null?: return nil
         case .bool(let flag)?: return flag
@@ -146,7 +147,7 @@ enum BranchParsing {
         }
     }
 
-    static func integer(_ value: BSJSON?, field: String) throws(ProviderError) -> Int64? {
+    static func integer(_ value: ProviderJSON?, field: String) throws(ProviderError) -> Int64? {
         switch value {
         case nil, .null?: return nil
         case .number?:
@@ -159,7 +160,7 @@ enum BranchParsing {
     }
 
     static func others(
-        _ members: [String: BSJSON], excluding known: Set<String>, prefix: String
+        _ members: [String: ProviderJSON], excluding known: Set<String>, prefix: String
     ) throws(ProviderError) -> [String: BranchDataValue] {
         var out: [String: BranchDataValue] = [:]
         for (key, json) in members where !known.contains(key) {

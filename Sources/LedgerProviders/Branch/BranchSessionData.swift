@@ -39,7 +39,7 @@ public struct BranchSessionData: Sendable, Hashable, Codable {
     static let stringKeys = ["~campaign", "~channel", "~feature", "$canonical_url", "$deeplink_path", "+non_branch_link"]
     static let knownKeys = Set(boolKeys + stringKeys + ["+click_timestamp"])
 
-    init(parsing members: [String: BSJSON]) throws(ProviderError) {
+    init(parsing members: [String: ProviderJSON]) throws(ProviderError) {
         self.init()
         clickedBranchLink = try BranchParsing.bool(members["+clicked_branch_link"], field: "data.+clicked_branch_link")
         isFirstSession = try BranchParsing.bool(members["+is_first_session"], field: "data.+is_first_session")

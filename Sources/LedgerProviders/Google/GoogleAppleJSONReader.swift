@@ -7,10 +7,10 @@ struct GAJSONObject {
     let provider: Provider
     /// The path of this object; empty for the document root.
     let path: String
-    let value: GAJSONValue
+    let value: ProviderJSON
 
     /// Wraps `value`, which must be an object.
-    init(_ value: GAJSONValue, provider: Provider, path: String = "") throws(ProviderError) {
+    init(_ value: ProviderJSON, provider: Provider, path: String = "") throws(ProviderError) {
         guard case .object = value else {
             throw ProviderError(
                 .malformedResponse, provider: provider, field: path.isEmpty ? "$" : path, rule: "wrong_type",
@@ -22,7 +22,7 @@ struct GAJSONObject {
     }
 
     /// The members in document order.
-    var members: [GAJSONMember] {
+    var members: [ProviderJSONMember] {
         if case .object(let members) = value { return members }
         return []
     }
@@ -31,7 +31,7 @@ struct GAJSONObject {
     func fieldPath(_ key: String) -> String { path.isEmpty ? key : "\(path).\(key)" }
 
     /// The member's value, or `nil` when absent. JSON `null` is returned as `.null`.
-    func member(_ key: String) -> GAJSONValue? { value[key] }
+    func member(_ key: String) -> ProviderJSON? { value[key] }
 
     func missing(_ key: String) -> ProviderError {
         ProviderError(
@@ -39,20 +39,20 @@ struct GAJSONObject {
             message: "The required field \(fieldPath(key)) is absent or null.")
     }
 
-    func wrongType(_ key: String, expected: String, found: GAJSONValue) -> ProviderError {
+    func wrongType(_ key: String, expected: String, found: ProviderJSON) -> ProviderError {
         ProviderError(
             .malformedResponse, provider: provider, field: fieldPath(key), rule: "wrong_type",
             message: "\(fieldPath(key)) must be a \(expected), found \(found.typeName).")
     }
 
     /// A member that must be present and not null.
-    func required(_ key: String) throws(ProviderError) -> GAJSONValue {
+    func required(_ key: String) throws(ProviderError) -> ProviderJSON {
         guard let found = member(key), found != .null else { throw missing(key) }
         return found
     }
 
     /// A member that may be absent or null (both read as `nil`).
-    func optional(_ key: String) -> GAJSONValue? {
+    func optional(_ key: String) -> ProviderJSON? {
         guard let found = member(key), found != .null else { return nil }
         return found
     }
@@ -86,7 +86,7 @@ struct GAJSONObject {
 
     /// An integer that must fit in 64 bits; `12.0` and `1e3` are refused (`integer`) rather than
     /// guessed at, and `99999999999999999999999` is refused (`integer_out_of_range`), never rounded.
-    func int64(_ key: String, from found: GAJSONValue) throws(ProviderError) -> Int64 {
+    func int64(_ key: String, from found: ProviderJSON) throws(ProviderError) -> Int64 {
         guard case .number(let text) = found else { throw wrongType(key, expected: "number", found: found) }
         guard GAJSON.isIntegerText(text) else {
             throw ProviderError(
@@ -102,14 +102,28 @@ struct GAJSONObject {
     }
 
     /// An array member (absent or null reads as `nil`).
-    func optionalArray(_ key: String) throws(ProviderError) -> [GAJSONValue]? {
+    func optionalArray(_ key: String) throws(ProviderError) -> [ProviderJSON]? {
         guard let found = optional(key) else { return nil }
         guard case .array(let items) = found else { throw wrongType(key, expected: "array", found: found) }
         return items
     }
 }
 
-extension GAJSON {
+/// Google's and Apple's reading of an answer: ``ProviderJSONReader`` with their limits, its
+/// errors as `malformedResponse` on field `$`.
+enum GAJSON {
+    /// Reads one JSON document. Errors are `malformedResponse` on `field` `$` with rule `not_json`
+    /// (syntax, bad UTF-8) or `too_deep` (nesting beyond 32 levels).
+    static func parse(_ data: Data, provider: Provider) throws(ProviderError) -> ProviderJSON {
+        do {
+            return try ProviderJSONReader.parse(data, limits: .googleApple)
+        } catch {
+            throw ProviderError(
+                .malformedResponse, provider: provider, field: "$", rule: error.rule,
+                message: "The answer is not valid JSON: \(error.reason) at byte \(error.offset).")
+        }
+    }
+
     /// `-?[0-9]+`: a JSON number with neither fraction nor exponent.
     static func isIntegerText(_ text: String) -> Bool {
         var digits = Substring(text)

@@ -72,14 +72,14 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
     ///   `non_empty_key`, `duplicate_key`, `nested_object_refused`, `array_of_primitives_only` or
     ///   `finite_number`.
     public func encodedObject() throws(ProviderError) -> String {
-        GAJSON.serialize(try jsonValue())
+        try jsonValue().serialized
     }
 
     /// The whole request body, `{"app_event_data":{…}}`, or `nil` when there are no fields.
     public func requestBody() throws(ProviderError) -> Data? {
         guard !isEmpty else { return nil }
-        let body = GAJSONValue.object([GAJSONMember(key: "app_event_data", value: try jsonValue())])
-        return Data(GAJSON.serialize(body).utf8)
+        let body = ProviderJSON.object([ProviderJSONMember(key: "app_event_data", value: try jsonValue())])
+        return Data(body.serialized.utf8)
     }
 
     /// Imports event data received as JSON (e.g. from the app): integers become `.integer`, other
@@ -88,7 +88,7 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
     /// - Throws: `ProviderError` (`app_event_data`): `not_json`/`too_deep`/`wrong_type` for a
     ///   document that is not an object, and the encoding rules' errors for its values.
     public static func fromJSON(_ data: Data) throws(ProviderError) -> GoogleEventData {
-        let root: GAJSONValue
+        let root: ProviderJSON
         do {
             root = try GAJSON.parse(data, provider: .google)
         } catch {
@@ -106,7 +106,7 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
         return imported
     }
 
-    private static func importValue(_ value: GAJSONValue, path: String) throws(ProviderError) -> GoogleEventValue {
+    private static func importValue(_ value: ProviderJSON, path: String) throws(ProviderError) -> GoogleEventValue {
         switch value {
         case .string(let text): return .string(text)
         case .bool(let flag): return .bool(flag)
@@ -129,21 +129,21 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
     }
 
     /// Checks the document's rules and builds the JSON value.
-    func jsonValue() throws(ProviderError) -> GAJSONValue {
+    func jsonValue() throws(ProviderError) -> ProviderJSON {
         var seen = Set<String>()
-        var members: [GAJSONMember] = []
+        var members: [ProviderJSONMember] = []
         for field in fields {
             let path = "app_event_data.\(field.key)"
             guard !field.key.isEmpty else { throw Self.failure("app_event_data", "non_empty_key", "app_event_data keys must not be empty.") }
             guard seen.insert(field.key).inserted else {
                 throw Self.failure(path, "duplicate_key", "\(path) appears twice; a JSON object maps each key once.")
             }
-            members.append(GAJSONMember(key: field.key, value: try Self.encode(field.value, path: path, inArray: false)))
+            members.append(ProviderJSONMember(key: field.key, value: try Self.encode(field.value, path: path, inArray: false)))
         }
         return .object(members)
     }
 
-    private static func encode(_ value: GoogleEventValue, path: String, inArray: Bool) throws(ProviderError) -> GAJSONValue {
+    private static func encode(_ value: GoogleEventValue, path: String, inArray: Bool) throws(ProviderError) -> ProviderJSON {
         switch value {
         case .string(let text): return .string(text)
         case .bool(let flag): return .bool(flag)
@@ -158,7 +158,7 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
             guard !inArray else {
                 throw failure(path, "array_of_primitives_only", "\(path) is an array inside an array; only arrays of primitive values are allowed.")
             }
-            var encoded: [GAJSONValue] = []
+            var encoded: [ProviderJSON] = []
             for (index, item) in items.enumerated() {
                 let itemPath = "\(path)[\(index)]"
                 if case .object = item {

@@ -161,7 +161,7 @@ extension SKANDeviceState {
         var out = "{"
         for (index, currency) in totals.keys.sorted().enumerated() {
             if index > 0 { out += "," }
-            BSJSON.writeString(currency, to: &out)
+            ProviderJSON.writeString(currency, to: &out)
             out += ":" + formatAmount(totals[currency] ?? 0)
         }
         return out + "}"

@@ -72,14 +72,14 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
     /// `too_deep` (nesting deeper than 64), `too_large` (bodies over 4 MiB), `not_object`, `not_string`,
     /// `not_integer`, `not_boolean`, `range_0_63`, `range_0_2`. `null` counts as absent. Never traps.
     public static func parse(_ body: Data) throws(ProviderError) -> SingularConversionValueResponse {
-        let root: BSJSON
+        let root: ProviderJSON
         do {
-            root = try BSJSONReader.parse(body)
+            root = try ProviderJSONReader.parse(body, limits: .branchSingular)
         } catch {
             throw SingularRules.fail(
                 .malformedResponse, "$", error.rule, "Failed parsing server response: \(error.reason) at byte \(error.offset).")
         }
-        guard case .object(let members) = root else {
+        guard let members = root.membersByKey else {
             throw SingularRules.fail(.malformedResponse, "$", "not_object", "The answer must be a JSON object.")
         }
         var response = SingularConversionValueResponse()
@@ -104,7 +104,7 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
         return response
     }
 
-    private static func string(_ value: BSJSON?, _ field: String) throws(ProviderError) -> String? {
+    private static func string(_ value: ProviderJSON?, _ field: String) throws(ProviderError) -> String? {
         switch value {
         case nil, .null?: return nil
         case .string(let text)?: return text
@@ -113,7 +113,7 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
     }
 
     /// The snippet reads the flag with `boolValue`: JSON booleans, and 0 / 1.
-    private static func bool(_ value: BSJSON?, _ field: String) throws(ProviderError) -> Bool? {
+    private static func bool(_ value: ProviderJSON?, _ field: String) throws(ProviderError) -> Bool? {
         switch value {
         case nil, .null?: return nil
         case .bool(let flag)?: return flag
@@ -130,7 +130,7 @@ public struct SingularConversionValueResponse: Sendable, Hashable, Codable {
 
     /// An integral JSON number. Integers too large for 64 bits are out of range (so the error names
     /// the range rule); fractions and other types are `not_integer`.
-    private static func integer(_ value: BSJSON?, _ field: String, rule: String) throws(ProviderError) -> Int? {
+    private static func integer(_ value: ProviderJSON?, _ field: String, rule: String) throws(ProviderError) -> Int? {
         switch value {
         case nil, .null?: return nil
         case .number(let text)?:

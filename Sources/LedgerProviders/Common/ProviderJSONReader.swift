@@ -1,121 +1,53 @@
 import Foundation
 
-/// A JSON value as read from (or written to) Branch and Singular, used by both providers' parsers
-/// and by the Branch body builder.
-///
-/// Why not `JSONSerialization`: it cannot tell `true` from `1` on Linux (both bridge through
-/// `NSNumber`), it turns large ids such as Branch's `~id` into doubles, and it recurses without a
-/// depth limit. This reader keeps numbers as their text, refuses nesting deeper than
-/// ``BSJSONReader/maxDepth`` and input larger than ``BSJSONReader/maxBytes``, and never traps.
-indirect enum BSJSON: Sendable, Hashable {
-    case null
-    case bool(Bool)
-    /// The number's text exactly as received (RFC 8259 grammar already checked).
-    case number(String)
-    case string(String)
-    case array([BSJSON])
-    case object([String: BSJSON])
-
-    /// The compact JSON text of this value; object keys sorted so the output is reproducible.
-    var serialized: String {
-        var out = ""
-        write(to: &out)
-        return out
-    }
-
-    private func write(to out: inout String) {
-        switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .number(let text): out += text
-        case .string(let text): BSJSON.writeString(text, to: &out)
-        case .array(let items):
-            out += "["
-            for (index, item) in items.enumerated() {
-                if index > 0 { out += "," }
-                item.write(to: &out)
-            }
-            out += "]"
-        case .object(let members):
-            out += "{"
-            for (index, key) in members.keys.sorted().enumerated() {
-                if index > 0 { out += "," }
-                BSJSON.writeString(key, to: &out)
-                out += ":"
-                members[key]?.write(to: &out)
-            }
-            out += "}"
-        }
-    }
-
-    /// Writes `text` as a JSON string literal, escaping `"`, `\` and control characters.
-    static func writeString(_ text: String, to out: inout String) {
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16, uppercase: false)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
-    }
-
-    /// The value as an exact `Int64`, if it is a JSON number with an integral value in range
-    /// (`7`, `7.0`, `7e0`); `nil` for fractions, huge numbers (`1e400`) and every other type.
-    var integerValue: Int64? {
-        guard case .number(let text) = self else { return nil }
-        if let plain = Int64(text) { return plain }
-        guard let decimal = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")),
-            !decimal.isNaN
-        else { return nil }
-        var value = decimal
-        var rounded = Decimal()
-        NSDecimalRound(&rounded, &value, 0, .plain)
-        guard rounded == decimal else { return nil }
-        return Int64(rounded.description)
-    }
-
-    /// `true` when this is a JSON number (of any size).
-    var isNumber: Bool {
-        if case .number = self { return true }
-        return false
-    }
-}
-
-/// Why ``BSJSONReader`` refused its input: a stable rule and the byte offset.
-struct BSJSONError: Error, Sendable, Hashable {
-    /// `not_json`, `too_deep` or `too_large`.
+/// Why ``ProviderJSONReader`` refused its input: a stable rule and the byte offset.
+struct ProviderJSONSyntaxError: Error, Sendable, Hashable {
+    /// `not_json` (syntax, bad UTF-8), `too_deep` (nesting beyond the limit) or `too_large`.
     var rule: String
+    /// The byte offset where reading stopped.
     var offset: Int
+    /// What was wrong there, for people.
     var reason: String
 }
 
-/// A strict RFC 8259 reader. Never traps: every malformed input ends in a ``BSJSONError``.
-struct BSJSONReader {
-    /// Deeper nesting than this is refused (`too_deep`) before it can exhaust the stack; no
-    /// answer of either provider nests more than four levels.
-    static let maxDepth = 64
-    /// Larger input is refused (`too_large`); both providers answer a few hundred bytes.
-    static let maxBytes = 4 << 20
+/// A strict RFC 8259 reader for providers' answers. It never traps: every malformed input ends in
+/// a ``ProviderJSONSyntaxError``, nesting is bounded before it can exhaust the stack, and numbers
+/// are kept as their text.
+struct ProviderJSONReader {
+    /// How much a caller accepts.
+    struct Limits: Sendable {
+        /// Deeper nesting is refused (`too_deep`).
+        var maxDepth: Int
+        /// Larger input is refused (`too_large`) before it is read; `nil` for no limit.
+        var maxBytes: Int?
+        /// Whether a leading UTF-8 byte order mark is stepped over (RFC 8259 §8.1 lets a reader
+        /// ignore it) rather than refused.
+        var skipsByteOrderMark: Bool
+
+        /// Google and Apple: the deepest answer needs 3 levels (object → array → object); 32
+        /// leaves room while keeping recursion shallow. A BOM is stepped over.
+        static let googleApple = Limits(maxDepth: 32, maxBytes: nil, skipsByteOrderMark: true)
+        /// Branch and Singular: no answer nests more than four levels and both answer a few
+        /// hundred bytes, so 64 levels and 4 MiB. A BOM is refused.
+        static let branchSingular = Limits(maxDepth: 64, maxBytes: 4 << 20, skipsByteOrderMark: false)
+    }
 
     private let bytes: [UInt8]
+    private let maxDepth: Int
     private var index = 0
 
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+    private init(_ bytes: [UInt8], maxDepth: Int) {
+        self.bytes = bytes
+        self.maxDepth = maxDepth
+    }
 
     /// Parses one JSON text (any value at top level), allowing only whitespace around it.
-    static func parse(_ data: Data) throws(BSJSONError) -> BSJSON {
-        guard data.count <= maxBytes else {
-            throw BSJSONError(rule: "too_large", offset: 0, reason: "more than \(maxBytes) bytes")
+    static func parse(_ data: Data, limits: Limits) throws(ProviderJSONSyntaxError) -> ProviderJSON {
+        if let maxBytes = limits.maxBytes, data.count > maxBytes {
+            throw ProviderJSONSyntaxError(rule: "too_large", offset: 0, reason: "more than \(maxBytes) bytes")
         }
-        var reader = BSJSONReader([UInt8](data))
+        var reader = ProviderJSONReader([UInt8](data), maxDepth: limits.maxDepth)
+        if limits.skipsByteOrderMark, reader.bytes.starts(with: [0xEF, 0xBB, 0xBF]) { reader.index = 3 }
         reader.skipWhitespace()
         let value = try reader.readValue(depth: 0)
         reader.skipWhitespace()
@@ -124,10 +56,12 @@ struct BSJSONReader {
     }
 
     /// Parses UTF-8 text.
-    static func parse(_ text: String) throws(BSJSONError) -> BSJSON { try parse(Data(text.utf8)) }
+    static func parse(_ text: String, limits: Limits) throws(ProviderJSONSyntaxError) -> ProviderJSON {
+        try parse(Data(text.utf8), limits: limits)
+    }
 
-    private func fail(_ reason: String, rule: String = "not_json") -> BSJSONError {
-        BSJSONError(rule: rule, offset: index, reason: reason)
+    private func fail(_ reason: String, rule: String = "not_json") -> ProviderJSONSyntaxError {
+        ProviderJSONSyntaxError(rule: rule, offset: index, reason: reason)
     }
 
     private var current: UInt8? { index < bytes.count ? bytes[index] : nil }
@@ -136,14 +70,14 @@ struct BSJSONReader {
         while let byte = current, byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D { index += 1 }
     }
 
-    private mutating func expect(_ literal: String) throws(BSJSONError) {
+    private mutating func expect(_ literal: String) throws(ProviderJSONSyntaxError) {
         for byte in literal.utf8 {
             guard current == byte else { throw fail("expected \(literal)") }
             index += 1
         }
     }
 
-    private mutating func readValue(depth: Int) throws(BSJSONError) -> BSJSON {
+    private mutating func readValue(depth: Int) throws(ProviderJSONSyntaxError) -> ProviderJSON {
         guard let byte = current else { throw fail("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"): return try readObject(depth: depth + 1)
@@ -163,11 +97,15 @@ struct BSJSONReader {
         }
     }
 
-    private mutating func readObject(depth: Int) throws(BSJSONError) -> BSJSON {
-        guard depth <= Self.maxDepth else { throw fail("nested deeper than \(Self.maxDepth)", rule: "too_deep") }
+    private mutating func enter(depth: Int) throws(ProviderJSONSyntaxError) {
+        guard depth <= maxDepth else { throw fail("nested deeper than \(maxDepth)", rule: "too_deep") }
         index += 1
-        var members: [String: BSJSON] = [:]
         skipWhitespace()
+    }
+
+    private mutating func readObject(depth: Int) throws(ProviderJSONSyntaxError) -> ProviderJSON {
+        try enter(depth: depth)
+        var members: [ProviderJSONMember] = []
         if current == UInt8(ascii: "}") {
             index += 1
             return .object(members)
@@ -179,7 +117,7 @@ struct BSJSONReader {
             skipWhitespace()
             try expect(":")
             skipWhitespace()
-            members[key] = try readValue(depth: depth)
+            members.append(ProviderJSONMember(key: key, value: try readValue(depth: depth)))
             skipWhitespace()
             guard let byte = current else { throw fail("unterminated object") }
             index += 1
@@ -188,11 +126,9 @@ struct BSJSONReader {
         }
     }
 
-    private mutating func readArray(depth: Int) throws(BSJSONError) -> BSJSON {
-        guard depth <= Self.maxDepth else { throw fail("nested deeper than \(Self.maxDepth)", rule: "too_deep") }
-        index += 1
-        var items: [BSJSON] = []
-        skipWhitespace()
+    private mutating func readArray(depth: Int) throws(ProviderJSONSyntaxError) -> ProviderJSON {
+        try enter(depth: depth)
+        var items: [ProviderJSON] = []
         if current == UInt8(ascii: "]") {
             index += 1
             return .array(items)
@@ -208,7 +144,7 @@ struct BSJSONReader {
         }
     }
 
-    private mutating func readNumber() throws(BSJSONError) -> String {
+    private mutating func readNumber() throws(ProviderJSONSyntaxError) -> String {
         let start = index
         if current == UInt8(ascii: "-") { index += 1 }
         guard let first = current, isDigit(first) else { throw fail("expected a digit") }
@@ -230,7 +166,8 @@ struct BSJSONReader {
 
     private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
 
-    private mutating func readString() throws(BSJSONError) -> String {
+    /// Reads a string literal; its bytes, escapes decoded, must be valid UTF-8.
+    private mutating func readString() throws(ProviderJSONSyntaxError) -> String {
         index += 1  // opening quote
         var raw: [UInt8] = []
         while true {
@@ -259,7 +196,7 @@ struct BSJSONReader {
         }
     }
 
-    private mutating func readHex4() throws(BSJSONError) -> UInt32 {
+    private mutating func readHex4() throws(ProviderJSONSyntaxError) -> UInt32 {
         var value: UInt32 = 0
         for _ in 0..<4 {
             guard let byte = current else { throw fail("short \\u escape") }
@@ -276,8 +213,9 @@ struct BSJSONReader {
         return value
     }
 
-    /// Reads `XXXX` (and a following `\uXXXX` low surrogate when needed); lone surrogates refused.
-    private mutating func readUnicodeEscape() throws(BSJSONError) -> [UInt8] {
+    /// Reads `XXXX` (and a following `\uXXXX` low surrogate when needed) as UTF-8; a lone
+    /// surrogate is refused.
+    private mutating func readUnicodeEscape() throws(ProviderJSONSyntaxError) -> [UInt8] {
         var code = try readHex4()
         if (0xD800...0xDBFF).contains(code) {
             try expect("\\u")
