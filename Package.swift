@@ -225,7 +225,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerProvidersTests",
-            dependencies: ["LedgerProviders", "LedgerTestSupport"],
+            dependencies: ["LedgerProviders", "LedgerDomain", "LedgerTestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 
 /// Branch's answer to `v1/open` (seed 003, "Handling deep link data"): always a 200 with
 /// `session_id`, the identity tokens, perhaps `link`, and `data` — the deep link data, which Branch
@@ -21,13 +22,13 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
     /// `data`, parsed.
     public var data: BranchSessionData?
     /// Any other top-level key, kept as received.
-    public var otherFields: [String: BranchDataValue]
+    public var otherFields: [String: JSONValue]
 
     /// Creates an answer from its parts.
     public init(
         sessionID: String, randomizedBundleToken: String? = nil, randomizedDeviceToken: String? = nil,
         identity: String? = nil, link: String? = nil, data: BranchSessionData? = nil,
-        otherFields: [String: BranchDataValue] = [:]
+        otherFields: [String: JSONValue] = [:]
     ) {
         self.sessionID = sessionID
         self.randomizedBundleToken = randomizedBundleToken
@@ -83,7 +84,7 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
         data = try container.decodeIfPresent(BranchSessionData.self, forKey: BSCodingKey("data"))
         otherFields = [:]
         for key in container.allKeys where !Self.knownKeys.contains(key.stringValue) {
-            otherFields[key.stringValue] = try container.decode(BranchDataValue.self, forKey: key)
+            otherFields[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
         }
     }
 
@@ -161,10 +162,10 @@ enum BranchParsing {
 
     static func others(
         _ members: [String: ProviderJSON], excluding known: Set<String>, prefix: String
-    ) throws(ProviderError) -> [String: BranchDataValue] {
-        var out: [String: BranchDataValue] = [:]
+    ) throws(ProviderError) -> [String: JSONValue] {
+        var out: [String: JSONValue] = [:]
         for (key, json) in members where !known.contains(key) {
-            guard let value = BranchDataValue(json) else {
+            guard let value = JSONValue(json) else {
                 throw fail(prefix + key, "number_out_of_range", "\(prefix + key) holds a number too large to keep exactly.")
             }
             out[key] = value

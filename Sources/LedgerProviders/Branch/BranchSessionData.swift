@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 
 /// The deep link data of a Branch session: the `data` of the `v1/open` answer, parsed.
 ///
@@ -27,13 +28,13 @@ public struct BranchSessionData: Sendable, Hashable, Codable {
     /// `+non_branch_link`: the non-Branch link (e.g. a Universal Link) that opened the app.
     public var nonBranchLink: String?
     /// Every other key, as received.
-    public var other: [String: BranchDataValue]
+    public var other: [String: JSONValue]
 
     /// The click time as a `Date`, from ``clickTimestamp``.
     public var clickDate: Date? { clickTimestamp.map { Date(timeIntervalSince1970: TimeInterval($0)) } }
 
     /// Creates empty link data; set the fields as properties.
-    public init(other: [String: BranchDataValue] = [:]) { self.other = other }
+    public init(other: [String: JSONValue] = [:]) { self.other = other }
 
     static let boolKeys = ["+clicked_branch_link", "+is_first_session", "+match_guaranteed"]
     static let stringKeys = ["~campaign", "~channel", "~feature", "$canonical_url", "$deeplink_path", "+non_branch_link"]
@@ -68,7 +69,7 @@ public struct BranchSessionData: Sendable, Hashable, Codable {
         (campaign, channel, feature) = (strings[0], strings[1], strings[2])
         (canonicalURL, deeplinkPath, nonBranchLink) = (strings[3], strings[4], strings[5])
         for key in container.allKeys where !Self.knownKeys.contains(key.stringValue) {
-            other[key.stringValue] = try container.decode(BranchDataValue.self, forKey: key)
+            other[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
         }
     }
 
