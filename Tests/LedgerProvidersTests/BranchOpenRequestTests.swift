@@ -135,6 +135,11 @@ struct BranchOpenRequestTests {
         #expect(a.body == b.body)
         let text = String(decoding: a.body ?? Data(), as: UTF8.self)
         #expect(text.hasPrefix(#"{"ad_tracking_enabled":true,"app_version":"1.12.4","branch_key":"#))
+        // Sorted at every level, nested objects (advertising_ids) too.
+        for request in [Self.iOSRequest(), Self.androidRequest()] {
+            let body = try ProviderJSONReader.parse(request.build(with: Self.config).body ?? Data(), limits: .branchSingular)
+            #expect(body == body.sortingKeys())
+        }
     }
 
     // seed 003: branch_secret is a credential; nothing of branch_key / branch_secret may survive redacted().

@@ -1,7 +1,8 @@
 import Foundation
 
 /// Any JSON value, kept as received: for the parts of events whose shape the ledger does not own
-/// (Apple's iAd dictionary, an app's custom event data).
+/// (Apple's iAd dictionary, Branch's link-data keys the ledger has no field for, an app's custom
+/// event data).
 ///
 /// Numbers are `Decimal`, so integers up to 38 digits and decimal fractions survive exactly.
 public enum JSONValue: Codable, Sendable, Hashable {
@@ -26,7 +27,7 @@ public enum JSONValue: Codable, Sendable, Hashable {
         }
     }
 
-    /// Decodes the JSON shape described above; invalid values throw `dataCorrupted` carrying a ``RuleViolation``.
+    /// Decodes any JSON value: null, then a boolean, a number, a string, an array, an object.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {

@@ -65,7 +65,7 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
         case .string(let text)?:
             let inner = try BranchParsing.json(Data(text.utf8), field: "data")
             response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
-        case let inner? where inner.membersByKey != nil:
+        case let inner? where inner.typeName == "object":
             response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
         case _?: throw BranchParsing.fail("data", "not_string", "data must be a JSON string (or object).")
         }
