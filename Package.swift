@@ -123,7 +123,7 @@ let package = Package(
         .target(
             name: "LedgerFakeProviders",
             dependencies: [
-                "LedgerProviders",
+                "LedgerProviders", "LedgerDomain",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -252,7 +252,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerHTTPTransportTests",
-            dependencies: ["LedgerHTTPTransport", "LedgerFakeProviders", "LedgerDispatch", "LedgerProviders"],
+            dependencies: ["LedgerHTTPTransport", "LedgerFakeProviders", "LedgerDispatch", "LedgerProviders", "LedgerDomain"],
             swiftSettings: strict
         ),
         .testTarget(

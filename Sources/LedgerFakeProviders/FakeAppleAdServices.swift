@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerProviders
 import Synchronization
 
@@ -8,7 +9,10 @@ import Synchronization
 /// - `404` while a token is not "ready" (Apple: "A 404 response can occur if you make an API call
 ///   too quickly after receiving a valid token"), then `200` with the document's sample payload
 ///   (`attribution: true`) or `{"attribution": false}`.
-/// - `404` for ever once a token is ``expire(token:)``d (past its 24 h TTL).
+/// - `404` for ever once a token is past its 24 h TTL: from ``tokenLifetime`` after the `issuedAt`
+///   it was registered with, by the fake's clock (``setClock(_:)``), noted as the anomaly
+///   `token_ttl` (a client that tracks the TTL never sends such a token); or once
+///   ``expire(token:)``d, for tests that do not keep time.
 /// - `400` for tokens marked invalid, an empty body, or a body that is not `text/plain` (noted).
 /// - `500` on demand: `apple.enqueue(.status(500))`.
 ///
@@ -39,6 +43,9 @@ public final class FakeAppleAdServices: FakeProvider {
         case custom(String)
     }
 
+    /// A token's lifetime: "The token has a time to live (TTL) of 24 hours" (seed 002).
+    public static let tokenLifetime: TimeInterval = 86_400
+
     /// Which provider this fakes.
     public let provider = Provider.appleAdServices
     /// Requests, script, anomalies, delay.
@@ -49,6 +56,8 @@ public final class FakeAppleAdServices: FakeProvider {
         var outcome: Outcome
         var invalid = false
         var expired = false
+        /// When the device made the token; `nil` for a token with no known age.
+        var issuedAt: Date?
         var lookups = 0
     }
 
@@ -56,6 +65,7 @@ public final class FakeAppleAdServices: FakeProvider {
         var defaultReadiness = Readiness.immediately
         var defaultOutcome = Outcome.attributed()
         var tokens: [String: Token] = [:]
+        var clock: any WallClock = SystemClock()
     }
 
     private let model = Mutex(Model())
@@ -71,9 +81,16 @@ public final class FakeAppleAdServices: FakeProvider {
     }
 
     /// Registers `token` with its own behaviour (replacing any earlier registration, lookups reset).
-    public func register(token: String, readiness: Readiness = .immediately, outcome: Outcome = .attributed()) {
-        model.withLock { $0.tokens[token] = Token(readiness: readiness, outcome: outcome) }
+    /// With `issuedAt`, lookups from ``tokenLifetime`` after it (by the fake's clock) answer `404`.
+    public func register(
+        token: String, readiness: Readiness = .immediately, outcome: Outcome = .attributed(), issuedAt: Date? = nil
+    ) {
+        model.withLock { $0.tokens[token] = Token(readiness: readiness, outcome: outcome, issuedAt: issuedAt) }
     }
+
+    /// The clock the TTL is judged by: the system's unless a test sets one it controls (often the
+    /// ledger's own ``ManualClock``, so that both sides agree on the time).
+    public func setClock(_ clock: any WallClock) { model.withLock { $0.clock = clock } }
 
     /// Makes every lookup of `token` answer `400` (the token is invalid).
     public func markInvalid(token: String) { update(token) { $0.invalid = true } }
@@ -110,17 +127,23 @@ public final class FakeAppleAdServices: FakeProvider {
                 note(request, "token_required", "the body must be the attribution token (seed 002)")
                 return .text(400, "Bad Request")
             }
-            let (status, outcome) = model.withLock { model -> (Int, Outcome) in
+            let (status, outcome, pastTTL) = model.withLock { model -> (Int, Outcome, Bool) in
                 var entry = model.tokens[token] ?? Token(readiness: model.defaultReadiness, outcome: model.defaultOutcome)
                 entry.lookups += 1
                 defer { model.tokens[token] = entry }
-                if entry.invalid { return (400, entry.outcome) }
-                if entry.expired { return (404, entry.outcome) }
-                switch entry.readiness {
-                case .immediately: return (200, entry.outcome)
-                case .afterLookups(let n): return (entry.lookups > n ? 200 : 404, entry.outcome)
-                case .never: return (404, entry.outcome)
+                if entry.invalid { return (400, entry.outcome, false) }
+                if let issuedAt = entry.issuedAt, model.clock.now() >= issuedAt.addingTimeInterval(Self.tokenLifetime) {
+                    return (404, entry.outcome, true)
                 }
+                if entry.expired { return (404, entry.outcome, false) }
+                switch entry.readiness {
+                case .immediately: return (200, entry.outcome, false)
+                case .afterLookups(let n): return (entry.lookups > n ? 200 : 404, entry.outcome, false)
+                case .never: return (404, entry.outcome, false)
+                }
+            }
+            if pastTTL {
+                note(request, "token_ttl", "the token is past its 24-hour TTL (seed 002)")
             }
             switch status {
             case 200: return .respond(200, json: Self.payload(outcome))

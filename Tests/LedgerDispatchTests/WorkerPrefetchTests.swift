@@ -53,8 +53,14 @@ extension WorkerTests {
     // send was claimed and recorded in time but waited for a slot past the TTL.
     @Test func aSendRecordedAheadWhoseTokenExpiredWhileWaitingIsNotCalled() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
-            // The tokens have 20 s to live when the sends are claimed.
-            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch.addingTimeInterval(-86_400 + 20))
+            // The tokens have 20 s to live when the sends are claimed. The fake keeps the same
+            // time, so it would answer 404 and note `token_ttl` if an expired token reached it.
+            let issuedAt = testEpoch.addingTimeInterval(-86_400 + 20)
+            rig.fakes.apple.setClock(rig.clock)
+            for index in 0..<3 {
+                rig.fakes.apple.register(token: Data("ahead-\(index)".utf8).base64EncodedString(), issuedAt: issuedAt)
+            }
+            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: issuedAt)
             #expect(rig.fakes.apple.requestCount == 2)
             rig.clock.advance(by: 21)  // while the third waits for a slot
             let histories = try await finish(rig, running, streams: streams)
@@ -66,6 +72,7 @@ extension WorkerTests {
             let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self, from: failure.data)
             // The try was recorded: its failure names the attempt.
             #expect(failed.rule == "adservices_token_expired" && failed.attempt == 1)
+            #expect(rig.fakes.anomalies.isEmpty, "\(rig.fakes.anomalies)")
         }
     }
 

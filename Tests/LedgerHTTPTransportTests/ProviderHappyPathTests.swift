@@ -2,6 +2,7 @@ import Foundation
 import LedgerDispatch
 import LedgerFakeProviders
 import LedgerHTTPTransport
+import LedgerDomain
 import LedgerProviders
 import Testing
 
@@ -157,6 +158,28 @@ struct ProviderHappyPathTests {
         }
     }
 
+    // seed 002: "The token has a time to live (TTL) of 24 hours": by the fake's clock, 23:59:59 after
+    // the token was made the record is found; at 24:00:00 and later Apple answers 404, and a client
+    // sending such a token is noted.
+    @Test func appleTokenPastItsTTLIs404() async throws {
+        try await withFakes { fakes, transport in
+            let issued = Date(timeIntervalSince1970: 1_700_000_000)
+            let now = ManualClock(issued.addingTimeInterval(FakeAppleAdServices.tokenLifetime - 1))
+            fakes.apple.setClock(now)
+            let token = "dHRsLXRva2Vu"
+            fakes.apple.register(token: token, outcome: .attributed(), issuedAt: issued)
+            let request = AdServicesRequestBuilder.attributionRequest(
+                token: try AdServicesToken(token), endpoint: fakes.appleEndpoint)
+            #expect(try await send(transport, request).response.status == 200)
+            #expect(fakes.anomalies.isEmpty, "\(fakes.anomalies)")
+            now.set(issued.addingTimeInterval(FakeAppleAdServices.tokenLifetime))
+            #expect(try await send(transport, request).response.status == 404)
+            #expect(fakes.anomalies.map(\.rule) == ["token_ttl"])
+            now.set(issued.addingTimeInterval(FakeAppleAdServices.tokenLifetime + 3_600))
+            #expect(try await send(transport, request).response.status == 404)
+        }
+    }
+
     // seed 003: the first open gets a randomized_bundle_token; the next open carries it; an open
     // without it is an anomaly (and Branch issues a new identity).
     @Test func branchTokenIssuedThenRequired() async throws {
@@ -294,3 +317,4 @@ struct FakeAnomalyTests {
         }
     }
 }
+
