@@ -18,6 +18,10 @@
 -- - PostgreSQL keeps a partitioned table's unique keys only within each partition. The ledger's
 --   three move to unpartitioned tables that a BEFORE INSERT trigger on `events` writes: the event
 --   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
+--   Each key row also keeps its event's `recorded_at` and hash, so that the appends' two reads
+--   about keys (a stream's head, whether an id is stored; schema/0014) are answered from
+--   `event_keys` alone: read from `events`, each would probe every partition, and an append
+--   would slow down with every month added.
 --   A row whose id or version is taken is skipped, as the append statements' `ON CONFLICT DO
 --   NOTHING` skips it today: the store reads "nothing stored" as a conflict and decides from the
 --   stream's head (Sources/LedgerStore), also where its plain inserts met 23505 before. For
@@ -29,7 +33,7 @@
 -- - Immutability stays the database's: the row triggers are the parent's (cloned onto every
 --   partition), TRUNCATE is refused on the parent and on each partition made here or by
 --   ledger_add_event_partitions, and `ledger_app` keeps SELECT and INSERT on an event's own
---   columns only (none on the key tables).
+--   columns only (on the key tables: SELECT on event_keys, nothing more).
 
 SET LOCAL client_min_messages = warning;
 -- Month boundaries are UTC months whatever the session's zone.
@@ -50,6 +54,8 @@ CREATE TABLE event_keys (
     event_id        uuid PRIMARY KEY,
     stream_id       text COLLATE "C" NOT NULL,
     stream_version  bigint NOT NULL,
+    recorded_at     timestamptz NOT NULL,
+    hash            bytea NOT NULL,
     CONSTRAINT event_keys_stream_version_unique UNIQUE (stream_id, stream_version)
 );
 COMMENT ON TABLE event_keys IS
@@ -60,7 +66,8 @@ CREATE TABLE event_send_ends (
 COMMENT ON TABLE event_send_ends IS
     'One terminal event per send (SendSucceeded, SendFailed, SendCancelled): written by the trigger events_keys.';
 
-INSERT INTO event_keys (event_id, stream_id, stream_version) SELECT event_id, stream_id, stream_version FROM events;
+INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash)
+SELECT event_id, stream_id, stream_version, recorded_at, hash FROM events;
 INSERT INTO event_send_ends (stream_id)
 SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled');
 
@@ -71,13 +78,13 @@ SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed',
 -- terminal event, whose retry would be refused so anyway. (Before partitioning, the former got
 -- 23505 from schema/0003's index.)
 --
--- SECURITY DEFINER, so that the application's role needs no right on the key tables: a key
+-- SECURITY DEFINER, so that the application's role needs no right to write the key tables: a key
 -- inserted without its event would block that id or version for good.
 CREATE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, public AS $$
 BEGIN
-    INSERT INTO event_keys (event_id, stream_id, stream_version)
-    VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version)
+    INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash)
+    VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version, NEW.recorded_at, NEW.hash)
     ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -91,6 +98,20 @@ BEGIN
     END IF;
     RETURN NEW;
 END
+$$;
+
+-- The appends' reads about keys (schema/0014), answered from event_keys: one index probe each,
+-- however many partitions `events` has. Still inlined by the planner (plain SQL, STABLE, one
+-- SELECT), so `ledger_app` reads event_keys itself (SELECT only: taking a key stays the trigger's).
+CREATE OR REPLACE FUNCTION ledger_stream_head(stream text)
+RETURNS TABLE (head_version bigint, head_hash bytea, head_recorded_at timestamptz)
+LANGUAGE sql STABLE AS $$
+    SELECT k.stream_version, k.hash, k.recorded_at FROM event_keys AS k WHERE k.stream_id = $1
+    ORDER BY k.stream_version DESC LIMIT 1
+$$;
+CREATE OR REPLACE FUNCTION ledger_stored_event(id uuid) RETURNS TABLE (stored_event_id uuid)
+LANGUAGE sql STABLE AS $$
+    SELECT k.event_id FROM event_keys AS k WHERE k.event_id = $1
 $$;
 
 -- The numbering continues where the identity left it.
@@ -208,7 +229,7 @@ $$;
 SELECT ledger_add_event_partitions(3);
 
 REVOKE ALL ON events, event_keys, event_send_ends, event_positions FROM PUBLIC;
-GRANT SELECT ON events TO ledger_app;
+GRANT SELECT ON events, event_keys TO ledger_app;
 GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
               recorded_at, hash) ON events TO ledger_app;
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
