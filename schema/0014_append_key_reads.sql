@@ -24,3 +24,9 @@ CREATE FUNCTION ledger_stored_event(id uuid) RETURNS TABLE (stored_event_id uuid
 LANGUAGE sql STABLE AS $$
     SELECT e.event_id FROM events AS e WHERE e.event_id = $1
 $$;
+
+-- Only the application's role calls them (PUBLIC may call new functions by default, but a
+-- hardened database may have revoked that; without the right, the planner does not inline a
+-- function and every append fails).
+REVOKE ALL ON FUNCTION ledger_stream_head(text), ledger_stored_event(uuid) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_stream_head(text), ledger_stored_event(uuid) TO ledger_app;

@@ -11,13 +11,14 @@ import Testing
 /// append does not slow down with every month added.
 @Suite("Appends' key reads: one relation, inlined, in either layout")
 struct AppendKeyReadTests {
-    /// The scan nodes of `sql`'s generic plan, e.g. `Index Scan Backward using … on event_keys k`.
+    /// The scan nodes of `sql`'s generic plan as the application's role plans it, e.g.
+    /// `Index Scan Backward using … on event_keys k`.
     func scans(_ sql: String, _ types: String, on connection: PostgresConnection) throws -> [String] {
-        try connection.run(script: "DEALLOCATE ALL; PREPARE probe(\(types)) AS \(sql)")
+        try connection.run(script: "SET ROLE ledger_app; DEALLOCATE ALL; PREPARE probe(\(types)) AS \(sql)")
         try connection.run(script: "SET plan_cache_mode = force_generic_plan")
         let plan = try connection.query(PostgresQuery(sql: "EXPLAIN (COSTS OFF) EXECUTE probe(\(types.split(separator: ",").map { _ in "NULL" }.joined(separator: ",")))"))
             .map { try $0.decode(String.self, at: 0) }
-        try connection.run(script: "RESET plan_cache_mode; DEALLOCATE probe")
+        try connection.run(script: "RESET plan_cache_mode; DEALLOCATE probe; RESET ROLE")
         #expect(!plan.contains { $0.contains("Function Scan") }, "not inlined: \(plan)")
         return plan.filter { $0.contains("Scan") }.map { $0.trimmingCharacters(in: .whitespaces) }
     }

@@ -46,6 +46,11 @@ BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) = 'p' THEN
         RAISE EXCEPTION 'events is partitioned already' USING ERRCODE = 'LE200';
     END IF;
+    -- The functions replaced below come from a migration; made here first, the migration would
+    -- fail on them later.
+    IF to_regprocedure('ledger_stream_head(text)') IS NULL THEN
+        RAISE EXCEPTION 'run ledger migrate first: schema/0014 is not applied' USING ERRCODE = 'LE200';
+    END IF;
 END
 $$;
 
@@ -77,6 +82,10 @@ SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed',
 -- (schema/0009): it arrives here only from direct SQL, or from a batch racing another writer's
 -- terminal event, whose retry would be refused so anyway. (Before partitioning, the former got
 -- 23505 from schema/0003's index.)
+--
+-- It records NEW's final values (event_keys keeps recorded_at and hash for the appends' head
+-- reads), so it must stay the last BEFORE INSERT trigger on events (they fire in name order;
+-- it is the only one).
 --
 -- SECURITY DEFINER, so that the application's role needs no right to write the key tables: a key
 -- inserted without its event would block that id or version for good.
