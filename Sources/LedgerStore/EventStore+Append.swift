@@ -148,7 +148,7 @@ extension EventStore {
         } ?? (clock, hash("ledger_event_hash"))
         let guards = guarded ? """
 
-              AND NOT EXISTS (SELECT 1 FROM ledger_stored_event($3::uuid))
+              AND NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
               AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))
             """ : ""
         return """
@@ -158,8 +158,8 @@ extension EventStore {
                $8::timestamptz, \(recordedAt),
                \(eventHash)
         FROM (SELECT clock_timestamp() AS t) AS clock
-        LEFT JOIN LATERAL (SELECT head_version AS v, head_hash AS h, head_recorded_at AS r
-                           FROM ledger_stream_head($1::text)) AS head ON true
+        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
+                           WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1) AS head ON true
         WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)\(guards)\(condition.map { "\n  AND " + $0 } ?? "")
         \(guarded ? "ON CONFLICT DO NOTHING\n" : "")RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
         """
@@ -198,8 +198,8 @@ extension EventStore {
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
     static let appendSQL = """
         WITH
-          head AS MATERIALIZED (SELECT head_version AS v, head_hash AS h, head_recorded_at AS r
-                                FROM ledger_stream_head($1::text)),
+          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
+                                WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1),
           clock AS MATERIALIZED (SELECT greatest(clock_timestamp(), (SELECT r FROM head)) AS t),
           input AS MATERIALIZED (
             SELECT n, (e->>'event_id')::uuid AS id, e->>'event_type' AS type, (e->>'schema_version')::integer AS sv,
@@ -217,7 +217,7 @@ extension EventStore {
             SELECT $1::text, v, id, type, sv, data, md, at, recorded_at, hash
             FROM chain
             WHERE ($2::bigint IS NULL OR coalesce((SELECT v FROM head), 0) = $2::bigint)
-              AND NOT EXISTS (SELECT 1 FROM input AS x CROSS JOIN LATERAL ledger_stored_event(x.id))
+              AND NOT EXISTS (SELECT 1 FROM input AS x JOIN event_key_rows AS ev ON ev.event_id = x.id)
               AND \(refuseSecondTerminal(stream: "$1::text", type: "type"))
             ORDER BY n
             ON CONFLICT DO NOTHING
@@ -353,14 +353,13 @@ extension EventStore {
 
     static func currentVersion(_ stream: String, on connection: PostgresConnection) throws -> Int64 {
         try connection.query(
-            "SELECT coalesce((SELECT head_version FROM ledger_stream_head(\(stream))), 0)", prepare: true
+            "SELECT coalesce(max(stream_version), 0) FROM event_key_rows WHERE stream_id = \(stream)", prepare: true
         ).single().decode(Int64.self, at: 0)
     }
 
     static func anyStored(_ ids: [UUID], on connection: PostgresConnection) throws -> Bool {
         let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
-        return try connection.query(
-            "SELECT EXISTS (SELECT 1 FROM unnest(\(literal)::uuid[]) AS id CROSS JOIN LATERAL ledger_stored_event(id))")
+        return try connection.query("SELECT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = ANY(\(literal)::uuid[]))")
             .single().decode(Bool.self, at: 0)
     }
 }

@@ -253,8 +253,8 @@ extension EventStore {
               head AS MATERIALIZED (
                 SELECT s.stream, s.expected, h.v, h.h, h.r
                 FROM (SELECT DISTINCT stream, expected FROM input) AS s
-                LEFT JOIN LATERAL (SELECT head_version AS v, head_hash AS h, head_recorded_at AS r
-                                   FROM ledger_stream_head(s.stream)) AS h ON true),
+                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
+                                   WHERE stream_id = s.stream ORDER BY stream_version DESC LIMIT 1) AS h ON true),
               chain AS (
                 SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v,
                        greatest(c.t, h.r) AS recorded_at,
@@ -269,7 +269,7 @@ extension EventStore {
                 SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash
                 FROM chain
                 WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
-                  AND NOT EXISTS (SELECT 1 FROM input AS x CROSS JOIN LATERAL ledger_stored_event(x.id))
+                  AND NOT EXISTS (SELECT 1 FROM input AS x JOIN event_key_rows AS ev ON ev.event_id = x.id)
                   AND \(refuseSecondTerminal(stream: "stream", type: "type"))
                 ORDER BY n
                 ON CONFLICT DO NOTHING

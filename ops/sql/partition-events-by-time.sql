@@ -19,8 +19,8 @@
 --   three move to unpartitioned tables that a BEFORE INSERT trigger on `events` writes: the event
 --   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
 --   Each key row also keeps its event's `recorded_at` and hash, so that the appends' two reads
---   about keys (a stream's head, whether an id is stored; schema/0014) are answered from
---   `event_keys` alone: read from `events`, each would probe every partition, and an append
+--   about keys (a stream's head, whether an id is stored: the view `event_key_rows`,
+--   schema/0014) are answered from `event_keys` alone: read from `events`, each would probe every partition, and an append
 --   would slow down with every month added.
 --   A row whose id or version is taken is skipped, as the append statements' `ON CONFLICT DO
 --   NOTHING` skips it today: the store reads "nothing stored" as a conflict and decides from the
@@ -33,7 +33,7 @@
 -- - Immutability stays the database's: the row triggers are the parent's (cloned onto every
 --   partition), TRUNCATE is refused on the parent and on each partition made here or by
 --   ledger_add_event_partitions, and `ledger_app` keeps SELECT and INSERT on an event's own
---   columns only (on the key tables: SELECT on event_keys, nothing more).
+--   columns only (none on the key tables; it reads event_keys through the view event_key_rows).
 
 SET LOCAL client_min_messages = warning;
 -- Month boundaries are UTC months whatever the session's zone.
@@ -46,9 +46,9 @@ BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) = 'p' THEN
         RAISE EXCEPTION 'events is partitioned already' USING ERRCODE = 'LE200';
     END IF;
-    -- The functions replaced below come from a migration; made here first, the migration would
-    -- fail on them later.
-    IF to_regprocedure('ledger_stream_head(text)') IS NULL THEN
+    -- The view replaced below comes from a migration; made here first, the migration would fail
+    -- on it later.
+    IF to_regclass('event_key_rows') IS NULL THEN
         RAISE EXCEPTION 'run ledger migrate first: schema/0014 is not applied' USING ERRCODE = 'LE200';
     END IF;
 END
@@ -110,18 +110,15 @@ END
 $$;
 
 -- The appends' reads about keys (schema/0014), answered from event_keys: one index probe each,
--- however many partitions `events` has. Still inlined by the planner (plain SQL, STABLE, one
--- SELECT), so `ledger_app` reads event_keys itself (SELECT only: taking a key stays the trigger's).
-CREATE OR REPLACE FUNCTION ledger_stream_head(stream text)
-RETURNS TABLE (head_version bigint, head_hash bytea, head_recorded_at timestamptz)
-LANGUAGE sql STABLE AS $$
-    SELECT k.stream_version, k.hash, k.recorded_at FROM event_keys AS k WHERE k.stream_id = $1
-    ORDER BY k.stream_version DESC LIMIT 1
-$$;
-CREATE OR REPLACE FUNCTION ledger_stored_event(id uuid) RETURNS TABLE (stored_event_id uuid)
-LANGUAGE sql STABLE AS $$
-    SELECT k.event_id FROM event_keys AS k WHERE k.event_id = $1
-$$;
+-- however many partitions `events` has. The view reads event_keys with its owner's rights, so
+-- `ledger_app` needs none on the table.
+DROP VIEW event_key_rows;
+CREATE VIEW event_key_rows AS
+    SELECT event_id, stream_id, stream_version, recorded_at, hash FROM event_keys;
+COMMENT ON VIEW event_key_rows IS
+    'The keys appends read (a stream''s head, stored ids): event_keys, since events is partitioned by time.';
+REVOKE ALL ON event_key_rows FROM PUBLIC;
+GRANT SELECT ON event_key_rows TO ledger_app;
 
 -- The numbering continues where the identity left it.
 CREATE SEQUENCE event_positions AS bigint;
@@ -238,7 +235,7 @@ $$;
 SELECT ledger_add_event_partitions(3);
 
 REVOKE ALL ON events, event_keys, event_send_ends, event_positions FROM PUBLIC;
-GRANT SELECT ON events, event_keys TO ledger_app;
+GRANT SELECT ON events TO ledger_app;
 GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
               recorded_at, hash) ON events TO ledger_app;
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
