@@ -57,9 +57,8 @@ extension WorkerTests {
             // time, so it would answer 404 and note `token_ttl` if an expired token reached it.
             let issuedAt = testEpoch.addingTimeInterval(-86_400 + 20)
             rig.fakes.apple.setClock(rig.clock)
-            for index in 0..<3 {
-                rig.fakes.apple.register(token: Data("ahead-\(index)".utf8).base64EncodedString(), issuedAt: issuedAt)
-            }
+            let tokens = (0..<3).map { Self.adServicesToken("ahead", $0) }
+            for token in tokens { rig.fakes.apple.register(token: token, issuedAt: issuedAt) }
             let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: issuedAt)
             #expect(rig.fakes.apple.requestCount == 2)
             rig.clock.advance(by: 21)  // while the third waits for a slot
@@ -73,6 +72,7 @@ extension WorkerTests {
             // The try was recorded: its failure names the attempt.
             #expect(failed.rule == "adservices_token_expired" && failed.attempt == 1)
             #expect(rig.fakes.anomalies.isEmpty, "\(rig.fakes.anomalies)")
+            #expect(tokens.map { rig.fakes.apple.lookups(of: $0) }.reduce(0, +) == 2)  // the registered tokens were the ones looked up
         }
     }
 

@@ -66,6 +66,11 @@ struct WorkerTests {
                          to: Self.device, at: time, store: rig.store)
     }
 
+    /// The Apple token of ``firstOpens(_:count:prefix:tokenIssuedAt:)``'s device `index`.
+    static func adServicesToken(_ prefix: String, _ index: Int) -> String {
+        Data("\(prefix)-\(index)".utf8).base64EncodedString()
+    }
+
     /// `count` devices `device-app1-<prefix><n>`, each with a first open whose Apple token was
     /// issued at `tokenIssuedAt`: the devices and their opens.
     func firstOpens(_ rig: Rig, count: Int, prefix: String, tokenIssuedAt: Date = testEpoch) async throws
@@ -74,7 +79,7 @@ struct WorkerTests {
         var opens: [(device: String, cause: RecordedEvent)] = []
         for index in 0..<count {
             let device = "device-app1-\(prefix)\(index)"
-            let token = LedgerDomain.AdServicesToken(token: Data("\(prefix)-\(index)".utf8).base64EncodedString(), issuedAt: tokenIssuedAt)
+            let token = LedgerDomain.AdServicesToken(token: Self.adServicesToken(prefix, index), issuedAt: tokenIssuedAt)
             opens.append((device, try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(), adServicesToken: token),
                                                    to: device, at: testEpoch, store: rig.store)))
         }

@@ -20,8 +20,8 @@
 --   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
 --   Each key row also keeps its event's `recorded_at` and hash, so that the appends' two reads
 --   about keys (a stream's head, whether an id is stored: the view `event_key_rows`,
---   schema/0014) are answered from `event_keys` alone: read from `events`, each would probe every partition, and an append
---   would slow down with every month added.
+--   schema/0014) are answered from `event_keys` alone: read from `events`, each would probe
+--   every partition, and an append would slow down with every month added.
 --   A row whose id or version is taken is skipped, as the append statements' `ON CONFLICT DO
 --   NOTHING` skips it today: the store reads "nothing stored" as a conflict and decides from the
 --   stream's head (Sources/LedgerStore), also where its plain inserts met 23505 before. For

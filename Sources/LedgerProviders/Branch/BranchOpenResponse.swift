@@ -65,9 +65,11 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
         case .string(let text)?:
             let inner = try BranchParsing.json(Data(text.utf8), field: "data")
             response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
-        case let inner? where inner.typeName == "object":
-            response.data = try BranchSessionData(parsing: BranchParsing.object(inner, field: "data"))
-        case _?: throw BranchParsing.fail("data", "not_string", "data must be a JSON string (or object).")
+        case let inner?:
+            guard let members = inner.membersByKey else {
+                throw BranchParsing.fail("data", "not_string", "data must be a JSON string (or object).")
+            }
+            response.data = try BranchSessionData(parsing: members)
         }
         response.otherFields = try BranchParsing.others(root, excluding: knownKeys, prefix: "")
         return response

@@ -56,12 +56,6 @@ package indirect enum ProviderJSON: Sendable, Hashable {
         }
     }
 
-    /// `true` when this is a JSON number (of any size).
-    var isNumber: Bool {
-        if case .number = self { return true }
-        return false
-    }
-
     /// The value as an exact `Int64`, if it is a JSON number with an integral value in range
     /// (`7`, `7.0`, `7e0`); `nil` for fractions, huge numbers (`1e400`) and every other type.
     var integerValue: Int64? {
