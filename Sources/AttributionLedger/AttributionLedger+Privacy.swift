@@ -85,7 +85,8 @@ extension AttributionLedger {
     ///   - requestedAt: when the data subject asked.
     /// - Returns: what the erasure did (`alreadyErased` on a repeat).
     /// - Throws: ``AttributionLedgerError`` (`not_found` for a device the ledger has never seen,
-    ///   `invalid` for an invalid `requestedBy`), `PostgresError`.
+    ///   `invalid` for an invalid `requestedBy`, `forbidden` when the log records the device's
+    ///   stream for another app: nothing is erased), `PostgresError`.
     public func erase(_ device: DeviceRef, requestedBy: String, requestedAt: Date) async throws -> Erasure {
         let length = requestedBy.unicodeScalars.count
         guard (1...100).contains(length), !requestedBy.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
@@ -95,6 +96,7 @@ extension AttributionLedger {
                 message: "'requested_by' is 1–100 characters without control characters: a role or system, never a person.")
         }
         do {
+            try await checkStreamTenancy(of: device)
             let outcome = try await DeviceEraser(store: store).erase(
                 device: device.streamID, requestedBy: requestedBy, requestedAt: requestedAt, now: clock.now())
             logger.info("erased a device", metadata: ["ledger.app": "\(device.app)", "ledger.already": "\(outcome.alreadyErased)"])
@@ -118,24 +120,28 @@ extension AttributionLedger {
     ///   - receivedAt: when it arrived.
     ///   - eventID: the event's id; the same id retries idempotently.
     /// - Throws: ``AttributionLedgerError``: `invalid` naming the postback's field and rule (the
-    ///   input is kept as a refused postback, its id in `eventID`), `forbidden` when the postback
-    ///   is another app's (nothing stored), `id_conflict` when `eventID` holds another postback;
-    ///   `PostgresError`.
+    ///   input is kept as a refused postback under `app`, its id in `eventID`), `forbidden` when
+    ///   the postback is another app's (nothing stored), `rate_limited` when the app's refused
+    ///   postbacks of the last hour reached their bound (nothing stored), `id_conflict` when
+    ///   `eventID` holds another postback; `PostgresError`.
     @discardableResult
     public func ingestSKANPostback(raw: Data, app: AppID, network: String, receivedAt: Date, eventID: UUID = UUID())
         async throws -> SKANPostbackReceipt
     {
-        if let postback = try? SKANPostback.parse(raw), postback.appID != app.rawValue {
-            throw AttributionLedgerError(.forbidden, eventType: SKANPostbackReceived.eventType, field: "app-id",
-                                         rule: "postback_of_this_app", message: "The postback's app-id is not the app of this API key.")
-        }
         do {
             let result = try await SKANPostbackIngestor(store: store, logger: logger).ingest(
-                raw: raw, network: network, receivedAt: receivedAt, eventID: eventID)
+                raw: raw, network: network, receivedAt: receivedAt, eventID: eventID, app: app)
             Counter(label: "ledger_skan_postbacks_total", dimensions: [("status", result.status.rawValue)]).increment()
             return SKANPostbackReceipt(
                 eventID: result.eventID, position: result.position, status: result.status.rawValue, duplicateOf: result.duplicateOf,
                 signatureVerified: result.signatureVerified, wasAlreadyStored: result.wasAlreadyStored)
+        } catch let error as SKANPostbackError where error.kind == .otherApp {
+            throw AttributionLedgerError(.forbidden, eventType: SKANPostbackReceived.eventType, field: "app-id",
+                                         rule: "postback_of_this_app", message: "The postback's app-id is not the app of this API key.")
+        } catch let error as SKANPostbackError where error.kind == .refusedLimit {
+            Counter(label: "ledger_skan_postbacks_total", dimensions: [("status", "refused_unkept")]).increment()
+            throw AttributionLedgerError(.rateLimited, eventType: SKANPostbackReceived.eventType, field: nil, rule: error.rule,
+                                         message: error.message)
         } catch let error as SKANPostbackError {
             Counter(label: "ledger_skan_postbacks_total", dimensions: [("status", "refused")]).increment()
             throw AttributionLedgerError(.invalid, eventType: SKANPostbackReceived.eventType, field: error.field, rule: error.rule,

@@ -14,9 +14,14 @@ extension AttributionLedger {
     ///   - device: the device.
     ///   - asOf: only what the ledger held at that global position or recording time (all when nil).
     ///   - types: only these event types (all when empty).
-    /// - Throws: `PostgresError`.
+    /// - Throws: ``AttributionLedgerError`` `forbidden` when an event read records another app
+    ///   (nothing is returned), `PostgresError`.
     public func history(of device: DeviceRef, asOf: AsOf? = nil, types: [String] = []) async throws -> [RecordedEvent] {
-        try await store.readDeviceHistory(device.streamID.rawValue, types: types, asOf: asOf)
+        let events = try await store.readDeviceHistory(device.streamID.rawValue, types: types, asOf: asOf)
+        try checkTenancy(events, of: device)
+        // With a type filter the stream's own first event may not be among those read.
+        if !types.isEmpty { try await checkStreamTenancy(of: device) }
+        return events
     }
 
     /// The projections' per-device states, replayed from the device's history.
@@ -43,7 +48,8 @@ extension AttributionLedger {
     /// - Throws: `PostgresError`.
     public func skanValues(of device: DeviceRef, asOf: AsOf? = nil) async throws -> SKANValues {
         let projection = SKANDeviceProjection(SKANDeviceReducer())
-        let state = try await projection.state(of: device.streamID.rawValue, asOf: asOf, store: store)
+        let events = try await history(of: device, asOf: asOf, types: projection.eventTypes)
+        let state = try projection.replay(events, device: device.streamID.rawValue)
         let at: Date
         if case .recordedAt(let time) = asOf { at = time } else { at = clock.now() }
         return Self.skanValues(state, at: at)
@@ -53,6 +59,7 @@ extension AttributionLedger {
     /// - Throws: `PostgresError`, or a decoding error for a stored decision that cannot be read.
     public func attribution(of device: DeviceRef, asOf: AsOf? = nil) async throws -> DeviceAttribution {
         let newest = try await store.readStream(device.decisionStreamID.rawValue, backward: true, limit: 1, asOf: asOf).first
+        if let newest { try checkTenancy([newest], of: device) }
         guard let newest else { return DeviceAttribution(latest: nil, position: nil, decidedAt: nil, decisionCount: 0) }
         let decoded = try EventCatalog.standard.decode(type: newest.type, schemaVersion: newest.schemaVersion, data: newest.data)
         return DeviceAttribution(latest: decoded as? AttributionDecided, position: newest.position, decidedAt: newest.recordedAt,

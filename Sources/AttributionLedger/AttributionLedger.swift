@@ -82,13 +82,13 @@ public struct AttributionLedger: Sendable {
 }
 
 /// One device of one app: the key of everything the ledger records and reads about a device
-/// (its stream is `device-<app>-<device>`).
+/// (its stream is `device-<app>/<device>`).
 public struct DeviceRef: Sendable, Hashable, CustomStringConvertible {
     /// The app.
     public let app: AppID
     /// The app's own install id for the device (pseudonymous; never an IDFA or GAID).
     public let device: DeviceID
-    /// The device's stream id, `device-<app>-<device>`.
+    /// The device's stream id, `device-<app>/<device>`.
     public let streamID: StreamID
 
     /// A device of `app`.
@@ -114,7 +114,7 @@ public struct DeviceRef: Sendable, Hashable, CustomStringConvertible {
         try self.init(app: appID, device: deviceID)
     }
 
-    /// The stream of the attribution decisions about this device, `decision-<app>-<device>`.
+    /// The stream of the attribution decisions about this device, `decision-<app>/<device>`.
     public var decisionStreamID: StreamID {
         // Same characters as the device stream, so this cannot fail once `streamID` was made.
         (try? StreamID.decisions(app: app, device: device)) ?? streamID

@@ -17,6 +17,8 @@ public struct AttributionLedgerError: Error, Sendable, Hashable, CustomStringCon
         case notFound = "not_found"
         /// The input belongs to another app than the caller's (HTTP 403).
         case forbidden
+        /// A bound on what the ledger keeps was reached; try again later (HTTP 429).
+        case rateLimited = "rate_limited"
     }
 
     /// What went wrong.
@@ -55,6 +57,13 @@ public struct AttributionLedgerError: Error, Sendable, Hashable, CustomStringCon
         self.init(.invalid, eventType: error.eventType, field: error.field, rule: error.rule, message: error.message)
     }
 
+    /// A stream or event of another app was touched: `forbidden`, naming `device_id` (the part of
+    /// the caller's input that led there) and never the other app.
+    public static func otherApp(_ violation: TenancyViolation) -> Self {
+        Self(.forbidden, field: "device_id", rule: "recorded_app_matches",
+             message: "The log records this device's stream for another app; it can be neither read nor written with this app.")
+    }
+
     /// `FirstOpen: device.idfa: The identifier must be a UUID … [uuid]`.
     public var description: String {
         "\(eventType.map { "\($0): " } ?? "")\(field.map { "\($0): " } ?? "")\(message) [\(rule)]"
@@ -68,6 +77,8 @@ public struct AttributionLedgerError: Error, Sendable, Hashable, CustomStringCon
             return error
         case let error as EventValidationError:
             return AttributionLedgerError(error)
+        case let violation as TenancyViolation:
+            return AttributionLedgerError.otherApp(violation)
         case let error as RuleViolation:
             return AttributionLedgerError.invalid(eventType: eventType, field: error.field, rule: error.rule, message: error.message)
         case let error as EventStoreError:

@@ -165,7 +165,7 @@ public struct SKANValues: Sendable, Hashable, Codable {
     }
 }
 
-/// The attribution decisions about a device (stream `decision-<app>-<device>`).
+/// The attribution decisions about a device (stream `decision-<app>/<device>`).
 public struct DeviceAttribution: Sendable, Hashable, Codable {
     /// The newest decision, or nil when none was made (yet).
     public var latest: AttributionDecided?

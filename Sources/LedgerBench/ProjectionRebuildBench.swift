@@ -82,7 +82,7 @@ func loadDeviceLog(conninfo: String, total: Int) throws {
                     let count = min(eventsPerDevice, total - device * eventsPerDevice)
                     let start = Date(timeIntervalSince1970: 1_763_000_000 + Double(device * 37))
                     let events = (0..<count).map { history.event($0, device: device, start: start) }
-                    try store.append(events, to: "device-com.example.game-\(device)", expected: .noStream, on: connection)
+                    try store.append(events, to: "device-com.example.game/\(device)", expected: .noStream, on: connection)
                 }
             }
             let done = progress.add(min(50, mine.count - group))

@@ -61,6 +61,10 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
             return APIError(.notFound, code: "not_found", field: field, rule: error.rule, message: error.message)
         case .forbidden:
             return APIError(.forbidden, code: "forbidden", field: field, rule: error.rule, message: error.message)
+        case .rateLimited:
+            var refusal = APIError(.tooManyRequests, code: "rate_limited", field: field, rule: error.rule, message: error.message)
+            refusal.headers[.retryAfter] = "60"
+            return refusal
         case .invalid:
             return APIError(.badRequest, code: index == nil ? "invalid_request" : "invalid_event", field: field, rule: error.rule,
                             message: error.message, index: index, eventType: error.eventType)

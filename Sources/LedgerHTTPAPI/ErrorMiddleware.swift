@@ -1,3 +1,4 @@
+import AttributionLedger
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -32,6 +33,11 @@ struct ErrorMiddleware: RouterMiddleware {
                            message: error.body ?? error.status.reasonPhrase)
         } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: nil)
+        } catch let error as AttributionLedgerError {
+            // A facade refusal a route did not map itself (reads refused by a tenant check).
+            let refusal = APIError.fromLedger(error, index: error.index, fieldPrefix: nil)
+            Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code), ("rule", refusal.rule)]).increment()
+            throw refusal
         } catch {
             logger.error("request failed", metadata: [
                 "http.method": "\(request.method)", "http.route": "\(context.endpointPath ?? "unknown")",

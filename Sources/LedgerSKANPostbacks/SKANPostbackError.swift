@@ -30,6 +30,10 @@ public struct SKANPostbackError: Error, Sendable, Hashable, CustomStringConverti
         case unsupportedVersion = "unsupported_version"
         /// The caller's own arguments (the network name) are invalid: nothing was stored.
         case invalidArgument = "invalid_argument"
+        /// The postback's `app-id` is not the app that sent it: nothing was stored.
+        case otherApp = "other_app"
+        /// The app's refused inputs of the last hour reached the ingestor's bound: nothing was stored.
+        case refusedLimit = "refused_limit"
     }
 
     /// What broke.

@@ -23,7 +23,7 @@ public struct SKANIngestResult: Sendable, Hashable {
 
     /// The `SKANPostbackReceived` event.
     public var eventID: UUID
-    /// Its stream (`skan-<app-id>-<transaction-id>`).
+    /// Its stream (`skan-<app-id>/<transaction-id>`).
     public var streamID: String
     /// Its global position.
     public var position: Int64
@@ -50,11 +50,14 @@ public struct SKANIngestResult: Sendable, Hashable {
 /// that forwarded it and those outcomes.
 ///
 /// Nothing a network sends is lost: input that breaks the schema is appended too, flagged as
-/// refused (stream `skan-rejected-<digest>`), and then the ``SKANPostbackError`` is thrown with
-/// the stored event's id. Only the caller's own bad arguments (the network name, the reported
-/// values) are refused without storing anything.
+/// refused, under the app that sent it (stream `skan-<app>/rejected/<digest>`; `skan-rejected-<digest>`
+/// when no app is named), and then the ``SKANPostbackError`` is thrown with the stored event's
+/// id. What is kept of a refused input is bounded: its first ``refusedKeptBytes`` bytes, and at
+/// most ``refusedPerAppPerHour`` refused inputs per app per hour; past that the input is refused
+/// with `refused_postback_limit` and nothing is stored. Only the caller's own bad arguments (the
+/// network name, the reported values) are refused without storing anything.
 ///
-/// Repeats are found on the postback's stream (`skan-<app-id>-<transaction-id>`) and the append
+/// Repeats are found on the postback's stream (`skan-<app-id>/<transaction-id>`) and the append
 /// expects the version read, so two copies ingested at the same moment cannot both count: the
 /// loser reads again and is recorded as the duplicate.
 public struct SKANPostbackIngestor: Sendable {
@@ -64,14 +67,21 @@ public struct SKANPostbackIngestor: Sendable {
     public let verifier: SKANSignatureVerifier
     /// The envelope's `actor`.
     public let actor: String
+    /// The most refused inputs stored per app in any hour (by recording time); more are refused
+    /// without being stored, so a misbehaving sender cannot fill the log.
+    public let refusedPerAppPerHour: Int
     let logger: Logger
+
+    /// How many bytes of a refused input are kept: a real postback is well under 2 KiB.
+    public static let refusedKeptBytes = 4096
 
     /// An ingestor appending to `store`.
     public init(store: EventStore, verifier: SKANSignatureVerifier = .apple, actor: String = "skan-postbacks",
-                logger: Logger = Logger(label: "ledger.skan")) {
+                refusedPerAppPerHour: Int = 100, logger: Logger = Logger(label: "ledger.skan")) {
         self.store = store
         self.verifier = verifier
         self.actor = actor
+        self.refusedPerAppPerHour = refusedPerAppPerHour
         self.logger = logger
     }
 
@@ -83,22 +93,32 @@ public struct SKANPostbackIngestor: Sendable {
     ///   - receivedAt: when it arrived (the event's `occurred_at`).
     ///   - reportedValues: the unsigned values the network reports having received, if it does.
     ///   - eventID: the event's id; pass the same id to retry an ingest idempotently.
+    ///   - app: the app that sent the postback, when the caller knows it (an API key's app): the
+    ///     postback's `app-id` must be it, and a refused input is recorded under it.
     /// - Returns: the stored event and how the postback counts.
     /// - Throws: ``SKANPostbackError`` when the input breaks the schema (after storing it as
-    ///   refused) or the arguments are invalid (nothing stored); store errors otherwise.
+    ///   refused), the arguments are invalid or the app's refused inputs reached their hourly
+    ///   bound (nothing stored); store errors otherwise.
     @discardableResult
     public func ingest(raw: Data, network: String, receivedAt: Date,
-                       reportedValues: SKANPostbackReceived.ReportedValues? = nil, eventID: UUID = UUID()) async throws
+                       reportedValues: SKANPostbackReceived.ReportedValues? = nil, eventID: UUID = UUID(),
+                       app: AppID? = nil) async throws
         -> SKANIngestResult
     {
         try Self.checkArguments(network: network, reportedValues: reportedValues, receivedAt: receivedAt)
         let postback: SKANPostback
         do throws(SKANPostbackError) {
             postback = try Self.parseWithoutNUL(raw)
+            if let app, postback.appID != app.rawValue {
+                throw SKANPostbackError(.otherApp, field: "app-id", rule: "postback_of_this_app",
+                                        message: "The postback's app-id is not the app that sent it.")
+            }
         } catch {
+            if error.kind == .otherApp { throw error }
             var refused = error
             refused.rejectedEventID = try await storeRefused(raw, network: network, receivedAt: receivedAt,
-                                                             reportedValues: reportedValues, error: error, eventID: eventID)
+                                                             reportedValues: reportedValues, error: error, eventID: eventID,
+                                                             app: app)
             logger.notice("SKAN postback refused", metadata: [
                 "skan.network": "\(network)", "skan.rule": "\(error.rule)", "skan.field": "\(error.field ?? "-")"])
             throw refused
@@ -147,7 +167,7 @@ public struct SKANPostbackIngestor: Sendable {
         async throws -> AppendResult
     {
         let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor, appID: try AppID(model.appID)))
-        let stream = "\(StreamCategory.skan.rawValue)-model-\(model.appID)"
+        let stream = StreamID.skanModelPrefix + model.appID
         let expected: ExpectedVersion = model.modelVersion == 1 ? .noStream : .exact(Int64(model.modelVersion - 1))
         return try await store.append(
             [try NewEvent(model, id: eventID, metadata: metadata, occurredAt: time)],
@@ -210,22 +230,44 @@ public struct SKANPostbackIngestor: Sendable {
             unsignedMismatches: event.unsignedMismatches ?? [], wasAlreadyStored: wasAlreadyStored)
     }
 
-    /// Appends a refused input to `skan-rejected-<first 32 hex digits of its SHA-256>`; returns the event id.
+    /// Appends a refused input to `skan-<app>/rejected/<first 32 hex digits of its SHA-256>`
+    /// (`skan-rejected-…` without an app), keeping its first ``refusedKeptBytes`` bytes; returns
+    /// the event id. An idempotent retry (the same event id already stored) answers as the first
+    /// time, whatever the bound.
+    /// - Throws: ``SKANPostbackError`` `refused_postback_limit` when the app's refused inputs of
+    ///   the last hour reached ``refusedPerAppPerHour`` (nothing stored).
     func storeRefused(_ raw: Data, network: String, receivedAt: Date, reportedValues: SKANPostbackReceived.ReportedValues?,
-                      error: SKANPostbackError, eventID: UUID) async throws -> UUID {
-        let digest = SHA256.hash(data: raw).map { String(format: "%02x", $0) }.joined().prefix(32)
-        let kept = raw.prefix(SKANPostback.maximumBytes)
-        let text = raw.count <= SKANPostback.maximumBytes && !raw.contains(0) && raw.range(of: Data("\\u0000".utf8)) == nil
+                      error: SKANPostbackError, eventID: UUID, app: AppID?) async throws -> UUID {
+        let digest = String(SHA256.hash(data: raw).map { String(format: "%02x", $0) }.joined().prefix(32))
+        var stream = "\(StreamCategory.skan.rawValue)-rejected-\(digest)"
+        if let app { stream = try StreamID.refusedSKANPostbacks(app: app, digest: digest).rawValue }
+        if let app, try await store.event(id: eventID) == nil {
+            let recent = try await store.countEvents(
+                inStreamsWithPrefix: try StreamID.refusedSKANPostbacks(app: app, digest: "").rawValue,
+                recordedSince: Date().addingTimeInterval(-3600))
+            if recent >= refusedPerAppPerHour {
+                logger.warning("SKAN postbacks refused without storing: hourly bound reached",
+                               metadata: ["ledger.app": "\(app)", "skan.bound": "\(refusedPerAppPerHour)"])
+                throw SKANPostbackError(.refusedLimit, rule: "refused_postback_limit",
+                                        message: "This app sent \(recent) postbacks the ledger refused in the last hour; "
+                                            + "until the hour passes, refused postbacks are answered without being kept.")
+            }
+        }
+        let keptBytes = Self.refusedKeptBytes
+        let kept = raw.prefix(keptBytes)
+        let text = raw.count <= keptBytes && !raw.contains(0) && raw.range(of: Data("\\u0000".utf8)) == nil
             ? String(validating: kept, as: UTF8.self) : nil
+        var message = error.message
+        if raw.count > keptBytes { message += " (The first \(keptBytes) of \(raw.count) bytes are kept.)" }
         let event = SKANPostbackReceived(
             raw: text ?? "", forwardingNetwork: network, receivedAt: receivedAt,
             rawBase64: (text ?? "").isEmpty ? kept.base64EncodedString() : nil,
             verification: error.kind == .unsupportedVersion ? .unsupportedVersion : .rejected,
-            rejection: .init(kind: error.kind.rawValue, field: error.field, rule: error.rule, message: error.message),
+            rejection: .init(kind: error.kind.rawValue, field: error.field, rule: error.rule, message: message),
             reportedValues: reportedValues)
-        let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor))
+        let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor, appID: app))
         let new = try NewEvent(event, id: eventID, metadata: metadata, occurredAt: receivedAt)
-        try await store.append([new], to: "\(StreamCategory.skan.rawValue)-rejected-\(digest)")
+        try await store.append([new], to: stream)
         return eventID
     }
 }

@@ -9,7 +9,7 @@ import LedgerStore
 struct SKANProjectionStep {
     typealias Table = SKANPostbackProjection.Table
     /// A postback counted once: per app, as the ingestor finds repeats (on the stream
-    /// `skan-<app-id>-<transaction-id>`).
+    /// `skan-<app-id>/<transaction-id>`).
     struct Key: Hashable {
         var appID: String
         var transactionID: String

@@ -3,7 +3,7 @@ import LedgerPostgres
 
 extension EventStore {
     /// Everything the ledger holds about one device, in the log's order: its own stream
-    /// (`device-<app>-<device>`), its decisions (`decision-<app>-<device>`), and the streams of
+    /// (`device-<app>/<device>`), its decisions (`decision-<app>/<device>`), and the streams of
     /// every send requested for it (found through `SendRequested.device_stream_id`).
     ///
     /// This is the auditor's replay and the projections' "as of": with `asOf`, only what the

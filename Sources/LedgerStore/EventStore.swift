@@ -49,7 +49,7 @@ public struct EventStore: Sendable {
     ///
     /// - Parameters:
     ///   - events: the batch, in order; all or none are stored.
-    ///   - stream: the stream id (`device-<app>-<device>`, `send-<uuid>`).
+    ///   - stream: the stream id (`device-<app>/<device>`, `send-<uuid>`).
     ///   - expected: what the stream's version must be.
     /// - Returns: each event's position and version; `wasDuplicate` when the whole batch had
     ///   already been stored (an idempotent retry), in which case nothing new was written.
@@ -99,12 +99,12 @@ public struct EventStore: Sendable {
 
     // MARK: Validation and encoding
 
-    /// `^[A-Za-z0-9][A-Za-z0-9._:-]{0,255}$`, as the events table's check says.
+    /// `^[A-Za-z0-9][A-Za-z0-9._:/-]{0,255}$` (`StreamID`'s syntax).
     static func isValidStreamID(_ id: String) -> Bool {
         let bytes = Array(id.utf8)
         guard let first = bytes.first, bytes.count <= 256, isAlphanumeric(first) else { return false }
         return bytes.allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_")
-            || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") }
+            || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "/") }
     }
 
     /// `^[A-Za-z][A-Za-z0-9_.]{0,127}$`, as the events table's check says.
@@ -123,7 +123,7 @@ public struct EventStore: Sendable {
                                sealer: PersonalDataProtection.BatchSealer? = nil) throws -> PreparedBatch {
         guard !stream.isEmpty else { throw EventStoreError.invalidStreamID(stream, rule: "non_empty") }
         guard isValidStreamID(stream) else {
-            throw EventStoreError.invalidStreamID(stream, rule: "letters_digits_._:-_max_256")
+            throw EventStoreError.invalidStreamID(stream, rule: "letters_digits_._:-/_max_256")
         }
         guard !events.isEmpty else { throw EventStoreError.emptyBatch }
         var seen = Set<UUID>()

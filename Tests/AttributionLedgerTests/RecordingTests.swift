@@ -18,7 +18,7 @@ import Testing
             #expect(recorded.position > 0)
             #expect(!recorded.wasDuplicate)
             let stored = try #require(try await ledger.store.event(id: id))
-            #expect(stored.streamID == "device-com.example.game-install-1")
+            #expect(stored.streamID == "device-com.example.game/install-1")
             #expect(stored.position == recorded.position)
             #expect(stored.type == "FirstOpen")
             // The metadata names the app and the default actor.

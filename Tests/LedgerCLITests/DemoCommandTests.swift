@@ -44,6 +44,6 @@ struct DemoCommandTests {
         let text = try await LedgerProcess.runDetached(["demo", "--database-url", database.conninfo])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("Where to look next"))
-        #expect(text.stdout.contains("ledger explain device-demo.ios-"))
+        #expect(text.stdout.contains("ledger explain device-demo.ios/"))
     }
 }

@@ -12,8 +12,8 @@ import Testing
 @Suite("ledger erase")
 struct EraseTests {
     static let app = "com.example.game"
-    static let device = "device-com.example.game-install-erase"
-    static let keptDevice = "device-com.example.game-install-kept"
+    static let device = "device-com.example.game/install-erase"
+    static let keptDevice = "device-com.example.game/install-kept"
 
     /// Every personal value of the erased device's history, as the app reported it.
     static let identifiers = [
@@ -226,7 +226,7 @@ struct EraseTests {
         let result = try await LedgerProcess.runDetached(
             ["erase", "--app", Self.app, "--device", "nobody", "--database-url", database.conninfo])
         #expect(result.status == 8, "\(result.stdout)\(result.stderr)")
-        #expect(result.stderr.contains("no device device-com.example.game-nobody in the ledger"), "\(result.stderr)")
+        #expect(result.stderr.contains("no device device-com.example.game/nobody in the ledger"), "\(result.stderr)")
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
         let written = try await pool.query("SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM privacy_erasures)")
@@ -249,8 +249,8 @@ struct EraseTests {
         #expect(!first.alreadyErased && first.keysDestroyed == 1 && first.sendsCancelled.isEmpty)
         let second = try await eraser.erase(device: try StreamID(Self.device), requestedBy: "support", requestedAt: Self.launch)
         #expect(second.alreadyErased && second.erasureEventID == first.erasureEventID && second.keysDestroyed == 0)
-        await #expect(throws: PrivacyError.unknownDevice("device-com.example.game-ghost")) {
-            try await eraser.erase(device: try StreamID("device-com.example.game-ghost"), requestedBy: "support", requestedAt: Self.launch)
+        await #expect(throws: PrivacyError.unknownDevice("device-com.example.game/ghost")) {
+            try await eraser.erase(device: try StreamID("device-com.example.game/ghost"), requestedBy: "support", requestedAt: Self.launch)
         }
         // Appends after the erasure record no personal data of the device.
         try await store.append([try Self.new(SessionStarted(device: Self.context(idfa: Self.keptIDFA, ip: "198.51.100.1")), 900)],

@@ -22,7 +22,7 @@ struct IngestTests {
             let raw = Data(AppleExamples.v4.utf8)
             let first = try await ingestor.ingest(raw: raw, network: "example-network", receivedAt: receivedAt)
             #expect(first.status == .counted)
-            #expect(first.streamID == "skan-525463029-6aafb7a5-0170-41b5-bbe4-fe71dedf1e30")
+            #expect(first.streamID == "skan-525463029/6aafb7a5-0170-41b5-bbe4-fe71dedf1e30")
             let (record, event) = try await storedEvent(first.eventID, in: store)
             #expect(event.raw == AppleExamples.v4)
             #expect(event.forwardingNetwork == "example-network")

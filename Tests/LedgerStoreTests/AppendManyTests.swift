@@ -115,7 +115,7 @@ struct AppendManyTests {
             let store = try PrivacyTests.store(database)
             defer { store.pool.close() }
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let devices = ["device-com.example.game-many-1", "device-com.example.game-many-2", "device-com.example.game-many-3"]
+            let devices = ["device-com.example.game/many-1", "device-com.example.game/many-2", "device-com.example.game/many-3"]
             try connection.execute("""
                 INSERT INTO privacy_erasures (subject, requested_by, requested_at, event_id)
                 VALUES (\(devices[2]), 'test', now(), \(UUID()))
@@ -192,7 +192,7 @@ struct AppendManyTests {
             let store = try PrivacyTests.store(database)
             defer { store.pool.close() }
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let devices = ["device-com.example.game-cond-1", "device-com.example.game-cond-2"]
+            let devices = ["device-com.example.game/cond-1", "device-com.example.game/cond-2"]
             let condition = AppendCondition(streams: "SELECT unnest($2::text[]) AS stream_id", binds: [.text("{\(devices.joined(separator: ","))}")])
             let parts = try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) }
             let results = try store.append(parts, where: condition, on: connection)
@@ -212,7 +212,7 @@ struct AppendManyTests {
             let store = try PrivacyTests.store(database)
             defer { store.pool.close() }
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let devices = ["device-com.example.game-none-1", "device-com.example.game-none-2"]
+            let devices = ["device-com.example.game/none-1", "device-com.example.game/none-2"]
             let nothing = AppendCondition(streams: "SELECT NULL::text AS stream_id WHERE false", binds: [])
             let results = try store.append(try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) },
                                            where: nothing, on: connection)

@@ -181,7 +181,7 @@ struct AppendTests {
                 await #expect(throws: EventStoreError.self) { try await store.append(events, to: stream) }
             }
             #expect(await refused([good], to: "") == .invalidStreamID("", rule: "non_empty"))
-            #expect(await refused([good], to: "device app 1") == .invalidStreamID("device app 1", rule: "letters_digits_._:-_max_256"))
+            #expect(await refused([good], to: "device app 1") == .invalidStreamID("device app 1", rule: "letters_digits_._:-/_max_256"))
             #expect(await refused([]) == .emptyBatch)
 
             var badType = sampleEvent(2)

@@ -20,11 +20,11 @@ struct CatalogTests {
             let session = SessionStarted(device: Self.device)
             let good = NewEvent(type: SessionStarted.eventType, schemaVersion: SessionStarted.schemaVersion,
                                 data: try EventCatalog.standard.encode(session), occurredAt: Date())
-            try await store.append([good], to: "device-com.example.game-install-1")
+            try await store.append([good], to: "device-com.example.game/install-1")
 
             let unknown = NewEvent(type: "Teleported", data: Data("{}".utf8), occurredAt: Date())
             let unknownError = await #expect(throws: EventStoreError.self) {
-                try await store.append([unknown], to: "device-com.example.game-install-1")
+                try await store.append([unknown], to: "device-com.example.game/install-1")
             }
             guard case .invalidEvent(0, "Teleported", _, let rule, _)? = unknownError else {
                 Issue.record("expected the unknown type to be refused, got \(String(describing: unknownError))")
@@ -41,7 +41,7 @@ struct CatalogTests {
             wrongType.id = UUID()
             wrongType.data = try JSONSerialization.data(withJSONObject: object)
             let typeError = await #expect(throws: EventStoreError.self) {
-                try await store.append([wrongType], to: "device-com.example.game-install-1")
+                try await store.append([wrongType], to: "device-com.example.game/install-1")
             }
             guard case .invalidEvent(0, "SessionStarted", let field, _, _)? = typeError else {
                 Issue.record("expected the wrong field type to be refused, got \(String(describing: typeError))")
@@ -56,7 +56,7 @@ struct CatalogTests {
     @Test("metadata that is neither empty nor EventMetadata is refused with its field named, also on a typed event")
     func metadataIsChecked() async throws {
         try await withCatalogStore { store, database throws in
-            let stream = "device-com.example.game-install-1"
+            let stream = "device-com.example.game/install-1"
             let refused: [(metadata: String, field: String)] = [
                 (#"{"app_id":"com.example.game"}"#, "metadata.actor"),
                 (#"{"actor":"importer","correlation_id":"not-a-uuid"}"#, "metadata.correlation_id"),
@@ -83,7 +83,7 @@ struct CatalogTests {
     @Test("a typed event the catalog encoded is trusted as is; changed bytes, or another catalog's, are checked again")
     func typedEventsAreCheckedOnce() async throws {
         try await withCatalogStore { store, database throws in
-            let stream = "device-com.example.game-install-1"
+            let stream = "device-com.example.game/install-1"
             let typed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
             #expect(typed.type == SessionStarted.eventType && typed.schemaVersion == SessionStarted.schemaVersion)
             #expect(typed.data == (try EventCatalog.standard.encode(SessionStarted(device: Self.device))))

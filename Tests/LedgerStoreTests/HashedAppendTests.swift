@@ -185,15 +185,15 @@ struct HashedAppendTests {
         try await TestDatabase.with { database throws in
             let store = try PrivacyTests.store(database)
             defer { store.pool.close() }
-            try await store.append([try PrivacyTests.firstOpen()], to: "device-com.example.game-new")
+            try await store.append([try PrivacyTests.firstOpen()], to: "device-com.example.game/new")
             #expect(store.hashedAppends.count == 1)
             // A device whose stream has events but no key yet (another process appended them).
             let other = anotherStore(database, maxConnections: 1)
             defer { other.pool.close() }
-            try await other.append([Self.event(#"{"n":1}"#)], to: "device-com.example.game-old")
-            try await store.append([try PrivacyTests.firstOpen()], to: "device-com.example.game-old")
+            try await other.append([Self.event(#"{"n":1}"#)], to: "device-com.example.game/old")
+            try await store.append([try PrivacyTests.firstOpen()], to: "device-com.example.game/old")
             #expect(store.hashedAppends.count == 1)
-            #expect(try await store.readStream("device-com.example.game-old").map(\.streamVersion) == [1, 2])
+            #expect(try await store.readStream("device-com.example.game/old").map(\.streamVersion) == [1, 2])
             #expect(try PrivacyTests.rawData(database).filter { $0.contains(PrivacyTests.idfa) }.isEmpty)  // sealed
             #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
             #expect(try await store.verify().isIntact)

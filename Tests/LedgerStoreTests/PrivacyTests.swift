@@ -14,7 +14,7 @@ struct PrivacyTests {
     static let idfa = "EA7583CD-A667-48BC-B806-42ECB2B48606"
     static let ip = "203.0.113.7"
     static let customUser = "user-private-771"
-    static let device = "device-com.example.game-install-42"
+    static let device = "device-com.example.game/install-42"
 
     static let deviceContext = DeviceContext(
         platform: .ios, idfa: idfa, limitAdTracking: false, attStatus: .authorized, ip: ip,

@@ -28,7 +28,7 @@ public struct DecisionMade: Sendable, Hashable {
 }
 
 /// Decides attribution once per trigger: when every enabled provider has a terminal answer, or
-/// the app's deadline passed. Appends `AttributionDecided` to `decision-<app>-<device>` and, in the
+/// the app's deadline passed. Appends `AttributionDecided` to `decision-<app>/<device>` and, in the
 /// same transaction, a Google cross-network send per Google ad event (`attributed` 1 for the
 /// winner, else 0).
 ///
@@ -120,7 +120,8 @@ public struct AttributionDecider: Sendable {
             let attributed = outcome.winner?.source == .google && outcome.winner?.adEventID == adEventID
             if previousAttributed[adEventID] != attributed { crossNetwork[adEventID] = attributed }
         }
-        let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider"))
+        let metadata = try EventCatalog.standard.encode(
+            metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider", appID: deviceStream.tenant?.app))
         let event = try NewEvent(decision, id: decisionID, metadata: metadata, occurredAt: now)
         let sends = try crossNetwork.sorted { $0.key < $1.key }.map { adEventID, attributed in
             let key = "google:cross_network:\(decisionID.uuidString.lowercased()):\(adEventID)"

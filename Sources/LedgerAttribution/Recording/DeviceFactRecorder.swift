@@ -4,6 +4,7 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import Logging
+import Synchronization
 
 /// What recording a device fact did.
 public struct RecordedFact: Sendable, Hashable {
@@ -28,56 +29,193 @@ public struct RecordedFact: Sendable, Hashable {
     }
 }
 
-/// The write path of a device fact: validates it, appends it to the device's stream and, in the
-/// same transaction, the `SendRequested` events it causes (the transactional outbox), so a fact
-/// and its sends commit together or not at all.
+/// One device fact to record, as ``DeviceFactRecorder/record(_:now:)`` takes a batch of them.
+public struct FactToRecord: Sendable {
+    /// The fact.
+    public var fact: any LedgerEvent
+    /// The app the fact belongs to (the caller's app).
+    public var app: AppID
+    /// The app's device.
+    public var device: DeviceID
+    /// The caller's id of the fact (idempotency).
+    public var id: UUID
+    /// The device's time of the fact.
+    public var occurredAt: Date
+    /// The envelope's metadata; its `app_id` must be `app`.
+    public var metadata: EventMetadata
+
+    /// A fact to record.
+    public init(_ fact: any LedgerEvent, app: AppID, device: DeviceID, id: UUID, occurredAt: Date, metadata: EventMetadata) {
+        self.fact = fact
+        self.app = app
+        self.device = device
+        self.id = id
+        self.occurredAt = occurredAt
+        self.metadata = metadata
+    }
+}
+
+/// The write path of device facts: validates them, appends each to its device's stream and, in
+/// the same transaction, the `SendRequested` events it causes (the transactional outbox). A batch
+/// commits in one transaction: every fact with its sends, or nothing.
+///
+/// Concurrent writers to one device never see each other: losing the race for a stream's next
+/// version (or a deadlock between two batches) rolls the transaction back and runs it again, from
+/// the second try under a transaction-scoped advisory lock per stream taken in stream order, so
+/// retries queue instead of racing. The callers' ids keep every retry exact.
+///
+/// Every write checks that the device stream belongs to the caller's app: the app recorded on the
+/// stream's first event must be the fact's app (``TenancyViolation`` otherwise), so even a stream
+/// id that named another app's stream could not be written through.
 public struct DeviceFactRecorder: Sendable {
     /// The store facts are appended to.
     public let store: EventStore
     /// Which providers are enabled per app, and their windows.
     public let settings: AttributionSettings
+    /// How many times a batch runs before a lost race is reported (`wrongExpectedVersion`).
+    public let maximumAttempts: Int
     let logger: Logger
+    let verifiedStreams: VerifiedStreams
 
     /// Creates a recorder.
-    public init(store: EventStore, settings: AttributionSettings = AttributionSettings(), logger: Logger = Logger(label: "ledger.attribution")) {
+    public init(store: EventStore, settings: AttributionSettings = AttributionSettings(), maximumAttempts: Int = 64,
+                logger: Logger = Logger(label: "ledger.attribution")) {
         self.store = store
         self.settings = settings
+        self.maximumAttempts = max(1, maximumAttempts)
         self.logger = logger
+        self.verifiedStreams = VerifiedStreams()
     }
 
-    /// Appends `fact` to `device-<app>-<device>` under the caller's `id` (idempotent: the same id
+    /// Appends `fact` to `device-<app>/<device>` under the caller's `id` (idempotent: the same id
     /// with the same content answers as the first time), with the sends it causes.
     ///
     /// - Parameters:
     ///   - occurredAt: the device's time of the fact.
     ///   - now: the ledger's time (enqueue time of the sends it causes).
-    /// - Throws: `RuleViolation` (invalid fact), `EventStoreError`, `PostgresError`.
+    /// - Throws: `RuleViolation` (invalid fact), ``TenancyViolation``, `EventStoreError`, `PostgresError`.
     public func record<Fact: LedgerEvent>(
         _ fact: Fact, app: AppID, device: DeviceID, id: UUID, occurredAt: Date, metadata: EventMetadata, now: Date
     ) async throws -> RecordedFact {
-        try fact.validate()
-        let stream = try StreamID.device(app: app, device: device)
-        let meta = try EventCatalog.standard.encode(metadata: metadata)
-        let event = try NewEvent(fact, id: id, metadata: meta, occurredAt: occurredAt)
-        let planned = SendPlanner(settings: settings.forApp(app.rawValue)).plan(fact, eventID: id)
-        let requests = planned.map { send in
+        try await record([FactToRecord(fact, app: app, device: device, id: id, occurredAt: occurredAt, metadata: metadata)],
+                         now: now)[0]
+    }
+
+    /// Records `facts` in order, in one transaction: every fact and the sends it causes, or none
+    /// of them. Facts already recorded with the same content answer as duplicates.
+    ///
+    /// - Returns: one ``RecordedFact`` per fact, in order.
+    /// - Throws: `RuleViolation` (an invalid fact; nothing written), ``TenancyViolation``,
+    ///   `EventStoreError` (`eventIDConflict`), `PostgresError`.
+    public func record(_ facts: [FactToRecord], now: Date) async throws -> [RecordedFact] {
+        let planned = try facts.map { try plan($0) }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let queued = attempt > 1
+            do {
+                return try await store.pool.withTransaction { [self] connection in
+                    if queued { try Self.lockStreams(planned.map(\.stream.rawValue), on: connection) }
+                    try checkTenancy(of: planned, on: connection)
+                    return try planned.map { try append($0, now: now, on: connection) }
+                }
+            } catch let error where attempt < maximumAttempts && Self.isLostRace(error) {
+                continue
+            }
+        }
+    }
+
+    /// A fact's event and the sends it causes, built and checked before any statement is sent.
+    struct PlannedFact: Sendable {
+        var id: UUID
+        var app: AppID
+        var stream: StreamID
+        var event: NewEvent
+        var requests: [SendRequested]
+    }
+
+    func plan(_ item: FactToRecord) throws -> PlannedFact {
+        try item.fact.validate()
+        guard item.metadata.appID == nil || item.metadata.appID == item.app else {
+            throw RuleViolation(field: "metadata.app_id", rule: "matches_device_app",
+                                message: "The metadata's app_id must be the app of the device the fact is recorded for.")
+        }
+        let stream = try StreamID.device(app: item.app, device: item.device)
+        let meta = try EventCatalog.standard.encode(metadata: item.metadata)
+        let event = try NewEvent(item.fact, id: item.id, metadata: meta, occurredAt: item.occurredAt)
+        let requests = SendPlanner(settings: settings.forApp(item.app.rawValue)).plan(item.fact, eventID: item.id).map { send in
             SendRequested(
-                sendID: Outbox.sendID(forKey: send.key), provider: send.provider, kind: send.kind, causeEventID: id,
+                sendID: Outbox.sendID(forKey: send.key), provider: send.provider, kind: send.kind, causeEventID: item.id,
                 causeStreamID: stream, deviceStreamID: stream, idempotencyKey: send.key, parameters: send.parameters)
         }
         for request in requests { try request.validate() }
-        return try await store.pool.withTransaction { [store] connection in
-            let result = try store.append([event], to: stream.rawValue, expected: .any, on: connection)
-            let position = result.events.first?.position ?? 0
-            guard !result.wasDuplicate else {
-                return RecordedFact(eventID: id, position: position, streamID: stream, wasDuplicate: true, sends: [])
+        return PlannedFact(id: item.id, app: item.app, stream: stream, event: event, requests: requests)
+    }
+
+    func append(_ fact: PlannedFact, now: Date, on connection: PostgresConnection) throws -> RecordedFact {
+        let result = try store.append([fact.event], to: fact.stream.rawValue, expected: .any, on: connection)
+        let position = result.events.first?.position ?? 0
+        guard !result.wasDuplicate else {
+            return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: true, sends: [])
+        }
+        var sends: [UUID] = []
+        for request in fact.requests {
+            let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
+            if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
+        }
+        return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false, sends: sends)
+    }
+
+    /// Refuses the batch when a stream it writes was started by another app. A stream checked
+    /// once is remembered: the first event of a stream never changes.
+    func checkTenancy(of facts: [PlannedFact], on connection: PostgresConnection) throws {
+        var checked = Set<String>()
+        for fact in facts where checked.insert(fact.stream.rawValue).inserted {
+            guard !verifiedStreams.contains(fact.stream.rawValue, app: fact.app.rawValue) else { continue }
+            guard let recorded = try EventStore.recordedApp(ofStream: fact.stream.rawValue, on: connection) else { continue }
+            guard recorded == fact.app.rawValue else {
+                logger.error("refused a write into a stream of another app", metadata: ["ledger.app": "\(fact.app)"])
+                throw TenancyViolation(stream: fact.stream.rawValue, app: fact.app.rawValue, recordedApp: recorded)
             }
-            var sends: [UUID] = []
-            for request in requests {
-                let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
-                if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
-            }
-            return RecordedFact(eventID: id, position: position, streamID: stream, wasDuplicate: false, sends: sends)
+            verifiedStreams.insert(fact.stream.rawValue, app: recorded)
+        }
+    }
+
+    /// Takes a transaction-scoped advisory lock per stream, in stream order (no two lockers can
+    /// wait on each other).
+    static func lockStreams(_ streams: [String], on connection: PostgresConnection) throws {
+        for stream in Set(streams).sorted() {
+            try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\(stream), 7238))")
+        }
+    }
+
+    /// Whether `error` only says another writer got there first: the batch can simply run again.
+    static func isLostRace(_ error: any Error) -> Bool {
+        switch error {
+        case EventStoreError.wrongExpectedVersion(_, .any, _):
+            return true
+        case let error as PostgresError:
+            // deadlock_detected, serialization_failure, unique_violation (a key taken meanwhile)
+            return ["40P01", "40001", "23505"].contains(error.sqlState ?? "")
+        default:
+            return false
+        }
+    }
+}
+
+/// The streams whose first event was checked to be of an app (bounded; cleared when full).
+final class VerifiedStreams: Sendable {
+    private let streams = Mutex<[String: String]>([:])
+    private static let limit = 100_000
+
+    func contains(_ stream: String, app: String) -> Bool {
+        streams.withLock { $0[stream] == app }
+    }
+
+    func insert(_ stream: String, app: String) {
+        streams.withLock { streams in
+            if streams.count >= Self.limit { streams.removeAll(keepingCapacity: true) }
+            streams[stream] = app
         }
     }
 }

@@ -22,14 +22,14 @@ struct EraseCommand: AsyncParsableCommand {
             3 the database is unreachable.
 
             Examples:
-              ledger erase --device device-com.example.game-4f1c2a --requested-by dsar-portal
+              ledger erase --device device-com.example.game/4f1c2a --requested-by dsar-portal
               ledger erase --app com.example.game --device 4f1c2a --json
             """)
     )
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: ArgumentHelp("The device: its stream id (device-<app>-<device>), or its device id with --app.",
+    @Option(help: ArgumentHelp("The device: its stream id (device-<app>/<device>), or its device id with --app.",
                                valueName: "device"))
     var device: String
 

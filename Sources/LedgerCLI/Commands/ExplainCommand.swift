@@ -13,15 +13,15 @@ struct ExplainCommand: AsyncParsableCommand {
         commandName: "explain",
         abstract: "Explain a device's attribution: candidates, reasons, late answers, what Google was told.",
         discussion: helpText("""
-            DEVICE is a device stream (device-<app>-<device>) or, with --app, the app's own device id.
+            DEVICE is a device stream (device-<app>/<device>) or, with --app, the app's own device id.
             Reads the log (a replay), so it also works while projections are behind or rebuilding.
 
             Exit codes: 0 explained, 8 no such device in the log, 3 the database is unreachable, 64 bad usage.
 
             Examples:
-              ledger explain device-com.example.game-8C1F2A
+              ledger explain device-com.example.game/8C1F2A
               ledger explain --app com.example.game 8C1F2A --as-of 2026-11-20T12:00:00Z
-              ledger explain device-com.example.game-8C1F2A --json
+              ledger explain device-com.example.game/8C1F2A --json
             """)
     )
 
@@ -61,7 +61,7 @@ struct ExplainCommand: AsyncParsableCommand {
     }
 }
 
-/// `device-<app>-<device>` from a stream or an app and device id.
+/// `device-<app>/<device>` from a stream or an app and device id.
 func deviceStream(app: String?, device: String) throws -> String {
     if let app {
         do {
@@ -70,8 +70,8 @@ func deviceStream(app: String?, device: String) throws -> String {
             throw ValidationError("--app/DEVICE: \(error)")
         }
     }
-    guard device.hasPrefix("device-"), (try? StreamID(device)) != nil else {
-        throw ValidationError("DEVICE must be a device stream (device-<app>-<device>), or give --app with the device id")
+    guard (try? StreamID(device))?.category == StreamCategory.device.rawValue else {
+        throw ValidationError("DEVICE must be a device stream (device-<app>/<device>), or give --app with the device id")
     }
     return device
 }

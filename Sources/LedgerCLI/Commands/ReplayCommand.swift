@@ -18,9 +18,9 @@ struct ReplayCommand: AsyncParsableCommand {
             Exit codes: 0 printed, 8 no such device, 3 the database is unreachable, 64 bad usage.
 
             Examples:
-              ledger replay --device device-com.example.game-8C1F2A
+              ledger replay --device device-com.example.game/8C1F2A
               ledger replay --app com.example.game --device 8C1F2A --as-of 2026-11-20T12:00:00Z
-              ledger replay --device device-com.example.game-8C1F2A --json   # JSON lines, every column
+              ledger replay --device device-com.example.game/8C1F2A --json   # JSON lines, every column
             """)
     )
 

@@ -39,7 +39,7 @@ struct DemoDay {
         var branchLink: Bool
         var label: String
 
-        var stream: String { "device-\(app)-\(id)" }
+        var stream: String { "device-\(app)/\(id)" }
         var token: String { Data("demo-token-\(id)".utf8).base64EncodedString() }
     }
 

@@ -82,7 +82,7 @@ struct DemoSummary: Codable {
         }
         summary.revenueByCurrency = revenue.mapValues { "\($0)" }
         let skan = SKANDeviceProjection(SKANDeviceReducer())
-        for device in devices where device.hasPrefix("device-demo.ios-") {
+        for device in devices where device.hasPrefix("device-demo.ios/") {
             let state = try await skan.state(of: device, store: store).skan
             let windows = [("p0", state.p0Coarse), ("p1", state.p1Coarse), ("p2", state.p2Coarse)]
                 .compactMap { name, value in value.map { "\(name)=\($0)" } }  // the case name: low, medium, high

@@ -46,7 +46,7 @@ public struct DeviceEraser: Sendable {
     /// Erases `device`'s personal data (see the type's documentation).
     ///
     /// - Parameters:
-    ///   - device: the device stream, `device-<app>-<device>`.
+    ///   - device: the device stream, `device-<app>/<device>`.
     ///   - requestedBy: who asked: a role or system (`dsar-portal`, `support`), never a person.
     ///   - requestedAt: when the data subject asked (the legal clock runs from here).
     ///   - now: the erasure's time (`occurred_at` of the events it appends).
@@ -83,7 +83,7 @@ public struct DeviceEraser: Sendable {
                 UPDATE privacy_keys SET wrapped_key = NULL, destroyed_at = clock_timestamp()
                 WHERE subject = \(subject) AND wrapped_key IS NOT NULL
                 """)
-            let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor))
+            let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor, appID: device.tenant?.app))
             var eventID: UUID
             var erasedAt: Date
             if let earlier {

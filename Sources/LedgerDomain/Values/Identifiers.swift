@@ -2,7 +2,7 @@ import Foundation
 
 /// The ledger's identifier of one customer app, e.g. `com.example.game` or `1234567890`.
 ///
-/// It is part of every device stream id (`device-<app>-<device>`), so it holds only the characters
+/// It is part of every device stream id (`device-<app>/<device>`), so it holds only the characters
 /// a stream id may hold: ASCII letters, digits, `.`, `_`, `:` and `-`; 1–100 of them, which leaves
 /// room for a 128-character ``DeviceID`` inside the store's 256-character stream ids.
 public struct AppID: ValidatedString {

@@ -20,7 +20,7 @@ public enum PrivacyError: Error, Sendable, Hashable, CustomStringConvertible {
     case noDataSubject(stream: String, eventType: String)
     /// The device has no events in the ledger: there is nothing to erase.
     case unknownDevice(String)
-    /// The device stream id is not `device-<app>-<device>`.
+    /// The device stream id is not `device-<app>/<device>`.
     case notADeviceStream(String)
 
     public var description: String {
@@ -38,7 +38,7 @@ public enum PrivacyError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unknownDevice(let device):
             "no device \(device) in the ledger: nothing to erase"
         case .notADeviceStream(let device):
-            "\(device) is not a device stream id (device-<app>-<device>)"
+            "\(device) is not a device stream id (device-<app>/<device>)"
         }
     }
 }

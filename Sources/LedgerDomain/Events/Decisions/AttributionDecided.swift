@@ -4,7 +4,7 @@ import Foundation
 /// providers offered, what became of each, and the exact inputs the rule read. Never edited: a
 /// later decision about the same trigger supersedes it.
 ///
-/// Stream: `decision-<app>-<device>`. Holds no personal data (campaign-level ids only).
+/// Stream: `decision-<app>/<device>`. Holds no personal data (campaign-level ids only).
 public struct AttributionDecided: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "AttributionDecided"
@@ -20,7 +20,7 @@ public struct AttributionDecided: LedgerEvent {
     /// This decision's id (what a later decision's `supersedes` names, and what Google
     /// cross-network sends are caused by).
     public var decisionID: UUID
-    /// The device decided about (`device-<app>-<device>`).
+    /// The device decided about (`device-<app>/<device>`).
     public var deviceStreamID: StreamID
     /// The event that needed a decision: a `FirstOpen` (install) or a `SessionStarted`
     /// (re-attribution).

@@ -4,7 +4,7 @@ import Foundation
 /// one after the user authorized tracking, which yields Apple's detailed payload). Causes an Apple
 /// AdServices token lookup unless the same token was already looked up.
 ///
-/// Stream: `device-<app>-<device>`. JSON: `{"token": …, "issued_at": …}`.
+/// Stream: `device-<app>/<device>`. JSON: `{"token": …, "issued_at": …}`.
 public struct AdServicesTokenReceived: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "AdServicesTokenReceived"
@@ -35,7 +35,7 @@ public struct AdServicesTokenReceived: LedgerEvent {
 /// A link opened the already-installed app. Recorded for the record and for Branch/Google
 /// re-engagement; the following `SessionStarted` carries the same link for the providers.
 ///
-/// Stream: `device-<app>-<device>`. JSON: the ``DeepLink`` fields at top level.
+/// Stream: `device-<app>/<device>`. JSON: the ``DeepLink`` fields at top level.
 public struct DeepLinkOpened: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "DeepLinkOpened"
@@ -69,7 +69,7 @@ public struct DeepLinkOpened: LedgerEvent {
 /// Since 2023 it only ever says `iad-attribution` false or errs; an iAd false never outweighs an
 /// AdServices true.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct IAdAttributionDetailsReceived: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "IAdAttributionDetailsReceived"
@@ -125,7 +125,7 @@ public struct IAdAttributionDetailsReceived: LedgerEvent {
 /// The user's tracking consent changed (ATT on iOS, limit-ad-tracking on Android). Later requests
 /// use the new state; an authorization on iOS makes a fresh AdServices token worth fetching.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct TrackingConsentChanged: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "TrackingConsentChanged"

@@ -4,7 +4,7 @@ import Foundation
 /// it is here, because `first_open` to Google, the AdServices lookup, Branch's first-session
 /// `v1/open` and Singular's `__SESSION__` are all requested from this one event.
 ///
-/// Stream: `device-<app>-<device>`. `occurred_at` is the device's time of the launch.
+/// Stream: `device-<app>/<device>`. `occurred_at` is the device's time of the launch.
 public struct FirstOpen: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "FirstOpen"
@@ -126,7 +126,7 @@ public struct AdServicesToken: Codable, Sendable, Hashable {
 /// A later launch of the app (not the first). Causes Branch `v1/open` (first_session=false),
 /// Singular `__SESSION__`, and Google `session_start` when a session re-attributes.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct SessionStarted: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SessionStarted"

@@ -4,7 +4,7 @@ import Foundation
 /// item viewed, a level reached. Causes Google in-app conversions and Singular conversion-value
 /// updates.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct InAppEventRecorded: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "InAppEventRecorded"
@@ -97,7 +97,7 @@ public enum GoogleAppEventType: String, LedgerEnum {
 /// `in_app_purchase` conversions and Singular's SKAN revenue totals (IAP and ad monetization kept
 /// apart, each counted once per transaction).
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct RevenueRecorded: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "RevenueRecorded"

@@ -4,7 +4,7 @@ import Foundation
 /// of the SKAN 4 windows (p0 = [0, 48 h), p1 = [48 h, 7 d), p2 = [7 d, 35 d), counted from this
 /// event's `occurred_at`). Registering again changes nothing.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct SKANRegistered: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SKANRegistered"
@@ -35,7 +35,7 @@ public struct SKANRegistered: LedgerEvent {
 /// with what Singular's conversion-value API answered. The SKAN projection applies it to the window
 /// it falls in: fine and coarse in p0, coarse only in p1 and p2, ignored in a locked window.
 ///
-/// Stream: `device-<app>-<device>`.
+/// Stream: `device-<app>/<device>`.
 public struct SKANConversionValueUpdated: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SKANConversionValueUpdated"

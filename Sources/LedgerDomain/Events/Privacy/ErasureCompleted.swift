@@ -4,7 +4,7 @@ import Foundation
 /// events is unreadable, and its pending sends were cancelled. The proof an auditor asks for.
 /// Holds no personal data.
 ///
-/// Stream: `device-<app>-<device>` (the erased device's own stream, so every reader of the device
+/// Stream: `device-<app>/<device>` (the erased device's own stream, so every reader of the device
 /// sees the erasure in order).
 public struct ErasureCompleted: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).

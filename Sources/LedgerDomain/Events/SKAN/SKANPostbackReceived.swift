@@ -8,7 +8,7 @@ import Foundation
 /// nothing a network sent is lost. Postbacks carry no device identifiers, so nothing here is
 /// personal.
 ///
-/// Stream: `skan-<app-id>-<transaction-id>` (Apple's numeric `app-id`); refused inputs go to
+/// Stream: `skan-<app-id>/<transaction-id>` (Apple's numeric `app-id`); refused inputs go to
 /// `skan-rejected-<digest>`, named by a digest of the bytes received.
 ///
 /// The fields after the first three came with the SKAN postback module; events written before
