@@ -19,7 +19,7 @@ struct Ledger: AsyncParsableCommand {
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self, DemoCommand.self, ServeCommand.self, AppendCommand.self, ReplayCommand.self,
-            ExplainCommand.self, ExportCommand.self, DecisionsCommand.self, EraseCommand.self, KeysCommand.self,
+            ExplainCommand.self, ExportCommand.self, DecisionsCommand.self, EraseCommand.self, KeysCommand.self, TenancyCommand.self,
         ]
     )
 }

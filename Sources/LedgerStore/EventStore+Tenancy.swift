@@ -54,7 +54,7 @@ extension EventStore {
                    array_to_string(array_agg(DISTINCT metadata ->> 'app_id') FILTER (WHERE metadata ? 'app_id'), ',')
             FROM events
             WHERE (stream_id LIKE 'device-%' OR stream_id LIKE 'decision-%' OR stream_id LIKE 'skan-%')
-              AND strpos(stream_id, '/') = 0
+              AND strpos(stream_id, '/') = 0 AND stream_id NOT LIKE 'skan-model-%'
             GROUP BY stream_id ORDER BY stream_id
             """)
         return try rows.map { row in

@@ -19,7 +19,7 @@ import Testing
     /// clock starts at the real time too (and moves only forward from there).
     static var epoch: Date { Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }
     static let app = "app1"
-    static let device = "device-app1-dev1"
+    static let device = "device-app1/dev1"
     static let token = "dG9rZW4tZm9yLWF0dHJpYnV0aW9uLXRlc3Rz"
 
     struct Rig {
@@ -62,7 +62,7 @@ import Testing
         }
 
         func decisions() async throws -> [AttributionDecided] {
-            try await store.readStream("decision-app1-dev1").filter { $0.type == AttributionDecided.eventType }
+            try await store.readStream("decision-app1/dev1").filter { $0.type == AttributionDecided.eventType }
                 .map { try LedgerJSON.makeDecoder().decode(AttributionDecided.self, from: $0.data) }
         }
 

@@ -9,7 +9,7 @@ import Testing
 /// ADClientErrorLimitAdTracking means no data will ever come.
 @Suite("iAd answers and the install's wait")
 struct IAdWaitTests {
-    static let device = "device-app1-dev1"
+    static let device = "device-app1/dev1"
     static let start = Date(timeIntervalSince1970: 1_763_000_000)
 
     /// The install's trigger after a first open followed by `answers`.

@@ -53,7 +53,7 @@ struct AppendCommandTests {
 
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
-        let facts = try await pool.query("SELECT count(*) FROM events WHERE stream_id = 'device-app1-dev1'").single().decode(Int.self, at: 0)
+        let facts = try await pool.query("SELECT count(*) FROM events WHERE stream_id = 'device-app1/dev1'").single().decode(Int.self, at: 0)
         #expect(facts == 2)
         let sends = try await pool.query("SELECT count(*) FROM events WHERE event_type = 'SendRequested'").single().decode(Int.self, at: 0)
         #expect(sends == 4)  // Google and Branch for the first open and for the session (Android: no Apple, no Singular)

@@ -61,7 +61,7 @@ struct ExplainCommandTests {
         defer { pool.close() }
         try await Self.decidedInstall(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger))
 
-        let text = try await LedgerProcess.runDetached(["explain", "device-app1-dev1", "--database-url", database.conninfo])
+        let text = try await LedgerProcess.runDetached(["explain", "device-app1/dev1", "--database-url", database.conninfo])
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("Install at 2025-11-13T02:13:20Z"), "\(text.stdout)")
         #expect(text.stdout.contains("Sends awaited: 1 of 1 finished: google answered"), "\(text.stdout)")
@@ -73,11 +73,11 @@ struct ExplainCommandTests {
         let byApp = try await LedgerProcess.runDetached(["explain", "--app", "app1", "dev1", "--json", "--database-url", database.conninfo])
         #expect(byApp.status == 0, "\(byApp.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(byApp.stdout.utf8)) as? [String: Any])
-        #expect(json["deviceStreamID"] as? String == "device-app1-dev1")
+        #expect(json["deviceStreamID"] as? String == "device-app1/dev1")
 
-        let unknown = try await LedgerProcess.runDetached(["explain", "device-app1-nobody", "--database-url", database.conninfo])
+        let unknown = try await LedgerProcess.runDetached(["explain", "device-app1/nobody", "--database-url", database.conninfo])
         #expect(unknown.status == 8)
-        #expect(unknown.stderr.contains("no events for device-app1-nobody"))
+        #expect(unknown.stderr.contains("no events for device-app1/nobody"))
         let bad = try await LedgerProcess.runDetached(["explain", "dev1", "--database-url", database.conninfo])
         #expect(bad.status == 64)
     }
@@ -91,7 +91,7 @@ struct ExplainCommandTests {
         try await Self.decidedInstall(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger))
         let total = try await pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0)
 
-        let text = try await LedgerProcess.runDetached(["replay", "--device", "device-app1-dev1", "--database-url", database.conninfo])
+        let text = try await LedgerProcess.runDetached(["replay", "--device", "device-app1/dev1", "--database-url", database.conninfo])
         #expect(text.status == 0, "\(text.stderr)")
         let lines = text.stdout.split(separator: "\n")
         #expect(lines.first?.contains("FirstOpen") == true, "\(text.stdout)")
@@ -100,7 +100,7 @@ struct ExplainCommandTests {
         #expect(lines.contains { $0.contains("decided (last-click-v1): google click wins") })
         #expect(lines.contains { $0.contains("google cross_network requested") && $0.contains("attributed=1") })
 
-        let json = try await LedgerProcess.runDetached(["replay", "--device", "device-app1-dev1", "--json", "--as-of", "3",
+        let json = try await LedgerProcess.runDetached(["replay", "--device", "device-app1/dev1", "--json", "--as-of", "3",
                                                         "--database-url", database.conninfo])
         #expect(json.status == 0, "\(json.stderr)")
         let asOf = try json.stdout.split(separator: "\n").map {
@@ -127,14 +127,14 @@ struct ExplainCommandTests {
         defer { pool.close() }
         let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
         try await Self.decidedInstall(store)
-        let before = try await store.streamVersion("decision-app1-dev1")
+        let before = try await store.streamVersion("decision-app1/dev1")
 
         let same = try await LedgerProcess.runDetached(["decisions", "redo", "--rule-version", "1", "--json",
                                                         "--database-url", database.conninfo])
         #expect(same.status == 0, "\(same.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(same.stdout.utf8)) as? [String: Any])
         #expect(report["examined"] as? Int == 1 && report["unchanged"] as? Int == 1)
-        #expect(try await store.streamVersion("decision-app1-dev1") == before)
+        #expect(try await store.streamVersion("decision-app1/dev1") == before)
 
         let unknown = try await LedgerProcess.runDetached(["decisions", "redo", "--rule-version", "7", "--database-url", database.conninfo])
         #expect(unknown.status == 9)

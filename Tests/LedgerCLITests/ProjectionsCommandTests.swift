@@ -70,7 +70,7 @@ struct ProjectionsCommandTests {
         let pid = try holder.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
         try holder.run(script: "BEGIN")
         _ = try holder.query("SELECT pg_current_xact_id()")
-        try await store.append([NewEvent(type: "SKANRegistered", data: Data("{}".utf8), occurredAt: Date())], to: "device-app1-dev1")
+        try await store.append([NewEvent(type: "SKANRegistered", data: Data("{}".utf8), occurredAt: Date())], to: "device-app1/dev1")
 
         // Other tests' transactions on the server may be older: ask for enough names to see ours.
         let arguments = ["projections", "status", "--horizon-after", "0", "--horizon-holders", "1000", "--database-url", database.conninfo]
@@ -109,9 +109,9 @@ struct ProjectionsCommandTests {
             NewEvent(type: "SKANRegistered", data: Data("{}".utf8), occurredAt: registered),
             NewEvent(type: "SKANConversionValueUpdated", data: Data(#"{"fine_value":5,"lock_window":false}"#.utf8),
                      occurredAt: registered.addingTimeInterval(3600)),
-        ], to: "device-app1-dev1")
+        ], to: "device-app1/dev1")
         try await store.append([NewEvent(type: "SKANRegistered", data: Data("{}".utf8), occurredAt: registered)],
-                               to: "device-app1-dev2")
+                               to: "device-app1/dev2")
         try await waitForHorizon(pool, count: 3)
 
         let before = try await statusJSON(database.conninfo)
@@ -130,7 +130,7 @@ struct ProjectionsCommandTests {
         #expect(after["skan_devices"]?["rebuiltAt"] is String)
         #expect(after["branch_identity"]?["eventsApplied"] as? Int == 0, "only the projection named was rebuilt")
         let value = try await pool.query(
-            "SELECT conversion_value FROM skan_devices WHERE device_stream_id = 'device-app1-dev1'"
+            "SELECT conversion_value FROM skan_devices WHERE device_stream_id = 'device-app1/dev1'"
         ).single().decode(Int.self, at: 0)
         #expect(value == 5)
 

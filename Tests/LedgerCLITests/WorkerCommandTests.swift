@@ -38,7 +38,7 @@ struct WorkerCommandTests {
             let store = EventStore(pool: pool, logger: TestDatabase.quietLogger)
             for n in 0..<3 {
                 try await store.append([NewEvent(type: "Noted", data: Data(#"{"n":\#(n)}"#.utf8), occurredAt: Date())],
-                                       to: "device-app1-sealed")
+                                       to: "device-app1/sealed")
             }
             let worker = try LedgerProcess.start(["worker", "--seal-every", "1", "--no-decide"], environment: [
                 "LEDGER_DATABASE_URL": database.conninfo, "LEDGER_LOG_LEVEL": "critical",

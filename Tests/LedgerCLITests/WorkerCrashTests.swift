@@ -40,7 +40,7 @@ struct WorkerCrashTests {
             // 1,000 pending sends: a token lookup per device, and every tenth device a Branch open.
             let start = Date()
             for index in 0..<(Self.sends * 10 / 11) {
-                let device = "device-app1-crash\(index)"
+                let device = "device-app1/crash\(index)"
                 let open = FirstOpen(
                     appID: try AppID("app1"),
                     device: DeviceContext(platform: .ios, idfv: UUID().uuidString, limitAdTracking: false, ip: "8.8.\(index % 200).\(index % 250)",

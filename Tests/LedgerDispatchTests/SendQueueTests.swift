@@ -13,7 +13,7 @@ struct SendQueueTests {
     // finished and left the queue.
     @Test func enqueueIsIdempotentByKey() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-dev1"
+            let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let first = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "singular:\(cause.id)",
                                           now: testEpoch, store: store)
@@ -33,7 +33,7 @@ struct SendQueueTests {
     @Test func enqueueCommitsWithItsCause() async throws {
         try await withDispatchStore { store, _ in
             struct Abort: Error {}
-            let device = "device-app1-dev1"
+            let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let request = try Outbox.request(provider: .singular, kind: .conversionValue, cause: cause,
                                              deviceStreamID: try StreamID(device), idempotencyKey: "k1")
@@ -54,7 +54,7 @@ struct SendQueueTests {
     // of the lane is running; other devices are not held up.
     @Test func branchLanesOfferOnlyTheOldestSend() async throws {
         try await withDispatchStore { store, _ in
-            let a = "device-app1-a", b = "device-app1-b"
+            let a = "device-app1/a", b = "device-app1/b"
             let openA = try await record(SessionStarted(device: iosDevice()), to: a, at: testEpoch, store: store)
             let openB = try await record(SessionStarted(device: iosDevice()), to: b, at: testEpoch, store: store)
             let a1 = try await enqueue(.branch, .open, cause: openA, device: a, key: "a1", now: testEpoch, store: store)
@@ -80,7 +80,7 @@ struct SendQueueTests {
     // oldest first, apart from the device's Branch lane and from sends without a lane.
     @Test func singularLanesKeepADevicesCallsInOrder() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-s"
+            let device = "device-app1/s"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             func enqueued(_ provider: SendProvider, _ kind: SendKind, _ key: String) async throws -> UUID {
                 try await enqueue(provider, kind, cause: open, device: device, key: key, now: testEpoch, store: store).sendID
@@ -112,7 +112,7 @@ struct SendQueueTests {
     // statement changes the queue only for the claim's own attempt and owner, while it runs.
     @Test func settlingNeedsTheClaimStillHeld() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-s"
+            let device = "device-app1/s"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let retried = try await enqueue(.google, .conversion, cause: open, device: device, key: "s1", now: testEpoch, store: store)
             let finished = try await enqueue(.singular, .conversionValue, cause: open, device: device, key: "s2", now: testEpoch,
@@ -164,7 +164,7 @@ struct SendQueueTests {
     // matches": a claim's tries are recorded only for claims still held by this worker.
     @Test func triesAreRecordedOnlyWhileTheClaimHolds() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-h"
+            let device = "device-app1/h"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "h1", now: testEpoch, store: store)
             let claims = try await store.pool.withConnection {
@@ -221,7 +221,7 @@ struct SendQueueTests {
     // worker's are rescued only when the lease runs out; a recorded attempt becomes outcome-unknown.
     @Test func rescueDeadWorkersAndExpiredLeases() async throws {
         try await withDispatchStore { store, database in
-            let device = "device-app1-dev1"
+            let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let dead = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "dead", now: testEpoch,
                                          store: store)
@@ -337,7 +337,7 @@ struct SendQueueTests {
     // and the live queue and the queue rebuilt from the log give the next try the same call number.
     @Test func aRescuedTryThatRecordedNothingIsNotACall() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-r"
+            let device = "device-app1/r"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "r1", now: testEpoch, store: store)
             func claim(at now: Date) async throws -> SendQueue.Claim {
@@ -375,7 +375,7 @@ struct SendQueueTests {
     // tries that made no call (schema/0010) and due times.
     @Test func queueRebuildsFromTheLog() async throws {
         try await withDispatchStore { store, _ in
-            let device = "device-app1-dev1"
+            let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let done = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "done", now: testEpoch,
                                          store: store)

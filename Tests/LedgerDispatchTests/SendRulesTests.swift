@@ -11,7 +11,7 @@ import Testing
 
 /// One device's log built in memory, as the store would record it.
 private struct RulesLog {
-    let device = "device-app1-dev1"
+    let device = "device-app1/dev1"
     var events: [RecordedEvent] = []
     private var versions: [String: Int64] = [:]
 
@@ -301,7 +301,7 @@ struct SendRulesTests {
                                triggerKind: .install, ruleVersion: "last-click-v1", winner: touch,
                                candidates: [AttributionCandidate(touch: touch, outcome: .won)], organic: false,
                                inputPositions: [1]),
-            stream: "decision-app1-dev1", at: RulesFixture.t0.addingTimeInterval(10))
+            stream: "decision-app1/dev1", at: RulesFixture.t0.addingTimeInterval(10))
         let (cross, _) = try log.request(.google, .crossNetwork, cause: decision, at: RulesFixture.t0.addingTimeInterval(10),
                                          parameters: ["ad_event_id": "AE-1", "attributed": attributed])
         let original = try RulesFixture.rules.buildRequest(RulesFixture.context(conversion, cause: open))
@@ -326,7 +326,7 @@ struct SendRulesTests {
             AttributionDecided(decisionID: UUID(), deviceStreamID: try StreamID(log.device), triggerEventID: open.id,
                                triggerKind: .install, ruleVersion: "last-click-v1", winner: touch,
                                candidates: [AttributionCandidate(touch: touch, outcome: .won)], organic: false, inputPositions: [1]),
-            stream: "decision-app1-dev1", at: RulesFixture.t0)
+            stream: "decision-app1/dev1", at: RulesFixture.t0)
         for (adEvent, expected) in [("AE-WIN", "1"), ("AE-OTHER", "0")] {
             let (cross, _) = try log.request(.google, .crossNetwork, cause: decision, at: RulesFixture.t0, parameters: ["ad_event_id": adEvent])
             let request = try RulesFixture.rules.buildRequest(RulesFixture.context(cross, cause: decision, conversion: (conversion, open)))

@@ -24,8 +24,8 @@ struct WorkerMetricsTests {
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
                           adServicesToken: LedgerDomain.AdServicesToken(token: Data("metrics".utf8).base64EncodedString(),
                                                                         issuedAt: testEpoch)),
-                to: "device-app1-metrics", at: testEpoch, store: rig.store)
-            try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1-metrics", key: "m:1",
+                to: "device-app1/metrics", at: testEpoch, store: rig.store)
+            try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: "device-app1/metrics", key: "m:1",
                               now: testEpoch, store: rig.store)
             try await rig.worker.drain()
             let outcomes = metrics.counters(label: "ledger_send_outcomes_total").filter { counter in

@@ -64,7 +64,7 @@ struct WorkerRecoveryTests {
     static func enqueueLookups(_ count: Int, store: EventStore) async throws -> [UUID] {
         var sends: [UUID] = []
         for index in 0..<count {
-            let device = "device-app1-r\(index)"
+            let device = "device-app1/r\(index)"
             let cause = try await record(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
                           adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-r\(index)".utf8).base64EncodedString(),

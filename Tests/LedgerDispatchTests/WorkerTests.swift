@@ -58,7 +58,7 @@ struct WorkerTests {
         }
     }
 
-    static let device = "device-app1-dev1"
+    static let device = "device-app1/dev1"
 
     func install(_ rig: Rig, token: String? = "dG9rZW4tZm9yLXRlc3Rz", at time: Date = testEpoch) async throws -> RecordedEvent {
         try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
@@ -71,14 +71,14 @@ struct WorkerTests {
         Data("\(prefix)-\(index)".utf8).base64EncodedString()
     }
 
-    /// `count` devices `device-app1-<prefix><n>`, each with a first open whose Apple token was
+    /// `count` devices `device-app1/<prefix><n>`, each with a first open whose Apple token was
     /// issued at `tokenIssuedAt`: the devices and their opens.
     func firstOpens(_ rig: Rig, count: Int, prefix: String, tokenIssuedAt: Date = testEpoch) async throws
         -> [(device: String, cause: RecordedEvent)]
     {
         var opens: [(device: String, cause: RecordedEvent)] = []
         for index in 0..<count {
-            let device = "device-app1-\(prefix)\(index)"
+            let device = "device-app1/\(prefix)\(index)"
             let token = LedgerDomain.AdServicesToken(token: Self.adServicesToken(prefix, index), issuedAt: tokenIssuedAt)
             opens.append((device, try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(), adServicesToken: token),
                                                    to: device, at: testEpoch, store: rig.store)))
@@ -138,7 +138,7 @@ struct WorkerTests {
         try await Self.withRig { rig in
             try #require(rig.store.privacy.isEnabled)  // the test cluster has a master key: causes are sealed
             let good = try await install(rig)
-            let other = "device-app1-dev2"
+            let other = "device-app1/dev2"
             let damaged = try await record(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5E8C35A1-4F1B-4F0E-9E3A-2D8D7A9C6B11"),
                           adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4tdHdv", issuedAt: testEpoch)),
@@ -204,7 +204,7 @@ struct WorkerTests {
     @Test func branch429DelaysOnlyThatDevice() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig, token: nil)
-            let other = "device-app1-dev2"
+            let other = "device-app1/dev2"
             let otherCause = try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5B0AE9F4-1F3A-4C52-9B34-7D3C8E2B9A11")),
                                               to: other, at: testEpoch, store: rig.store)
             rig.fakes.branch.enqueue(.status(429, body: "", headers: [Header("Retry-After", "120")]))

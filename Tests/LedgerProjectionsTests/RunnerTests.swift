@@ -17,7 +17,7 @@ struct RunnerTests {
     /// three providers' sends and answers.
     static func randomHistories(seed: UInt64, devices: Int, steps: Int) throws -> [History] {
         var random = SplitMix64(seed: seed)
-        var histories = (0..<devices).map { History(device: "device-app1-d\($0)") }
+        var histories = (0..<devices).map { History(device: "device-app1/d\($0)") }
         let start = History.epoch
         for index in histories.indices {
             var history = histories[index]

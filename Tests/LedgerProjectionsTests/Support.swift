@@ -16,7 +16,7 @@ struct History {
     private var versions: [String: Int64] = [:]
     static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
 
-    init(device: String = "device-app1-dev1") { self.device = device }
+    init(device: String = "device-app1/dev1") { self.device = device }
 
     /// Appends `event` to `stream` (the device's own by default), happening at `at`.
     @discardableResult

@@ -149,4 +149,62 @@ struct IngestTests {
             #expect(statuses.filter { $0 == .duplicate }.count == 5)
         }
     }
+
+    @Test("refused input of an app is kept under it, at most N per hour; past that nothing is stored; retries still answer")
+    func refusedBoundPerApp() async throws {
+        try await withStore { store in
+            let ingestor = SKANPostbackIngestor(store: store, refusedPerAppPerHour: 2)
+            let app = try AppID("525463029")
+            let at = Date(timeIntervalSince1970: 1_763_000_000)
+            var kept: [UUID] = []
+            for index in 0..<2 {
+                do {
+                    try await ingestor.ingest(raw: Data("not json \(index)".utf8), network: "n", receivedAt: at, app: app)
+                } catch let error as SKANPostbackError {
+                    let id = try #require(error.rejectedEventID)
+                    let (record, _) = try await storedEvent(id, in: store)
+                    #expect(record.streamID.hasPrefix("skan-525463029/rejected/"))
+                    #expect(String(decoding: record.metadata, as: UTF8.self).contains("525463029"))
+                    kept.append(id)
+                }
+            }
+            #expect(kept.count == 2)
+            let before = try await store.pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0)
+            await #expect(throws: SKANPostbackError.self) {
+                try await ingestor.ingest(raw: Data("not json 3".utf8), network: "n", receivedAt: Date(), app: app)
+            }
+            do {
+                try await ingestor.ingest(raw: Data("not json 4".utf8), network: "n", receivedAt: Date(), app: app)
+            } catch let error as SKANPostbackError {
+                #expect(error.rule == "refused_postback_limit")
+                #expect(error.rejectedEventID == nil)
+            }
+            #expect(try await store.pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0) == before)
+            // Another app's bound is its own.
+            await #expect(throws: SKANPostbackError.self) {
+                try await ingestor.ingest(raw: Data("not json".utf8), network: "n", receivedAt: Date(), app: try AppID("999"))
+            }
+            #expect(try await store.pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0) == before + 1)
+            // A retry of a kept input (same event id) answers as the first time, bound or not.
+            do {
+                try await ingestor.ingest(raw: Data("not json 0".utf8), network: "n", receivedAt: at, eventID: kept[0], app: app)
+            } catch let error as SKANPostbackError {
+                #expect(error.rejectedEventID == kept[0])
+            }
+        }
+    }
+
+    @Test("a postback whose app-id is not the sender's app is refused and nothing is stored")
+    func otherAppsPostback() async throws {
+        try await withStore { store in
+            let ingestor = SKANPostbackIngestor(store: store)
+            do {
+                try await ingestor.ingest(raw: Data(AppleExamples.v4.utf8), network: "n", receivedAt: Date(), app: try AppID("1"))
+                Issue.record("accepted")
+            } catch let error as SKANPostbackError {
+                #expect(error.kind == .otherApp)
+            }
+            #expect(try await store.pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0) == 0)
+        }
+    }
 }

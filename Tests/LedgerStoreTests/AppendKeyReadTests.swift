@@ -49,23 +49,23 @@ struct AppendKeyReadTests {
             let appRole = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_app'",
                                                         logger: TestDatabase.quietLogger), logger: TestDatabase.quietLogger)
             defer { appRole.pool.close() }
-            try await store.append([sampleEvent(1)], to: "device-app1-keys")
-            let second = try await appRole.append([sampleEvent(2)], to: "device-app1-keys", expected: .exact(1))
+            try await store.append([sampleEvent(1)], to: "device-app1/keys")
+            let second = try await appRole.append([sampleEvent(2)], to: "device-app1/keys", expected: .exact(1))
             #expect(second.events.map(\.streamVersion) == [2])
             let batch = [sampleEvent(3), sampleEvent(4)]
-            let appended = try await appRole.append(batch, to: "device-app1-keys")
-            #expect(try await appRole.append(batch, to: "device-app1-keys").events.map(\.position)
+            let appended = try await appRole.append(batch, to: "device-app1/keys")
+            #expect(try await appRole.append(batch, to: "device-app1/keys").events.map(\.position)
                     == appended.events.map(\.position))
             do {
-                try await appRole.append([sampleEvent(5)], to: "device-app1-keys", expected: .exact(2))
+                try await appRole.append([sampleEvent(5)], to: "device-app1/keys", expected: .exact(2))
                 Issue.record("expected a version conflict")
             } catch EventStoreError.wrongExpectedVersion(_, _, let actual) {
                 #expect(actual == 4)
             }
             let connection = try PostgresConnection(conninfo: database.conninfo + " options='-c role=ledger_app'",
                                                     logger: TestDatabase.quietLogger)
-            let many = try appRole.append([StreamAppend([sampleEvent(6)], to: "device-app1-keys"),
-                                           StreamAppend([sampleEvent(7)], to: "device-app1-other")], on: connection)
+            let many = try appRole.append([StreamAppend([sampleEvent(6)], to: "device-app1/keys"),
+                                           StreamAppend([sampleEvent(7)], to: "device-app1/other")], on: connection)
             #expect(many.map { $0.events.map(\.streamVersion) } == [[5], [1]])
             #expect(try await store.verify().isIntact)
         }

@@ -14,18 +14,18 @@ struct AppendManyTests {
     func versionsAndChain() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            try store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1-many-a", on: connection)
+            try store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1/many-a", on: connection)
             let results = try store.append([
-                StreamAppend([sampleEvent(3)], to: "device-app1-many-a", expected: .exact(2)),
-                StreamAppend([sampleEvent(4), sampleEvent(5), sampleEvent(6)], to: "device-app1-many-b", expected: .noStream),
-                StreamAppend([sampleEvent(7)], to: "device-app1-many-c"),
+                StreamAppend([sampleEvent(3)], to: "device-app1/many-a", expected: .exact(2)),
+                StreamAppend([sampleEvent(4), sampleEvent(5), sampleEvent(6)], to: "device-app1/many-b", expected: .noStream),
+                StreamAppend([sampleEvent(7)], to: "device-app1/many-c"),
             ], on: connection)
             try #require(results.count == 3)
             #expect(results.map { $0.events.map(\.streamVersion) } == [[3], [1, 2, 3], [1]])
             #expect(results.allSatisfy { !$0.wasDuplicate })
             let positions = results.flatMap { $0.events.map(\.position) }
             #expect(positions == positions.sorted() && Set(positions).count == 5)
-            let b = try await store.readStream("device-app1-many-b")
+            let b = try await store.readStream("device-app1/many-b")
             #expect(b.map(\.streamVersion) == [1, 2, 3])
             #expect(b.map(\.hash) == results[1].events.map(\.hash))
             // Every hash is recomputed from the stored bytes and the event before it.
@@ -33,8 +33,8 @@ struct AppendManyTests {
             #expect(report.isIntact)
             #expect(report.eventsChecked == 7)
             // The hint remembers each stream's new head: a lone append next goes through it.
-            #expect(store.heads.head(of: "device-app1-many-b")?.version == 3)
-            try store.append([sampleEvent(8)], to: "device-app1-many-b", on: connection)
+            #expect(store.heads.head(of: "device-app1/many-b")?.version == 3)
+            try store.append([sampleEvent(8)], to: "device-app1/many-b", on: connection)
             #expect(store.heads.hitCount == 1)
         }
     }
@@ -43,11 +43,11 @@ struct AppendManyTests {
     func conflictStoresNothing() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            try store.append([sampleEvent(1)], to: "device-app1-many-x", on: connection)
-            #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-many-x", expected: .exact(5), actual: 1)) {
+            try store.append([sampleEvent(1)], to: "device-app1/many-x", on: connection)
+            #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1/many-x", expected: .exact(5), actual: 1)) {
                 try store.append([
-                    StreamAppend([sampleEvent(2)], to: "device-app1-many-y"),
-                    StreamAppend([sampleEvent(3)], to: "device-app1-many-x", expected: .exact(5)),
+                    StreamAppend([sampleEvent(2)], to: "device-app1/many-y"),
+                    StreamAppend([sampleEvent(3)], to: "device-app1/many-x", expected: .exact(5)),
                 ], on: connection)
             }
             #expect(try eventCount(database) == 1)
@@ -58,22 +58,22 @@ struct AppendManyTests {
     func idempotentRetry() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let parts = [StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1-many-r1"),
-                         StreamAppend([sampleEvent(3)], to: "device-app1-many-r2")]
+            let parts = [StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1/many-r1"),
+                         StreamAppend([sampleEvent(3)], to: "device-app1/many-r2")]
             let first = try store.append(parts, on: connection)
             let again = try store.append(parts, on: connection)
             #expect(again.map { $0.events.map(\.position) } == first.map { $0.events.map(\.position) })
             #expect(again.allSatisfy { $0.wasDuplicate })
             #expect(try eventCount(database) == 3)
 
-            let mixed = try store.append([parts[1], StreamAppend([sampleEvent(4)], to: "device-app1-many-r3")], on: connection)
+            let mixed = try store.append([parts[1], StreamAppend([sampleEvent(4)], to: "device-app1/many-r3")], on: connection)
             #expect(mixed.map(\.wasDuplicate) == [true, false])
             #expect(try eventCount(database) == 4)
             // The same id in another stream is a conflict, whichever part carries it.
             let reused = parts[1].events[0]
             #expect(throws: EventStoreError.eventIDConflict(eventID: reused.id)) {
-                try store.append([StreamAppend([sampleEvent(5)], to: "device-app1-many-r4"),
-                                  StreamAppend([reused], to: "device-app1-many-r5")], on: connection)
+                try store.append([StreamAppend([sampleEvent(5)], to: "device-app1/many-r4"),
+                                  StreamAppend([reused], to: "device-app1/many-r5")], on: connection)
             }
             #expect(try eventCount(database) == 4)
             #expect(try await store.verify().isIntact)
@@ -84,9 +84,9 @@ struct AppendManyTests {
     func sameStreamTwice() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let results = try store.append([StreamAppend([sampleEvent(1)], to: "device-app1-many-twice"),
-                                            StreamAppend([sampleEvent(2)], to: "device-app1-many-other"),
-                                            StreamAppend([sampleEvent(3)], to: "device-app1-many-twice", expected: .exact(1))],
+            let results = try store.append([StreamAppend([sampleEvent(1)], to: "device-app1/many-twice"),
+                                            StreamAppend([sampleEvent(2)], to: "device-app1/many-other"),
+                                            StreamAppend([sampleEvent(3)], to: "device-app1/many-twice", expected: .exact(1))],
                                            on: connection)
             #expect(results.map { $0.events.map(\.streamVersion) } == [[1], [1], [2]])
             #expect(try await store.verify().isIntact)
@@ -100,8 +100,8 @@ struct AppendManyTests {
             struct Abandon: Error {}
             #expect(throws: Abandon.self) {
                 try connection.transaction { connection in
-                    try store.append([StreamAppend([sampleEvent(1)], to: "device-app1-many-t1"),
-                                      StreamAppend([sampleEvent(2)], to: "device-app1-many-t2")], on: connection)
+                    try store.append([StreamAppend([sampleEvent(1)], to: "device-app1/many-t1"),
+                                      StreamAppend([sampleEvent(2)], to: "device-app1/many-t2")], on: connection)
                     throw Abandon()
                 }
             }
@@ -145,18 +145,18 @@ struct AppendManyTests {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
-            try connection.execute("INSERT INTO gate VALUES ('device-app1-gate-1'), ('device-app1-gate-3')")
+            try connection.execute("INSERT INTO gate VALUES ('device-app1/gate-1'), ('device-app1/gate-3')")
             let condition = AppendCondition(
                 expressions: "opened AS (DELETE FROM gate WHERE stream_id = ANY($2::text[]) RETURNING stream_id)",
-                streams: "SELECT stream_id FROM opened", binds: [.text("{device-app1-gate-1,device-app1-gate-2}")])
-            let results = try store.append([StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1-gate-1"),
-                                            StreamAppend([sampleEvent(3)], to: "device-app1-gate-2")],
+                streams: "SELECT stream_id FROM opened", binds: [.text("{device-app1/gate-1,device-app1/gate-2}")])
+            let results = try store.append([StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1/gate-1"),
+                                            StreamAppend([sampleEvent(3)], to: "device-app1/gate-2")],
                                            where: condition, on: connection)
-            #expect(Array(results.keys) == ["device-app1-gate-1"])
-            #expect(results["device-app1-gate-1"]?.events.map(\.streamVersion) == [1, 2])
+            #expect(Array(results.keys) == ["device-app1/gate-1"])
+            #expect(results["device-app1/gate-1"]?.events.map(\.streamVersion) == [1, 2])
             #expect(try eventCount(database) == 2)
             let left = try connection.query("SELECT stream_id FROM gate").map { try $0.decode(String.self, at: 0) }
-            #expect(left == ["device-app1-gate-3"])
+            #expect(left == ["device-app1/gate-3"])
             #expect(try await store.verify().isIntact)
         }
     }
@@ -166,21 +166,21 @@ struct AppendManyTests {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
-            try connection.execute("INSERT INTO gate VALUES ('device-app1-gate-4'), ('device-app1-gate-5')")
-            try store.append([sampleEvent(1)], to: "device-app1-gate-5", on: connection)
+            try connection.execute("INSERT INTO gate VALUES ('device-app1/gate-4'), ('device-app1/gate-5')")
+            try store.append([sampleEvent(1)], to: "device-app1/gate-5", on: connection)
             let condition = AppendCondition(
                 expressions: "opened AS (DELETE FROM gate RETURNING stream_id)", streams: "SELECT stream_id FROM opened", binds: [])
             #expect(throws: EventStoreError.self) {
-                try store.append([StreamAppend([sampleEvent(2)], to: "device-app1-gate-4"),
-                                  StreamAppend([sampleEvent(3)], to: "device-app1-gate-5", expected: .exact(7))],
+                try store.append([StreamAppend([sampleEvent(2)], to: "device-app1/gate-4"),
+                                  StreamAppend([sampleEvent(3)], to: "device-app1/gate-5", expected: .exact(7))],
                                  where: condition, on: connection)
             }
             #expect(try eventCount(database) == 1)
             #expect(try connection.query("SELECT count(*) FROM gate").single().decode(Int.self, at: 0) == 2)
             // A stream named twice is refused before anything runs.
-            #expect(throws: EventStoreError.invalidStreamID("device-app1-gate-4", rule: "once_per_conditional_append")) {
-                try store.append([StreamAppend([sampleEvent(4)], to: "device-app1-gate-4"),
-                                  StreamAppend([sampleEvent(5)], to: "device-app1-gate-4")], where: condition, on: connection)
+            #expect(throws: EventStoreError.invalidStreamID("device-app1/gate-4", rule: "once_per_conditional_append")) {
+                try store.append([StreamAppend([sampleEvent(4)], to: "device-app1/gate-4"),
+                                  StreamAppend([sampleEvent(5)], to: "device-app1/gate-4")], where: condition, on: connection)
             }
             #expect(try connection.query("SELECT count(*) FROM gate").single().decode(Int.self, at: 0) == 2)
         }

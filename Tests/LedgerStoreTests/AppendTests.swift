@@ -10,17 +10,17 @@ struct AppendTests {
     func appendAndRead() async throws {
         try await withStore { store, _ throws in
             let events = (1...3).map { sampleEvent($0) }
-            let result = try await store.append(events, to: "device-app1-dev1", expected: .noStream)
+            let result = try await store.append(events, to: "device-app1/dev1", expected: .noStream)
             #expect(result.events.map(\.streamVersion) == [1, 2, 3])
             #expect(!result.wasDuplicate)
             #expect(Set(result.events.map(\.transactionID)).count == 1)
-            let read = try await store.readStream("device-app1-dev1")
+            let read = try await store.readStream("device-app1/dev1")
             #expect(read.map(\.id) == events.map(\.id))
             #expect(read.map(\.position) == result.events.map(\.position))
             #expect(read[0].occurredAt == events[0].occurredAt)
             #expect(try read[1].decode([String: AnyCodableValue].self)["note"] == .string("é"))
             #expect(read.allSatisfy { $0.hash.count == 32 })
-            let backward = try await store.readStream("device-app1-dev1", backward: true, limit: 2)
+            let backward = try await store.readStream("device-app1/dev1", backward: true, limit: 2)
             #expect(backward.map(\.streamVersion) == [3, 2])
         }
     }
@@ -32,16 +32,16 @@ struct AppendTests {
         try await withStore { store, _ throws in
             var lookalike = sampleEvent(1)
             lookalike.data = Data(#"{"path":"C:\\u0000dir","pattern":"\\\\u0000"}"#.utf8)
-            _ = try await store.append([lookalike], to: "device-app1-lookalike")
-            let read = try await store.readStream("device-app1-lookalike")
+            _ = try await store.append([lookalike], to: "device-app1/lookalike")
+            let read = try await store.readStream("device-app1/lookalike")
             let fields = try #require(try read.first?.decode([String: String].self))
             #expect(fields["path"] == #"C:\u0000dir"#)
             #expect(fields["pattern"] == #"\\u0000"#)
 
             var escape = sampleEvent(2)
             escape.data = Data(#"{"path":"C:\\\u0000dir"}"#.utf8)  // a backslash, then the escape
-            await #expect(throws: EventStoreError.self) { try await store.append([escape], to: "device-app1-lookalike") }
-            #expect(try await store.readStream("device-app1-lookalike").count == 1)
+            await #expect(throws: EventStoreError.self) { try await store.append([escape], to: "device-app1/lookalike") }
+            #expect(try await store.readStream("device-app1/lookalike").count == 1)
         }
     }
 
@@ -49,11 +49,11 @@ struct AppendTests {
     func idempotentRetry() async throws {
         try await withStore { store, database throws in
             let events = (1...5).map { sampleEvent($0) }
-            let first = try await store.append(events, to: "device-app1-dev2", expected: .noStream)
-            try await store.append([sampleEvent(9)], to: "device-app1-dev2")
+            let first = try await store.append(events, to: "device-app1/dev2", expected: .noStream)
+            try await store.append([sampleEvent(9)], to: "device-app1/dev2")
             // The retry of a request whose first attempt committed (say, after a timeout): even
             // with the stream moved on and the original expected version, it answers as before.
-            let retry = try await store.append(events, to: "device-app1-dev2", expected: .noStream)
+            let retry = try await store.append(events, to: "device-app1/dev2", expected: .noStream)
             #expect(retry.wasDuplicate)
             #expect(retry.events.map(\.position) == first.events.map(\.position))
             #expect(retry.events.map(\.hash) == first.events.map(\.hash))
@@ -70,13 +70,13 @@ struct AppendTests {
                                  occurredAt: at)
             let retry = NewEvent(id: id, type: "Sample", data: Data(#"{"on": true, "fine": 1, "lock_window": false}"#.utf8),
                                  occurredAt: at)
-            let stored = try await store.append([first], to: "device-app1-bools")
-            let again = try await store.append([retry], to: "device-app1-bools")
+            let stored = try await store.append([first], to: "device-app1/bools")
+            let again = try await store.append([retry], to: "device-app1/bools")
             #expect(again.wasDuplicate)
             #expect(again.events.map(\.position) == stored.events.map(\.position))
             let changed = NewEvent(id: id, type: "Sample", data: Data(#"{"on": true, "fine": 1, "lock_window": true}"#.utf8),
                                    occurredAt: at)
-            await #expect(throws: EventStoreError.self) { try await store.append([changed], to: "device-app1-bools") }
+            await #expect(throws: EventStoreError.self) { try await store.append([changed], to: "device-app1/bools") }
             #expect(try eventCount(database) == 1)
         }
     }
@@ -85,8 +85,8 @@ struct AppendTests {
     func concurrentRetries() async throws {
         try await withStore { store, database throws in
             let events = (1...10).map { sampleEvent($0) }
-            async let a = store.append(events, to: "device-app1-race")
-            async let b = store.append(events, to: "device-app1-race")
+            async let a = store.append(events, to: "device-app1/race")
+            async let b = store.append(events, to: "device-app1/race")
             let (first, second) = try await (a, b)
             #expect(first.events.map(\.position) == second.events.map(\.position))
             #expect(first.wasDuplicate != second.wasDuplicate)
@@ -98,12 +98,12 @@ struct AppendTests {
     func idConflict() async throws {
         try await withStore { store, database throws in
             let original = sampleEvent(1)
-            try await store.append([original], to: "device-app1-dev3")
+            try await store.append([original], to: "device-app1/dev3")
             var changed = original
             changed.data = Data("{\"n\":2}".utf8)
-            let error = await #expect(throws: EventStoreError.self) { try await store.append([changed], to: "device-app1-dev3") }
+            let error = await #expect(throws: EventStoreError.self) { try await store.append([changed], to: "device-app1/dev3") }
             #expect(error == .eventIDConflict(eventID: original.id))
-            let elsewhere = await #expect(throws: EventStoreError.self) { try await store.append([original], to: "device-app1-other") }
+            let elsewhere = await #expect(throws: EventStoreError.self) { try await store.append([original], to: "device-app1/other") }
             #expect(elsewhere == .eventIDConflict(eventID: original.id))
             #expect(try eventCount(database) == 1)
         }
@@ -112,7 +112,7 @@ struct AppendTests {
     @Test("8 concurrent writers to one stream: exactly one wins each version, and versions have no gaps")
     func expectedVersionUnderContention() async throws {
         try await withStore { store, _ throws in
-            let stream = "device-app1-contended"
+            let stream = "device-app1/contended"
             let perWriter = 15
             let wins = try await withThrowingTaskGroup(of: [Int64].self) { group in
                 for writer in 0..<8 {
@@ -151,7 +151,7 @@ struct AppendTests {
     @Test("8 writers expecting the same version at once: one wins, 7 get a conflict carrying the actual version")
     func expectedVersionRaceEveryRound() async throws {
         try await withStore { store, _ throws in
-            let stream = "device-app1-raced"
+            let stream = "device-app1/raced"
             for round in Int64(1)...10 {
                 let expected: ExpectedVersion = round == 1 ? .noStream : .exact(round - 1)
                 let outcomes = try await withThrowingTaskGroup(of: Int64?.self) { group in
@@ -177,7 +177,7 @@ struct AppendTests {
     func badInput() async throws {
         try await withStore { store, database throws in
             let good = sampleEvent(1)
-            func refused(_ events: [NewEvent], to stream: String = "device-app1-bad") async -> EventStoreError? {
+            func refused(_ events: [NewEvent], to stream: String = "device-app1/bad") async -> EventStoreError? {
                 await #expect(throws: EventStoreError.self) { try await store.append(events, to: stream) }
             }
             #expect(await refused([good], to: "") == .invalidStreamID("", rule: "non_empty"))
@@ -254,7 +254,7 @@ struct AppendTests {
                 event.data = Data(sample.data.utf8)
                 event.metadata = Data(sample.metadata.utf8)
                 let error = await #expect(throws: EventStoreError.self, "\(sample)") {
-                    try await store.append([event], to: "device-app1-splice")
+                    try await store.append([event], to: "device-app1/splice")
                 }
                 guard case .invalidEvent(0, "SessionStarted", let field, _, _)? = error else {
                     Issue.record("expected a typed refusal of \(sample), got \(String(describing: error))")
@@ -267,8 +267,8 @@ struct AppendTests {
             // Braces, quotes and backslashes inside strings are content, not structure.
             var tricky = sampleEvent(99)
             tricky.data = Data(#"{"s":"}, \"event_type\": {\\", "t": ["]"], "u": "\u007d"}  "#.utf8)
-            let stored = try await store.append([tricky], to: "device-app1-splice")
-            let back = try #require(try await store.readStream("device-app1-splice").first)
+            let stored = try await store.append([tricky], to: "device-app1/splice")
+            let back = try #require(try await store.readStream("device-app1/splice").first)
             #expect(back.id == tricky.id)
             #expect(back.position == stored.events[0].position)
             #expect(back.type == "SessionStarted")
@@ -285,7 +285,7 @@ struct AppendTests {
             var lone = sampleEvent(2)
             lone.data = Data(#"{"a":"\ud800"}"#.utf8)
             let error = await #expect(throws: EventStoreError.self) {
-                try await store.append([sampleEvent(1), lone], to: "device-app1-surrogate")
+                try await store.append([sampleEvent(1), lone], to: "device-app1/surrogate")
             }
             guard case .invalidEvent(1, "SessionStarted", "data", _, _)? = error else {
                 Issue.record("expected the second event's data to be named, got \(String(describing: error))")
@@ -307,7 +307,7 @@ struct AppendTests {
                 }
             }, logger: TestDatabase.quietLogger)
             let error = await #expect(throws: EventStoreError.self) {
-                try await store.append([sampleEvent(1), sampleEvent(2, type: "Mystery")], to: "device-app1-v")
+                try await store.append([sampleEvent(1), sampleEvent(2, type: "Mystery")], to: "device-app1/v")
             }
             guard case .invalidEvent(1, "Mystery", "type", "unknown_type", _)? = error else {
                 Issue.record("expected the catalog's refusal")
@@ -323,17 +323,17 @@ struct AppendTests {
             struct Abort: Error {}
             try await store.pool.withConnection { connection in
                 try connection.transaction { connection in
-                    try store.append([sampleEvent(1)], to: "device-app1-fact", on: connection)
+                    try store.append([sampleEvent(1)], to: "device-app1/fact", on: connection)
                     try store.append([sampleEvent(2)], to: "send-0001", on: connection)
                 }
                 _ = try? connection.transaction { connection in
-                    try store.append([sampleEvent(3)], to: "device-app1-fact", on: connection)
+                    try store.append([sampleEvent(3)], to: "device-app1/fact", on: connection)
                     try store.append([sampleEvent(4)], to: "send-0002", on: connection)
                     throw Abort()
                 }
             }
             #expect(try eventCount(database) == 2)
-            #expect(try await store.streamVersion("device-app1-fact") == 1)
+            #expect(try await store.streamVersion("device-app1/fact") == 1)
         }
     }
 }

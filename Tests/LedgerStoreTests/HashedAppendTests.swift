@@ -38,18 +38,18 @@ struct HashedAppendTests {
             var results: [AppendResult] = []
             for (n, payload) in payloads.enumerated() {
                 // A stream's first event (no stream expected), then the hint (any, exact).
-                results.append(try await store.append([Self.event(payload)], to: "device-app1-h\(n)", expected: .noStream))
-                results.append(try await store.append([Self.event(payload, at: 1_763_000_001)], to: "device-app1-h\(n)"))
-                results.append(try await store.append([Self.event(payload)], to: "device-app1-h\(n)", expected: .exact(2)))
+                results.append(try await store.append([Self.event(payload)], to: "device-app1/h\(n)", expected: .noStream))
+                results.append(try await store.append([Self.event(payload, at: 1_763_000_001)], to: "device-app1/h\(n)"))
+                results.append(try await store.append([Self.event(payload)], to: "device-app1/h\(n)", expected: .exact(2)))
             }
             // Another store (another process) knows nothing of the streams: the head-reading
             // statement appends, with the database's hash where the stream has events (an exact
             // version, any version), with the store's for a stream that turns out new.
             let other = anotherStore(database, maxConnections: 1)
             defer { other.pool.close() }
-            results.append(try await other.append([Self.event(payloads[0])], to: "device-app1-h0", expected: .exact(3)))
-            results.append(try await other.append([Self.event(payloads[1])], to: "device-app1-h1"))
-            results.append(try await other.append([Self.event(payloads[2])], to: "device-app1-h9"))
+            results.append(try await other.append([Self.event(payloads[0])], to: "device-app1/h0", expected: .exact(3)))
+            results.append(try await other.append([Self.event(payloads[1])], to: "device-app1/h1"))
+            results.append(try await other.append([Self.event(payloads[2])], to: "device-app1/h9"))
 
             #expect(store.hashedAppends.count == 12)
             #expect(other.hashedAppends.count == 1)
@@ -89,42 +89,42 @@ struct HashedAppendTests {
     func wrongGuessOfANewStream() async throws {
         try await withStore { store, database throws in
             // New streams teach the store to guess: the first is read, the next two are guessed.
-            for n in 0..<3 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            for n in 0..<3 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1/new\(n)") }
             #expect(store.newStreamOdds.favoursNew)
-            #expect(try await store.readStream("device-app1-new2").map(\.streamVersion) == [1])
+            #expect(try await store.readStream("device-app1/new2").map(\.streamVersion) == [1])
             // Another store (another process) writes a stream this one knows nothing of.
             let other = anotherStore(database, maxConnections: 1)
             defer { other.pool.close() }
-            try await other.append([Self.event(#"{"n":10}"#)], to: "device-app1-old")
-            let second = try await other.append([Self.event(#"{"n":11}"#)], to: "device-app1-old")
+            try await other.append([Self.event(#"{"n":10}"#)], to: "device-app1/old")
+            let second = try await other.append([Self.event(#"{"n":11}"#)], to: "device-app1/old")
             // The guess fails on the stream's unique key, taking a position with it (positions
             // are taken at insert, and may skip: the global order is by transaction); the
             // head-reading statement then appends as version 3.
-            let third = try await store.append([Self.event(#"{"n":12}"#)], to: "device-app1-old")
+            let third = try await store.append([Self.event(#"{"n":12}"#)], to: "device-app1/old")
             let stored = try #require(third.events.first)
             #expect(stored.streamVersion == 3)
             #expect(stored.position == second.events[0].position + 2)
             #expect(!store.newStreamOdds.favoursNew)
             // Guessing again (four more new streams), a retry of an event the other store wrote,
             // to a stream this store knows nothing of, answers as it did there and stores nothing.
-            let elsewhere = try await other.append([Self.event(#"{"n":20}"#)], to: "device-app1-elsewhere")
-            for n in 3..<7 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            let elsewhere = try await other.append([Self.event(#"{"n":20}"#)], to: "device-app1/elsewhere")
+            for n in 3..<7 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1/new\(n)") }
             #expect(store.newStreamOdds.favoursNew)
             var again = Self.event(#"{"n":20}"#)
             again.id = elsewhere.events[0].id
-            let retry = try await store.append([again], to: "device-app1-elsewhere")
+            let retry = try await store.append([again], to: "device-app1/elsewhere")
             #expect(retry.wasDuplicate && retry.events == elsewhere.events)
             #expect(!store.newStreamOdds.favoursNew)
             // A hint this session may not use (the session is newer than it) still says the
             // stream has events: no guess, so no position skipped, and the odds are not moved.
-            for n in 7..<11 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1-new\(n)") }
+            for n in 7..<11 { try await store.append([Self.event(#"{"n":\#(n)}"#)], to: "device-app1/new\(n)") }
             #expect(store.newStreamOdds.favoursNew)
             let later = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let lastPosition = try later.query("SELECT max(position) FROM events").single().decode(Int64.self, at: 0)
-            let next = try store.append([Self.event(#"{"n":13}"#)], to: "device-app1-old", on: later)
+            let next = try store.append([Self.event(#"{"n":13}"#)], to: "device-app1/old", on: later)
             #expect(next.events.map(\.streamVersion) == [4] && next.events[0].position == lastPosition + 1)
             #expect(store.newStreamOdds.favoursNew)
-            #expect(try await store.readStream("device-app1-old").map(\.streamVersion) == [1, 2, 3, 4])
+            #expect(try await store.readStream("device-app1/old").map(\.streamVersion) == [1, 2, 3, 4])
             #expect(try eventCount(database) == 16)
             #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
             #expect(try await store.verify().isIntact)
@@ -134,20 +134,20 @@ struct HashedAppendTests {
     @Test("what the store cannot hash itself goes through the database's hashing: numbers it would rewrite, a repeated key, a send's end, a caller's transaction")
     func databaseHashesTheRest() async throws {
         try await withStore { store, database throws in
-            try await store.append([Self.event(#"{"n":1e3}"#)], to: "device-app1-r1")
-            try await store.append([Self.event(#"{"n":-0}"#)], to: "device-app1-r1")
-            try await store.append([Self.event(#"{"k":1,"k":2}"#)], to: "device-app1-r1")
+            try await store.append([Self.event(#"{"n":1e3}"#)], to: "device-app1/r1")
+            try await store.append([Self.event(#"{"n":-0}"#)], to: "device-app1/r1")
+            try await store.append([Self.event(#"{"k":1,"k":2}"#)], to: "device-app1/r1")
             let send = "send-\(UUID().uuidString.lowercased())"
             try await store.append([Self.event(#"{"send_id":"x"}"#, type: "SendRequested")], to: send)
             try await store.append([Self.event(#"{"outcome":"ok"}"#, type: "SendSucceeded")], to: send)
             _ = try await store.pool.withConnection { connection in
                 try connection.transaction { connection in
-                    try store.append([Self.event(#"{"n":2}"#)], to: "device-app1-r1", on: connection)
+                    try store.append([Self.event(#"{"n":2}"#)], to: "device-app1/r1", on: connection)
                 }
             }
             // Only the send's first event was hashed by the store.
             #expect(store.hashedAppends.count == 1)
-            #expect(try await store.readStream("device-app1-r1").map(\.streamVersion) == [1, 2, 3, 4])
+            #expect(try await store.readStream("device-app1/r1").map(\.streamVersion) == [1, 2, 3, 4])
             #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
             #expect(try await store.verify().isIntact)
         }
@@ -157,21 +157,21 @@ struct HashedAppendTests {
     func rulesHold() async throws {
         try await withStore { store, database throws in
             let event = Self.event(#"{"n":1}"#)
-            let first = try await store.append([event], to: "device-app1-k")
+            let first = try await store.append([event], to: "device-app1/k")
             // The retry tries the next version after the hint and meets the event's id.
-            let retry = try await store.append([event], to: "device-app1-k")
+            let retry = try await store.append([event], to: "device-app1/k")
             #expect(retry.wasDuplicate && retry.events == first.events)
             let taken = await #expect(throws: EventStoreError.self) {
-                try await store.append([Self.event(#"{"n":2}"#)], to: "device-app1-k", expected: .noStream)
+                try await store.append([Self.event(#"{"n":2}"#)], to: "device-app1/k", expected: .noStream)
             }
             guard case .wrongExpectedVersion(_, _, let actual)? = taken else { Issue.record("\(String(describing: taken))"); return }
             #expect(actual == 1)
             let stale = await #expect(throws: EventStoreError.self) {
-                try await store.append([Self.event(#"{"n":3}"#)], to: "device-app1-k", expected: .exact(5))
+                try await store.append([Self.event(#"{"n":3}"#)], to: "device-app1/k", expected: .exact(5))
             }
             guard case .wrongExpectedVersion? = stale else { Issue.record("\(String(describing: stale))"); return }
             let clash = await #expect(throws: EventStoreError.self) {
-                try await store.append([Self.event(#"{"n":4}"#, at: 1)].map { var e = $0; e.id = event.id; return e }, to: "device-app1-k")
+                try await store.append([Self.event(#"{"n":4}"#, at: 1)].map { var e = $0; e.id = event.id; return e }, to: "device-app1/k")
             }
             guard case .eventIDConflict? = clash else { Issue.record("\(String(describing: clash))"); return }
             #expect(try eventCount(database) == 1)
@@ -210,7 +210,7 @@ struct HashedAppendTests {
             #expect(abs(measured.offset) < 1 && measured.uncertainty < 1)  // one machine: the same clock
             connection.measuredClock = ServerClock(reading: Date().addingTimeInterval(3_600), readAt: .now, uncertainty: 0)
             let before = Date()
-            let result = try store.append([Self.event(#"{"n":1}"#)], to: "device-app1-clock", on: connection)
+            let result = try store.append([Self.event(#"{"n":1}"#)], to: "device-app1/clock", on: connection)
             let recorded = try #require(result.events.first?.recordedAt)
             #expect(recorded.timeIntervalSince(before) > 3_599 && recorded.timeIntervalSince(before) < 3_601)
             #expect(store.hashedAppends.count == 1)
@@ -223,7 +223,7 @@ struct HashedAppendTests {
         try await withStore { store, database throws in
             // A head recorded an hour ahead (a clock that ran fast), hashed by the database's rule.
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            for stream in ["device-app1-ahead", "device-app1-ahead2"] {
+            for stream in ["device-app1/ahead", "device-app1/ahead2"] {
                 try connection.execute("""
                     INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                                         occurred_at, recorded_at, hash)
@@ -233,29 +233,29 @@ struct HashedAppendTests {
                                  date_trunc('milliseconds', clock_timestamp()) + interval '1 hour' AS t) AS x
                     """)
             }
-            let ahead = try await store.readStream("device-app1-ahead")[0].recordedAt
+            let ahead = try await store.readStream("device-app1/ahead")[0].recordedAt
             // The database's head-reading statement (the store knows nothing of the stream); then
             // hashed by the store after its hint; then the database's statements again: a
             // caller's transaction (hinted), a batch, several streams at once.
-            try await store.append([Self.event(#"{"n":1}"#)], to: "device-app1-ahead")
-            try await store.append([Self.event(#"{"n":2}"#)], to: "device-app1-ahead")
+            try await store.append([Self.event(#"{"n":1}"#)], to: "device-app1/ahead")
+            try await store.append([Self.event(#"{"n":2}"#)], to: "device-app1/ahead")
             _ = try await store.pool.withConnection { connection in
                 try connection.transaction { connection in
-                    try store.append([Self.event(#"{"n":3}"#)], to: "device-app1-ahead", on: connection)
+                    try store.append([Self.event(#"{"n":3}"#)], to: "device-app1/ahead", on: connection)
                 }
             }
-            try await store.append([Self.event(#"{"n":4}"#), Self.event(#"{"n":5}"#)], to: "device-app1-ahead")
+            try await store.append([Self.event(#"{"n":4}"#), Self.event(#"{"n":5}"#)], to: "device-app1/ahead")
             try await store.pool.withConnection { connection in
-                _ = try store.append([StreamAppend([Self.event(#"{"n":1}"#)], to: "device-app1-ahead2"),
-                                      StreamAppend([Self.event(#"{"n":1}"#)], to: "device-app1-fresh")],
+                _ = try store.append([StreamAppend([Self.event(#"{"n":1}"#)], to: "device-app1/ahead2"),
+                                      StreamAppend([Self.event(#"{"n":1}"#)], to: "device-app1/fresh")],
                                      on: connection)
             }
-            let stream = try await store.readStream("device-app1-ahead")
+            let stream = try await store.readStream("device-app1/ahead")
             #expect(stream.count == 6)
             #expect(stream.allSatisfy { $0.recordedAt == ahead })
-            let second = try await store.readStream("device-app1-ahead2")
+            let second = try await store.readStream("device-app1/ahead2")
             #expect(second.count == 2 && second[1].recordedAt == second[0].recordedAt)
-            #expect(try #require(try await store.readStream("device-app1-fresh").first).recordedAt < ahead)
+            #expect(try #require(try await store.readStream("device-app1/fresh").first).recordedAt < ahead)
             #expect(store.hashedAppends.count == 1)
             #expect(try Self.hashesTheDatabaseDisagreesWith(database) == 0)
             #expect(try await store.verify().isIntact)

@@ -9,7 +9,7 @@ struct IntegrityTests {
     @Test("UPDATE, DELETE and TRUNCATE on events fail: as the application role by privilege, as a superuser by trigger")
     func immutable() async throws {
         try await withStore { store, database throws in
-            try await store.append([sampleEvent(1)], to: "device-app1-imm")
+            try await store.append([sampleEvent(1)], to: "device-app1/imm")
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.run(script: "SET ROLE ledger_app")
             let update = #expect(throws: PostgresError.self) { try connection.execute("UPDATE events SET data = '{}'") }
@@ -20,8 +20,8 @@ struct IntegrityTests {
             try connection.run(script: "RESET ROLE")
             let appRole = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_app'",
                                                         logger: TestDatabase.quietLogger), logger: TestDatabase.quietLogger)
-            try await appRole.append([sampleEvent(2)], to: "device-app1-imm")
-            #expect(try await appRole.readStream("device-app1-imm").count == 2)
+            try await appRole.append([sampleEvent(2)], to: "device-app1/imm")
+            #expect(try await appRole.readStream("device-app1/imm").count == 2)
 
             for statement in ["UPDATE events SET data = '{}'", "DELETE FROM events", "TRUNCATE events"] {
                 let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: statement)) }
@@ -40,7 +40,7 @@ struct IntegrityTests {
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.run(script: "SET ROLE ledger_app")
             let columns = "stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at, recorded_at, hash"
-            let values = "'device-app1-cols', 1, gen_random_uuid(), 'SessionStarted', 1, '{}', '{}', now(), now(), decode(repeat('00', 32), 'hex')"
+            let values = "'device-app1/cols', 1, gen_random_uuid(), 'SessionStarted', 1, '{}', '{}', now(), now(), decode(repeat('00', 32), 'hex')"
             for (extra, value, overriding) in [("transaction_id", "'1'::xid8", ""), ("position", "1", " OVERRIDING SYSTEM VALUE")] {
                 let sql = "INSERT INTO events (\(extra), \(columns))\(overriding) VALUES (\(value), \(values))"
                 let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: sql)) }
@@ -60,7 +60,7 @@ struct IntegrityTests {
             let sealing = Task { await store.sealPeriodically(every: .milliseconds(20)) }
             var appended: Int64 = 0
             for round in 1...2 {
-                for n in 0..<5 { try await store.append([sampleEvent(n)], to: "device-app1-seal\(round)") }
+                for n in 0..<5 { try await store.append([sampleEvent(n)], to: "device-app1/seal\(round)") }
                 appended += 5
                 let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
                 let deadline = ContinuousClock.now + .seconds(60)
@@ -88,7 +88,7 @@ struct IntegrityTests {
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.run(script: "SET ROLE ledger_app")
             let valid: [String: String] = [
-                "stream_id": "'device-app1-x'", "stream_version": "1", "event_type": "'SessionStarted'", "schema_version": "1",
+                "stream_id": "'device-app1/x'", "stream_version": "1", "event_type": "'SessionStarted'", "schema_version": "1",
                 "data": "'{}'", "metadata": "'{}'", "hash": "decode(repeat('00', 32), 'hex')",
             ]
             let broken: [(column: String, value: String, rule: String)] = [
@@ -123,7 +123,7 @@ struct IntegrityTests {
             for n in 0..<40 {
                 let event = sampleEvent(n)
                 if n == 17 { target = event.id }
-                try await store.append([event], to: "device-app1-v\(n % 4)")
+                try await store.append([event], to: "device-app1/v\(n % 4)")
             }
             let seals = try await sealCovering(store, count: 40)
             let clean = try await store.verify()
@@ -139,7 +139,7 @@ struct IntegrityTests {
             let report = try await store.verify()
             #expect(report.problem?.kind == .hashMismatch)
             #expect(report.problem?.eventID == target)
-            #expect(report.problem?.streamID == "device-app1-v1")
+            #expect(report.problem?.streamID == "device-app1/v1")
             #expect(report.problem?.message.contains(target!.uuidString.lowercased()) == true)
         }
     }
@@ -147,24 +147,24 @@ struct IntegrityTests {
     @Test("verify names a removed event: by its stream's version gap, or by the seal over a stream's tail")
     func verifyNamesRemovedEvents() async throws {
         try await withStore { store, database throws in
-            for n in 0..<12 { try await store.append([sampleEvent(n)], to: "device-app1-r\(n % 2)") }
+            for n in 0..<12 { try await store.append([sampleEvent(n)], to: "device-app1/r\(n % 2)") }
             let firstSeals = try await sealCovering(store, count: 12)
-            try await store.append([sampleEvent(100)], to: "device-app1-r0")
+            try await store.append([sampleEvent(100)], to: "device-app1/r0")
             _ = try await sealCovering(store, count: 13, alreadySealed: 12)
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
             // The last event of stream r1: its chain stays consistent, only the seal can tell.
-            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1-r1' AND stream_version = 6")
+            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1/r1' AND stream_version = 6")
             var report = try await store.verify()
             #expect(report.problem?.kind == .sealMismatch)
             // The seal that covers the removed event: one of those made over the first twelve.
             #expect(firstSeals.map(\.number).contains(report.problem?.sealNumber ?? -1))
             // An event in the middle of stream r0: a version gap.
-            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1-r0' AND stream_version = 3")
+            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1/r0' AND stream_version = 3")
             try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
             report = try await store.verify()
             #expect(report.problem?.kind == .versionGap)
-            #expect(report.problem?.streamID == "device-app1-r0")
+            #expect(report.problem?.streamID == "device-app1/r0")
             #expect(report.problem?.streamVersion == 4)
         }
     }
@@ -173,12 +173,12 @@ struct IntegrityTests {
     func sealing() async throws {
         try await withStore { store, _ throws in
             #expect(try await store.seal() == nil)
-            try await store.append((0..<5).map { sampleEvent($0) }, to: "device-app1-seal")
+            try await store.append((0..<5).map { sampleEvent($0) }, to: "device-app1/seal")
             let first = try await sealCovering(store, count: 5)
             #expect(first.first?.number == 1)
             #expect(first.reduce(0) { $0 + $1.eventCount } == 5)
             #expect(try await store.seal() == nil)
-            try await store.append([sampleEvent(9)], to: "device-app1-seal")
+            try await store.append([sampleEvent(9)], to: "device-app1/seal")
             let second = try await sealCovering(store, count: 6, alreadySealed: 5)
             #expect(second.first?.number == Int64(first.count + 1))
             #expect(second.reduce(0) { $0 + $1.eventCount } == 1)
@@ -189,13 +189,13 @@ struct IntegrityTests {
     @Test("batches chain from the stream's head (new stream, after single appends, after batches): verify recomputes every hash")
     func batchChainsVerify() async throws {
         try await withStore { store, _ throws in
-            try await store.append((0..<7).map { sampleEvent($0) }, to: "device-app1-chain")
-            try await store.append([sampleEvent(7)], to: "device-app1-chain")
-            try await store.append([sampleEvent(8)], to: "device-app1-chain")
-            try await store.append((9..<12).map { sampleEvent($0) }, to: "device-app1-chain", expected: .exact(9))
-            let last = try await store.append((12..<14).map { sampleEvent($0) }, to: "device-app1-chain")
+            try await store.append((0..<7).map { sampleEvent($0) }, to: "device-app1/chain")
+            try await store.append([sampleEvent(7)], to: "device-app1/chain")
+            try await store.append([sampleEvent(8)], to: "device-app1/chain")
+            try await store.append((9..<12).map { sampleEvent($0) }, to: "device-app1/chain", expected: .exact(9))
+            let last = try await store.append((12..<14).map { sampleEvent($0) }, to: "device-app1/chain")
             #expect(last.events.map(\.streamVersion) == [13, 14])
-            let read = try await store.readStream("device-app1-chain")
+            let read = try await store.readStream("device-app1/chain")
             #expect(read.map(\.streamVersion) == Array(1...14))
             let report = try await store.verify()
             #expect(report.isIntact)

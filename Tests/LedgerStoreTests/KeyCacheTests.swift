@@ -10,7 +10,7 @@ struct KeyCacheTests {
     @Test("a key looked up before an erasure in this process forgot keys is not cached after it")
     func erasureBetweenLookupAndCommit() throws {
         let protection = PersonalDataProtection(masterKeys: try MasterKeys(base64: MasterKeys.generateText()))
-        let subject = "device-app1-dev1"
+        let subject = "device-app1/dev1"
         let key = DataKey(id: UUID(), subject: subject, key: SymmetricKey(size: .bits256))
         // Looked up (generation read), then the device is erased here, then the append commits.
         let generation = protection.forgetGeneration

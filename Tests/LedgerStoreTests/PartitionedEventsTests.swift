@@ -21,8 +21,8 @@ struct PartitionedEventsTests {
             let store = anotherStore(database, maxConnections: 2)
             defer { store.pool.close() }
             let before = (1...3).map { sampleEvent($0) }
-            let first = try await store.append(before, to: "device-app1-old", expected: .noStream)
-            try await store.append([sampleEvent(4)], to: "device-app1-old")
+            let first = try await store.append(before, to: "device-app1/old", expected: .noStream)
+            try await store.append([sampleEvent(4)], to: "device-app1/old")
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             // Converted from a session in a zone whose clocks change between the first of this
             // UTC month and the next (as New York's did in November), where adding a month in
@@ -43,7 +43,7 @@ struct PartitionedEventsTests {
                 WITH month AS (SELECT (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' AS t)
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
                                     recorded_at, hash)
-                SELECT 'device-app1-edge-' || n, 1, gen_random_uuid(), 'SessionStarted', 1, '{}', t, t + n * interval '1 microsecond',
+                SELECT 'device-app1/edge-' || n, 1, gen_random_uuid(), 'SessionStarted', 1, '{}', t, t + n * interval '1 microsecond',
                        decode(repeat('00', 32), 'hex')
                 FROM month, (VALUES (-1), (0)) AS edge (n)
                 RETURNING tableoid::regclass::text, to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY_MM')
@@ -59,21 +59,21 @@ struct PartitionedEventsTests {
                                                     maxConnections: 4, logger: TestDatabase.quietLogger),
                                  logger: TestDatabase.quietLogger)
             defer { app.pool.close() }
-            let next = try await app.append([sampleEvent(5)], to: "device-app1-old")
+            let next = try await app.append([sampleEvent(5)], to: "device-app1/old")
             #expect(next.events.map(\.streamVersion) == [5])
             let batch = (1...100).map { sampleEvent($0) }
-            let stored = try await app.append(batch, to: "device-app1-new", expected: .noStream)
-            let retry = try await app.append(batch, to: "device-app1-new", expected: .noStream)
+            let stored = try await app.append(batch, to: "device-app1/new", expected: .noStream)
+            let retry = try await app.append(batch, to: "device-app1/new", expected: .noStream)
             #expect(retry.wasDuplicate && retry.events.map(\.position) == stored.events.map(\.position))
-            let oldRetry = try await app.append(before, to: "device-app1-old", expected: .noStream)
+            let oldRetry = try await app.append(before, to: "device-app1/old", expected: .noStream)
             #expect(oldRetry.wasDuplicate && oldRetry.events.map(\.position) == first.events.map(\.position))
             var changed = before[0]
             changed.data = Data(#"{"n":99}"#.utf8)
             await #expect(throws: EventStoreError.eventIDConflict(eventID: changed.id)) {
-                try await app.append([changed], to: "device-app1-elsewhere")
+                try await app.append([changed], to: "device-app1/elsewhere")
             }
-            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-old", expected: .exact(4), actual: 5)) {
-                try await app.append([sampleEvent(6)], to: "device-app1-old", expected: .exact(4))
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1/old", expected: .exact(4), actual: 5)) {
+                try await app.append([sampleEvent(6)], to: "device-app1/old", expected: .exact(4))
             }
             #expect(try eventCount(database) == 105)
 
@@ -86,10 +86,10 @@ struct PartitionedEventsTests {
             #expect(partitions.contains { !$0.0.hasPrefix("events_before_") && $0.1 == 101 }, "\(partitions)")
 
             // A stream read crosses partitions; the global order runs on from the old positions.
-            #expect(try await app.readStream("device-app1-old").map(\.streamVersion) == [1, 2, 3, 4, 5])
+            #expect(try await app.readStream("device-app1/old").map(\.streamVersion) == [1, 2, 3, 4, 5])
             let all = try await readAllInBatches(app, count: 105, batchSize: 40)
             #expect(all.count == 105)
-            #expect(all.prefix(4).map(\.streamID) == Array(repeating: "device-app1-old", count: 4))
+            #expect(all.prefix(4).map(\.streamID) == Array(repeating: "device-app1/old", count: 4))
             #expect(all[4...].allSatisfy { $0.position > all[3].position })
 
             // Keys hold across partitions: a taken id (in the old partition) stores nothing, even
@@ -98,14 +98,14 @@ struct PartitionedEventsTests {
             let inserted = try admin.query("""
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
                                     recorded_at, hash)
-                VALUES ('device-app1-direct', 1, \(before[0].id), 'SessionStarted', 1, '{}', now(), now(),
+                VALUES ('device-app1/direct', 1, \(before[0].id), 'SessionStarted', 1, '{}', now(), now(),
                         \(Data(repeating: 1, count: 32)))
                 RETURNING position
                 """)
             #expect(inserted.count == 0)
             // The keys are the database's: the application role cannot take one without its event.
             let forged = #expect(throws: PostgresError.self) {
-                try admin.execute("INSERT INTO event_keys VALUES (gen_random_uuid(), 'device-app1-blocked', 1)")
+                try admin.execute("INSERT INTO event_keys VALUES (gen_random_uuid(), 'device-app1/blocked', 1)")
             }
             #expect(forged?.sqlState == SQLState.insufficientPrivilege)
             let update = #expect(throws: PostgresError.self) { try admin.execute("UPDATE events SET data = '{}'") }
@@ -150,8 +150,8 @@ struct PartitionedEventsTests {
             try admin.execute(PostgresQuery(sql: """
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                                     occurred_at, recorded_at, hash)
-                SELECT 'device-app1-ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t,
-                       ledger_event_hash(NULL, 'device-app1-ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                SELECT 'device-app1/ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t,
+                       ledger_event_hash(NULL, 'device-app1/ahead', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
                 FROM (SELECT gen_random_uuid() AS id, clock_timestamp() + interval '2 seconds' AS t) AS ahead
                 """))
             try TestDatabase.partitionEvents(of: database)

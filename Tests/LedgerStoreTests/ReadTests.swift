@@ -16,8 +16,8 @@ struct ReadTests {
             let slow = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let fast = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try slow.run(script: "BEGIN")
-            let early = try store.append([sampleEvent(1)], to: "device-app1-slow", on: slow)
-            let late = try store.append([sampleEvent(2)], to: "device-app1-fast", on: fast)
+            let early = try store.append([sampleEvent(1)], to: "device-app1/slow", on: slow)
+            let late = try store.append([sampleEvent(2)], to: "device-app1/fast", on: fast)
             #expect(early.events[0].position < late.events[0].position)
 
             // A naive reader by position would now see position 2 and move its checkpoint past 1.
@@ -49,8 +49,8 @@ struct ReadTests {
             try slow.execute("SET application_name = 'horizon-test'")
             let slowPID = try slow.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
             try slow.run(script: "BEGIN")
-            _ = try store.append([sampleEvent(1)], to: "device-app1-slow", on: slow)
-            _ = try store.append([sampleEvent(2)], to: "device-app1-fast", on: fast)
+            _ = try store.append([sampleEvent(1)], to: "device-app1/slow", on: slow)
+            _ = try store.append([sampleEvent(2)], to: "device-app1/fast", on: fast)
 
             let held = try ReadHorizon.read(on: fast, limit: 1_000)
             // The committed one waits; the open transaction's own event is not committed at all.
@@ -75,7 +75,7 @@ struct ReadTests {
     func transactionIDOrderIsNumeric() async throws {
         try await withStore { store, database throws in
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            for (transaction, stream) in [(10, "device-app1-ten"), (9, "device-app1-nine")] {
+            for (transaction, stream) in [(10, "device-app1/ten"), (9, "device-app1/nine")] {
                 try admin.execute("""
                     INSERT INTO events (transaction_id, stream_id, stream_version, event_id, event_type, schema_version,
                                         data, occurred_at, recorded_at, hash)
@@ -99,7 +99,7 @@ struct ReadTests {
     func globalBatchesAndFilters() async throws {
         try await withStore { store, _ throws in
             for n in 0..<30 {
-                let stream = n % 3 == 0 ? "send-\(n)" : "device-app1-d\(n % 5)"
+                let stream = n % 3 == 0 ? "send-\(n)" : "device-app1/d\(n % 5)"
                 try await store.append([sampleEvent(n, type: n % 2 == 0 ? "SessionStarted" : "FirstOpen")], to: stream)
             }
             let seen = try await readAllInBatches(store, count: 30, batchSize: 7).map(\.position)
@@ -119,12 +119,12 @@ struct ReadTests {
     @Test("reads as of a position or a time show what the ledger held then")
     func asOf() async throws {
         try await withStore { store, _ throws in
-            let first = try await store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1-hist")
+            let first = try await store.append([sampleEvent(1), sampleEvent(2)], to: "device-app1/hist")
             let boundary = try #require(first.events.last)
-            try await store.append([sampleEvent(3)], to: "device-app1-hist")
-            let byPosition = try await store.readStream("device-app1-hist", asOf: .position(boundary.position))
+            try await store.append([sampleEvent(3)], to: "device-app1/hist")
+            let byPosition = try await store.readStream("device-app1/hist", asOf: .position(boundary.position))
             #expect(byPosition.map(\.streamVersion) == [1, 2])
-            let byTime = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt))
+            let byTime = try await store.readStream("device-app1/hist", asOf: .recordedAt(boundary.recordedAt))
             #expect(byTime.map(\.streamVersion) == [1, 2])
             // The global log too, once all three are readable: as of the position or the time of
             // the second event, the third is not there.
@@ -134,7 +134,7 @@ struct ReadTests {
                 let then = try await store.readAll(asOf: asOf).events
                 #expect(then.map(\.id) == first.events.map(\.id), "\(asOf)")
             }
-            let before = try await store.readStream("device-app1-hist", asOf: .recordedAt(boundary.recordedAt.addingTimeInterval(-60)))
+            let before = try await store.readStream("device-app1/hist", asOf: .recordedAt(boundary.recordedAt.addingTimeInterval(-60)))
             #expect(before.isEmpty)
         }
     }
@@ -146,7 +146,7 @@ struct ReadTests {
                 var ids: [UUID] = []
                 for n in 0..<120 {
                     let event = sampleEvent(n)
-                    try await store.append([event], to: "device-app1-s\(n % 7)")
+                    try await store.append([event], to: "device-app1/s\(n % 7)")
                     ids.append(event.id)
                 }
                 return ids
@@ -184,7 +184,7 @@ struct ReadTests {
                             var ids: [UUID] = []
                             for n in 0..<40 {
                                 let batch = (0...(n % 3)).map { sampleEvent(writer * 10_000 + n * 10 + $0) }
-                                try await writers.append(batch, to: "device-app1-w\(writer)")
+                                try await writers.append(batch, to: "device-app1/w\(writer)")
                                 ids += batch.map(\.id)
                             }
                             return ids
@@ -223,7 +223,7 @@ struct ReadTests {
 
             // Caught up: what comes next is the next event, not a repeat.
             let sentinel = sampleEvent(999_999)
-            try await second.append([sentinel], to: "device-app1-sentinel")
+            try await second.append([sentinel], to: "device-app1/sentinel")
             var after: [UUID] = []
             while !after.contains(sentinel.id) {
                 guard let batch = try await resumed.next() else { break }
@@ -255,7 +255,7 @@ struct ReadTests {
             }
             let ringsBefore = doorbell.answeredRings
             let event = sampleEvent(1)
-            try await store.append([event], to: "device-app1-live")
+            try await store.append([event], to: "device-app1/live")
             let batch = try await pending.value
             #expect(batch?.events.map(\.id) == [event.id])
             #expect(doorbell.answeredRings > ringsBefore, "the event came by the poll: no notification woke the subscription")

@@ -17,11 +17,11 @@ struct StreamHeadHintTests {
             for n in 1...12 {
                 // Each store's hint goes stale whenever the other one appended in between.
                 let store = n % 3 == 0 ? first : second
-                let result = try await store.append([sampleEvent(n)], to: "device-app1-turns")
+                let result = try await store.append([sampleEvent(n)], to: "device-app1/turns")
                 versions += result.events.map(\.streamVersion)
             }
             #expect(versions == Array(1...12))
-            #expect(first.heads.head(of: "device-app1-turns")?.version == 12)
+            #expect(first.heads.head(of: "device-app1/turns")?.version == 12)
             // The hint was used where it held: `second` appended 8 events, 4 of them right after
             // one of its own (n = 2, 5, 8, 11), each after an append of `first` in between.
             #expect(second.heads.hitCount == 4)
@@ -38,20 +38,20 @@ struct StreamHeadHintTests {
     func noHintFromARolledBackTransaction() async throws {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-            let stored = try store.append([sampleEvent(1)], to: "device-app1-rollback", on: connection)
+            let stored = try store.append([sampleEvent(1)], to: "device-app1/rollback", on: connection)
             struct Abandon: Error {}
             #expect(throws: Abandon.self) {
                 try connection.transaction { connection in
-                    try store.append([sampleEvent(2)], to: "device-app1-rollback", on: connection)
-                    try store.append([sampleEvent(3)], to: "device-app1-rollback", on: connection)
+                    try store.append([sampleEvent(2)], to: "device-app1/rollback", on: connection)
+                    try store.append([sampleEvent(3)], to: "device-app1/rollback", on: connection)
                     throw Abandon()
                 }
             }
-            #expect(store.heads.head(of: "device-app1-rollback")?.version == 1)
-            let next = try store.append([sampleEvent(4)], to: "device-app1-rollback", on: connection)
+            #expect(store.heads.head(of: "device-app1/rollback")?.version == 1)
+            let next = try store.append([sampleEvent(4)], to: "device-app1/rollback", on: connection)
             #expect(next.events.map(\.streamVersion) == [2])
             #expect(store.heads.hitCount == 2)  // event 2 (rolled back) and event 4, each after version 1
-            let read = try await store.readStream("device-app1-rollback")
+            let read = try await store.readStream("device-app1/rollback")
             #expect(read.map(\.streamVersion) == [1, 2])
             #expect(read.first?.hash == stored.events.first?.hash)
             #expect(try await store.verify().isIntact)
@@ -63,17 +63,17 @@ struct StreamHeadHintTests {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.transaction { connection in
-                try store.append([sampleEvent(1)], to: "device-app1-committed", on: connection)
-                try store.append([sampleEvent(2)], to: "device-app1-committed", on: connection)
-                #expect(store.heads.head(of: "device-app1-committed") == nil)  // not committed yet
+                try store.append([sampleEvent(1)], to: "device-app1/committed", on: connection)
+                try store.append([sampleEvent(2)], to: "device-app1/committed", on: connection)
+                #expect(store.heads.head(of: "device-app1/committed") == nil)  // not committed yet
             }
-            #expect(store.heads.head(of: "device-app1-committed")?.version == 2)
+            #expect(store.heads.head(of: "device-app1/committed")?.version == 2)
             // A transaction the wrapper does not manage: its end is not seen, so no hint.
             try connection.run(script: "BEGIN")
-            try store.append([sampleEvent(3)], to: "device-app1-plain", on: connection)
+            try store.append([sampleEvent(3)], to: "device-app1/plain", on: connection)
             try connection.run(script: "COMMIT")
-            #expect(store.heads.head(of: "device-app1-plain") == nil)
-            let next = try store.append([sampleEvent(4)], to: "device-app1-committed", on: connection)
+            #expect(store.heads.head(of: "device-app1/plain") == nil)
+            let next = try store.append([sampleEvent(4)], to: "device-app1/committed", on: connection)
             #expect(next.events.map(\.streamVersion) == [3])
             #expect(store.heads.hitCount == 1)
             #expect(try await store.verify().isIntact)
@@ -87,7 +87,7 @@ struct StreamHeadHintTests {
     @Test("a hint is not used on a session opened after its event: a lost commit leaves no gap")
     func noHintAcrossLostCommits() async throws {
         try await withStore { store, database throws in
-            let stream = "device-app1-lost"
+            let stream = "device-app1/lost"
             let first = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try store.append([sampleEvent(1)], to: stream, on: first)
             try store.append([sampleEvent(2)], to: stream, on: first)
@@ -95,12 +95,12 @@ struct StreamHeadHintTests {
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try admin.run(script: """
                 SET session_replication_role = replica;
-                DELETE FROM events WHERE stream_id = 'device-app1-lost' AND stream_version = 2;
+                DELETE FROM events WHERE stream_id = 'device-app1/lost' AND stream_version = 2;
                 RESET session_replication_role;
                 -- Events partitioned by time keep their keys apart (ops/sql): a lost commit loses those too.
                 DO $$ BEGIN IF to_regclass('event_keys') IS NOT NULL THEN
                     SET LOCAL session_replication_role = replica;
-                    DELETE FROM event_keys WHERE stream_id = 'device-app1-lost' AND stream_version = 2;
+                    DELETE FROM event_keys WHERE stream_id = 'device-app1/lost' AND stream_version = 2;
                 END IF; END $$;
                 SELECT pg_terminate_backend(pid) FROM pg_stat_activity
                 WHERE datname = current_database() AND pid <> pg_backend_pid();
@@ -125,23 +125,23 @@ struct StreamHeadHintTests {
         try await withStore { store, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let first = sampleEvent(1)
-            let stored = try store.append([first], to: "device-app1-first", expected: .noStream, on: connection)
+            let stored = try store.append([first], to: "device-app1/first", expected: .noStream, on: connection)
             #expect(stored.events.map(\.streamVersion) == [1] && !stored.wasDuplicate)
             // The same statement on the same session, now with a hash after a hint.
-            try store.append([sampleEvent(2)], to: "device-app1-first", on: connection)
+            try store.append([sampleEvent(2)], to: "device-app1/first", on: connection)
             #expect(store.heads.hitCount == 1)
-            let retry = try store.append([first], to: "device-app1-first", expected: .noStream, on: connection)
+            let retry = try store.append([first], to: "device-app1/first", expected: .noStream, on: connection)
             #expect(retry.wasDuplicate && retry.events.map(\.position) == stored.events.map(\.position))
             // Another process (no hint) expecting no stream where there is one.
             let other = anotherStore(database, maxConnections: 1)
             defer { other.pool.close() }
-            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-first", expected: .noStream, actual: 2)) {
-                try await other.append([sampleEvent(3)], to: "device-app1-first", expected: .noStream)
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1/first", expected: .noStream, actual: 2)) {
+                try await other.append([sampleEvent(3)], to: "device-app1/first", expected: .noStream)
             }
             // An id already stored elsewhere, with other content.
             let clash = NewEvent(id: first.id, type: first.type, data: Data(#"{"n":99}"#.utf8), occurredAt: first.occurredAt)
             await #expect(throws: EventStoreError.eventIDConflict(eventID: first.id)) {
-                try await other.append([clash], to: "device-app1-other", expected: .noStream)
+                try await other.append([clash], to: "device-app1/other", expected: .noStream)
             }
             #expect(try eventCount(database) == 2)
             #expect(try await store.verify().isIntact)
@@ -155,7 +155,7 @@ struct StreamHeadHintTests {
         try await withStore { store, database throws in
             let other = anotherStore(database, maxConnections: 4)
             defer { other.pool.close() }
-            let streams = (0..<3).map { "device-app1-busy\($0)" }
+            let streams = (0..<3).map { "device-app1/busy\($0)" }
             let perTask = 30
             let versions = try await withThrowingTaskGroup(of: [String: [Int64]].self) { group in
                 for task in 0..<10 {
@@ -190,26 +190,26 @@ struct StreamHeadHintTests {
     func hintKeepsTheAppendRules() async throws {
         try await withStore { store, database throws in
             let first = sampleEvent(1)
-            try await store.append([first], to: "device-app1-rules", expected: .noStream)
-            #expect(store.heads.head(of: "device-app1-rules")?.version == 1)
+            try await store.append([first], to: "device-app1/rules", expected: .noStream)
+            #expect(store.heads.head(of: "device-app1/rules")?.version == 1)
             // A wrong exact version is refused with the actual one, even though the hint would fit `.any`.
-            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-rules", expected: .exact(5), actual: 1)) {
-                try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .exact(5))
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1/rules", expected: .exact(5), actual: 1)) {
+                try await store.append([sampleEvent(2)], to: "device-app1/rules", expected: .exact(5))
             }
-            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1-rules", expected: .noStream, actual: 1)) {
-                try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .noStream)
+            await #expect(throws: EventStoreError.wrongExpectedVersion(stream: "device-app1/rules", expected: .noStream, actual: 1)) {
+                try await store.append([sampleEvent(2)], to: "device-app1/rules", expected: .noStream)
             }
-            let second = try await store.append([sampleEvent(2)], to: "device-app1-rules", expected: .exact(1))
+            let second = try await store.append([sampleEvent(2)], to: "device-app1/rules", expected: .exact(1))
             #expect(second.events.map(\.streamVersion) == [2])
             #expect(store.heads.hitCount == 1)  // after the hint, not a head read
             // The retry of the first event, made after the hint moved on: the stored answer.
-            let retry = try await store.append([first], to: "device-app1-rules")
+            let retry = try await store.append([first], to: "device-app1/rules")
             #expect(retry.wasDuplicate)
             #expect(retry.events.map(\.streamVersion) == [1])
             // The same id with another content: a conflict, nothing stored.
             let changed = NewEvent(id: first.id, type: first.type, data: Data(#"{"n":99}"#.utf8), occurredAt: first.occurredAt)
             await #expect(throws: EventStoreError.eventIDConflict(eventID: first.id)) {
-                try await store.append([changed], to: "device-app1-rules")
+                try await store.append([changed], to: "device-app1/rules")
             }
             #expect(try eventCount(database) == 2)
             #expect(try await store.verify().isIntact)
