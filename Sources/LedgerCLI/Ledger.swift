@@ -17,7 +17,7 @@ struct Ledger: AsyncParsableCommand {
             9 unknown decision rule version, 10 `append` refused some lines, 64 bad usage.
             """),
         subcommands: [
-            MigrateCommand.self, VerifyCommand.self, SealCommand.self, ProjectionsCommand.self, WorkerCommand.self,
+            MigrateCommand.self, VerifyCommand.self, SealCommand.self, CheckpointCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self, DemoCommand.self, ServeCommand.self, AppendCommand.self, ReplayCommand.self,
             ExplainCommand.self, ExportCommand.self, DecisionsCommand.self, EraseCommand.self, KeysCommand.self, TenancyCommand.self,
         ]

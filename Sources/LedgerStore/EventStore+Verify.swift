@@ -11,6 +11,15 @@ public struct VerificationReport: Sendable, Hashable {
     public var streamsChecked: Int
     /// Seals whose digest was recomputed.
     public var sealsChecked: Int
+    /// Seals whose signature verified with the public key given (0 when none was given).
+    public var sealsSignatureChecked: Int = 0
+    /// Events after the last seal: checked for their hash chains, but nothing outside their own
+    /// streams yet commits to them (a removed tail among them cannot be seen until sealed).
+    public var unsealedEvents: Int = 0
+    /// The first and last global positions of the unsealed events.
+    public var unsealedPositions: ClosedRange<Int64>?
+    /// The checkpoint the log was checked against, when one was given: its seal number.
+    public var checkpointSeal: Int64?
     /// The first broken link, or nil when the history is intact.
     public var problem: VerificationProblem?
     /// True when nothing was found broken.
@@ -26,50 +35,88 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         case hashMismatch = "hash_mismatch"
         /// A stream's versions are not 1, 2, 3…: an event was removed.
         case versionGap = "version_gap"
+        /// An event's `recorded_at` lies before its predecessor's in the stream: appends never do
+        /// that (each takes at least its predecessor's time), so the event was inserted back-dated.
+        case timeOrder = "time_order"
         /// A seal's digest or count does not match the events it covers: events were removed,
         /// added behind it, or reordered.
         case sealMismatch = "seal_mismatch"
+        /// A seal is unsigned, signed by another key, or its signature does not verify: the seal
+        /// was written or rewritten by someone without the signing key.
+        case sealSignature = "seal_signature"
+        /// The log does not extend the checkpoint given: the checkpoint's seal is missing or
+        /// differs, so events it covered were changed, removed or reordered since.
+        case checkpointMismatch = "checkpoint_mismatch"
     }
+    /// What kind of break.
     public var kind: Kind
+    /// The stream of the event at fault, when one is named.
     public var streamID: String?
+    /// The event at fault, when one is named.
     public var eventID: UUID?
+    /// The global position of the event at fault, or the last position of the seal at fault.
     public var position: Int64?
+    /// The event's version in its stream.
     public var streamVersion: Int64?
+    /// The seal at fault.
     public var sealNumber: Int64?
+    /// The global positions the broken seal covers (after the previous seal, through its own).
+    public var positions: ClosedRange<Int64>?
+    /// A sentence for a person.
     public var message: String
 
+    /// Creates a problem.
+    public init(kind: Kind, streamID: String? = nil, eventID: UUID? = nil, position: Int64? = nil, streamVersion: Int64? = nil,
+                sealNumber: Int64? = nil, positions: ClosedRange<Int64>? = nil, message: String) {
+        self.kind = kind
+        self.streamID = streamID
+        self.eventID = eventID
+        self.position = position
+        self.streamVersion = streamVersion
+        self.sealNumber = sealNumber
+        self.positions = positions
+        self.message = message
+    }
+
+    /// The message.
     public var description: String { message }
 }
 
-/// A seal: a digest committing to every event before it in the global order.
-public struct Seal: Sendable, Hashable {
-    public var number: Int64
-    public var upTo: GlobalCheckpoint
-    public var eventCount: Int64
-    public var digest: Data
-}
-
 extension EventStore {
-    /// Recomputes every stream's hash chain and every seal's digest.
+    /// Recomputes every stream's hash chain and every seal's digest; with `publicKey`, checks
+    /// every seal's signature; with `checkpoint`, checks that the log still extends it.
     ///
     /// Reads in one repeatable-read snapshot, so concurrent appends neither disturb nor get
-    /// counted. Stops at the first broken link and names it.
-    /// - Parameter progress: called now and then with (events checked, events in all).
-    public func verify(progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> VerificationReport {
+    /// counted. Stops at the first broken link and names it: the event (hash, version gap, time
+    /// order), or the seal and the positions it covers.
+    /// - Parameters:
+    ///   - publicKey: the seals' public key; every seal must carry a valid signature by it.
+    ///   - checkpoint: a seal an auditor kept outside the database (``SealCheckpoint``).
+    ///   - progress: called now and then with (events checked, events in all).
+    public func verify(publicKey: SealPublicKey? = nil, checkpoint: SealCheckpoint? = nil,
+                       progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> VerificationReport {
         try await pool.withConnection { connection in
             try connection.transaction(isolation: .repeatableRead) { connection in
-                try Self.verify(on: connection, progress: progress)
+                var report = try Self.verifyChains(on: connection, progress: progress)
+                guard report.isIntact else { return report }
+                report.problem = try Self.verifySeals(on: connection, publicKey: publicKey, report: &report)
+                if report.problem == nil, let checkpoint {
+                    report.checkpointSeal = checkpoint.sealNumber
+                    report.problem = try Self.verifyCheckpoint(checkpoint, publicKey: publicKey, on: connection)
+                }
+                return report
             }
         }
     }
 
-    static func verify(on connection: PostgresConnection, progress: (@Sendable (Int, Int) -> Void)?) throws
+    static func verifyChains(on connection: PostgresConnection, progress: (@Sendable (Int, Int) -> Void)?) throws
         -> VerificationReport
     {
         let total = try connection.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0)
         var report = VerificationReport(eventsChecked: 0, streamsChecked: 0, sealsChecked: 0, problem: nil)
         var lastStream = ""
         var lastVersion: Int64 = 0
+        var lastRecordedAt: Int64 = .min
         var previousHash = Data()
         progress?(0, total)
         while true {
@@ -88,19 +135,21 @@ extension EventStore {
                 let eventID = try row.decode(UUID.self, at: 2)
                 let position = try row.decode(Int64.self, at: 3)
                 let stored = try row.decode(Data.self, at: 4)
+                let id = eventID.uuidString.lowercased()
                 if stream != lastStream {
                     report.streamsChecked += 1
                     previousHash = Data()
                     lastVersion = 0
+                    lastRecordedAt = .min
                 }
                 if version != lastVersion + 1 {
                     report.problem = VerificationProblem(
                         kind: .versionGap, streamID: stream, eventID: eventID, position: position, streamVersion: version,
-                        message: "stream \(stream) jumps from version \(lastVersion) to \(version) at event \(eventID.uuidString.lowercased()) "
+                        message: "stream \(stream) jumps from version \(lastVersion) to \(version) at event \(id) "
                             + "(position \(position)): an event was removed")
                     return report
                 }
-                var canonical = [stream, String(version), eventID.uuidString.lowercased()]
+                var canonical = [stream, String(version), id]
                 for column in 5...10 { canonical.append(try row.decode(String.self, at: column)) }
                 var hasher = SHA256()
                 hasher.update(data: previousHash)
@@ -109,59 +158,127 @@ extension EventStore {
                 if computed != stored {
                     report.problem = VerificationProblem(
                         kind: .hashMismatch, streamID: stream, eventID: eventID, position: position, streamVersion: version,
-                        message: "event \(eventID.uuidString.lowercased()) (stream \(stream), version \(version), position \(position)) does not "
+                        message: "event \(id) (stream \(stream), version \(version), position \(position)) does not "
                             + "match its hash: it, or the chain before it, was changed")
+                    return report
+                }
+                let recordedAt = Int64(canonical[8]) ?? .min
+                if recordedAt < lastRecordedAt {
+                    report.problem = VerificationProblem(
+                        kind: .timeOrder, streamID: stream, eventID: eventID, position: position, streamVersion: version,
+                        message: "event \(id) (stream \(stream), version \(version), position \(position)) was recorded "
+                            + "before the event it follows: it was inserted back-dated")
                     return report
                 }
                 previousHash = stored
                 lastStream = stream
                 lastVersion = version
+                lastRecordedAt = recordedAt
                 report.eventsChecked += 1
             }
             progress?(report.eventsChecked, total)
         }
-        report.problem = try verifySeals(on: connection, checked: &report.sealsChecked)
         return report
     }
 
-    static func verifySeals(on connection: PostgresConnection, checked: inout Int) throws -> VerificationProblem? {
-        let seals = try connection.query("""
-            SELECT seal_number, up_to_transaction::text, up_to_position, event_count, previous_digest, digest
-            FROM seals ORDER BY seal_number
-            """)
+    /// Recomputes every seal (and, with `publicKey`, checks its signature), then counts the
+    /// events after the last seal.
+    static func verifySeals(on connection: PostgresConnection, publicKey: SealPublicKey?, report: inout VerificationReport)
+        throws -> VerificationProblem?
+    {
         var from = GlobalCheckpoint.start
         var previous: Data?
-        for row in seals {
-            let number = try row.decode(Int64.self, at: 0)
-            let upTo = GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 1),
-                                        position: try row.decode(Int64.self, at: 2))
-            let count = try row.decode(Int64.self, at: 3)
-            let storedPrevious = try row.decode(Data?.self, at: 4)
-            let digest = try row.decode(Data.self, at: 5)
-            let (computed, computedCount) = try sealDigest(previous: previous, from: from, through: upTo, on: connection)
-            if storedPrevious != previous || computed != digest || computedCount != count {
+        for seal in try storedSeals(on: connection) {
+            let (computed, computedCount, positions) = try sealDigest(previous: previous, from: from, through: seal.upTo,
+                                                                      on: connection)
+            if seal.previousDigest != previous || computed != seal.digest || computedCount != seal.eventCount {
+                let range = positions.map { " (positions \($0.lowerBound)–\($0.upperBound) now)" } ?? ""
                 return VerificationProblem(
-                    kind: .sealMismatch, streamID: nil, eventID: nil, position: upTo.position, streamVersion: nil,
-                    sealNumber: number,
-                    message: "seal \(number) (through position \(upTo.position)) covers \(count) events but "
-                        + "\(computedCount) are there now, or their hashes differ: events before it were removed or reordered")
+                    kind: .sealMismatch, position: seal.upTo.position, sealNumber: seal.number, positions: positions,
+                    message: "seal \(seal.number) (through position \(seal.upTo.position)) covers \(seal.eventCount) events but "
+                        + "\(computedCount) are there now\(range), or their hashes or order differ: events it covers were "
+                        + "removed, changed or reordered")
             }
-            checked += 1
-            previous = digest
-            from = upTo
+            if let publicKey {
+                guard let signature = seal.signature, seal.signingKeyID == publicKey.keyID,
+                    publicKey.isValid(signature, for: seal)
+                else {
+                    let why = seal.signature == nil ? "is not signed"
+                        : seal.signingKeyID != publicKey.keyID ? "is signed by another key (\(seal.signingKeyID ?? "-"))"
+                        : "has a signature that does not verify"
+                    return VerificationProblem(
+                        kind: .sealSignature, position: seal.upTo.position, sealNumber: seal.number,
+                        message: "seal \(seal.number) (through position \(seal.upTo.position)) \(why) with key "
+                            + "\(publicKey.keyID): it was not made by the ledger's sealer, or was rewritten")
+                }
+                report.sealsSignatureChecked += 1
+            }
+            report.sealsChecked += 1
+            previous = seal.digest
+            from = seal.upTo
+        }
+        let tail = try connection.query("""
+            SELECT count(*), min(position), max(position) FROM events
+            WHERE (transaction_id, position) > (\(String(from.transactionID))::xid8, \(from.position))
+            """).single()
+        report.unsealedEvents = try tail.decode(Int.self, at: 0)
+        if report.unsealedEvents > 0 {
+            report.unsealedPositions = try tail.decode(Int64.self, at: 1)...tail.decode(Int64.self, at: 2)
         }
         return nil
     }
 
+    /// Whether the log still holds the checkpoint's seal as the auditor saw it (the seals after it
+    /// chain from its digest, and every seal was recomputed before this is asked).
+    static func verifyCheckpoint(_ checkpoint: SealCheckpoint, publicKey: SealPublicKey?, on connection: PostgresConnection)
+        throws -> VerificationProblem?
+    {
+        let seal = try checkpoint.seal()
+        if let publicKey, !(seal.signature.map { publicKey.isValid($0, for: seal) } ?? false) {
+            return VerificationProblem(
+                kind: .sealSignature, position: seal.upTo.position, sealNumber: seal.number,
+                message: "the checkpoint (seal \(seal.number)) carries no valid signature by key \(publicKey.keyID)")
+        }
+        let stored = try storedSeals(on: connection, number: seal.number).first
+        guard let stored, stored.digest == seal.digest, stored.upTo == seal.upTo, stored.eventCount == seal.eventCount,
+            stored.previousDigest == seal.previousDigest
+        else {
+            return VerificationProblem(
+                kind: .checkpointMismatch, position: seal.upTo.position, sealNumber: seal.number,
+                positions: 1...seal.upTo.position,
+                message: "the log does not extend the checkpoint: seal \(seal.number) (through position \(seal.upTo.position)) "
+                    + (stored == nil ? "is missing" : "differs from the one the checkpoint holds")
+                    + ", so events it covered were changed, removed or reordered since")
+        }
+        return nil
+    }
+
+    /// The seals in order (only seal `number` when given).
+    static func storedSeals(on connection: PostgresConnection, number: Int64? = nil) throws -> [Seal] {
+        let rows = try connection.query("""
+            SELECT seal_number, up_to_transaction::text, up_to_position, event_count, previous_digest, digest, signature,
+                   signing_key_id, sealed_at
+            FROM seals WHERE \(number == nil) OR seal_number = \(number ?? 0) ORDER BY seal_number
+            """)
+        return try rows.map { row in
+            Seal(number: try row.decode(Int64.self, at: 0),
+                 upTo: GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 1), position: try row.decode(Int64.self, at: 2)),
+                 eventCount: try row.decode(Int64.self, at: 3), previousDigest: try row.decode(Data?.self, at: 4),
+                 digest: try row.decode(Data.self, at: 5), signature: try row.decode(Data?.self, at: 6),
+                 signingKeyID: try row.decode(String?.self, at: 7), sealedAt: try row.decode(Date.self, at: 8))
+        }
+    }
+
     /// sha256(previous digest || the hashes of the events after `from` through `through`, in
-    /// global order), and how many events that is.
+    /// global order), how many events that is, and their lowest and highest positions.
     static func sealDigest(previous: Data?, from: GlobalCheckpoint, through: GlobalCheckpoint,
-                           on connection: PostgresConnection) throws -> (Data, Int64)
+                           on connection: PostgresConnection) throws -> (Data, Int64, ClosedRange<Int64>?)
     {
         var hasher = SHA256()
         if let previous { hasher.update(data: previous) }
         var count: Int64 = 0
         var cursor = from
+        var lowest = Int64.max, highest = Int64.min
         while true {
             var query = PostgresQuery(
                 sql: "SELECT transaction_id::text AS transaction_text, position, hash FROM events WHERE (transaction_id, position) > (")
@@ -177,69 +294,15 @@ extension EventStore {
             if rows.isEmpty { break }
             for row in rows {
                 hasher.update(data: try row.decode(Data.self, at: 2))
+                let position = try row.decode(Int64.self, at: 1)
+                lowest = min(lowest, position)
+                highest = max(highest, position)
                 count += 1
             }
             let last = rows[rows.count - 1]
             cursor = GlobalCheckpoint(transactionID: try last.decode(UInt64.self, at: 0),
                                       position: try last.decode(Int64.self, at: 1))
         }
-        return (Data(hasher.finalize()), count)
-    }
-
-    /// Seals until cancelled: every `interval`, whatever is readable and not sealed yet
-    /// (``seal()``), so that dropping whole events from the log's tail is detected without a
-    /// cron job. A seal that fails (the database away, say) is logged and tried again at the
-    /// next interval; several processes may run this at once (seals are made one at a time).
-    public func sealPeriodically(every interval: Duration) async {
-        while !Task.isCancelled {
-            do {
-                if let made = try await seal() {
-                    logger.debug("sealed", metadata: ["seal": "\(made.number)", "events": "\(made.eventCount)"])
-                }
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.error("sealing failed; trying again next interval", metadata: ["error": "\(error)"])
-            }
-            try? await Task.sleep(for: interval)
-        }
-    }
-
-    /// Seals every event readable now that no seal covers yet. Returns nil when there was none.
-    ///
-    /// Safe to run from several processes: seals are made one at a time under an advisory lock.
-    @discardableResult
-    public func seal() async throws -> Seal? {
-        try await pool.withConnection { connection in
-            try connection.transaction { connection in
-                try connection.execute("SELECT pg_advisory_xact_lock(\(Int64(0x5345_414C)))")
-                let last = try connection.query("""
-                    SELECT seal_number, up_to_transaction::text, up_to_position, digest FROM seals
-                    ORDER BY seal_number DESC LIMIT 1
-                    """).first
-                let number = try last?.decode(Int64.self, at: 0) ?? 0
-                let from = try last.map {
-                    GlobalCheckpoint(transactionID: try $0.decode(UInt64.self, at: 1),
-                                     position: try $0.decode(Int64.self, at: 2))
-                } ?? .start
-                let previous = try last?.decode(Data.self, at: 3)
-                // Fix the horizon first, so the digest and the boundary cover the same events.
-                let horizon = try connection.query("""
-                    SELECT transaction_id::text AS transaction_text, position FROM events
-                    WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-                    ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
-                    """).first
-                guard let horizon else { return nil }
-                let upTo = GlobalCheckpoint(transactionID: try horizon.decode(UInt64.self, at: 0),
-                                            position: try horizon.decode(Int64.self, at: 1))
-                guard upTo > from else { return nil }
-                let (digest, count) = try Self.sealDigest(previous: previous, from: from, through: upTo, on: connection)
-                try connection.execute("""
-                    INSERT INTO seals (seal_number, up_to_transaction, up_to_position, event_count, previous_digest, digest)
-                    VALUES (\(number + 1), \(String(upTo.transactionID))::xid8, \(upTo.position), \(count), \(previous), \(digest))
-                    """)
-                return Seal(number: number + 1, upTo: upTo, eventCount: count, digest: digest)
-            }
-        }
+        return (Data(hasher.finalize()), count, count > 0 ? lowest...highest : nil)
     }
 }

@@ -53,12 +53,14 @@ struct HorizonStalled: Error { var count: Int }
 
 /// Seals until the seals cover `count` events in all, waiting for the horizon between tries
 /// (it can stand still for a moment while other tests' transactions run). Returns the new seals.
-func sealCovering(_ store: EventStore, count: Int64, alreadySealed: Int64 = 0) async throws -> [Seal] {
+func sealCovering(_ store: EventStore, count: Int64, alreadySealed: Int64 = 0, signedBy key: SealSigningKey? = nil) async throws
+    -> [Seal]
+{
     var seals: [Seal] = []
     var covered = alreadySealed
     let deadline = ContinuousClock.now + .seconds(60)
     while covered < count, ContinuousClock.now < deadline {
-        if let seal = try await store.seal() {
+        if let seal = try await store.seal(signedBy: key) {
             seals.append(seal)
             covered += seal.eventCount
         } else {

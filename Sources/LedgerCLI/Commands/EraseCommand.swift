@@ -118,9 +118,27 @@ struct EraseCommand: AsyncParsableCommand {
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
-        abstract: "Master key housekeeping: generate a key, or re-wrap every data key with the current one.",
-        subcommands: [Generate.self, Rotate.self]
+        abstract: "Key housekeeping: generate a master key, re-wrap every data key, or make a seal signing key.",
+        subcommands: [Generate.self, Rotate.self, SealKey.self]
     )
+
+    /// `ledger keys seal-key`: prints a new seal signing key and its public key.
+    struct SealKey: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "seal-key",
+            abstract: "Print a new Ed25519 seal signing key (for LEDGER_SEAL_SIGNING_KEY) and its public key.",
+            discussion: helpText("""
+                Keep the signing key outside the database, in the sealing processes' secrets; give
+                the public key to auditors (`ledger verify --public-key`). Output: two lines,
+                `LEDGER_SEAL_SIGNING_KEY=<base64>` and `LEDGER_SEAL_PUBLIC_KEY=<base64>`.
+                """))
+
+        func run() {
+            let key = SealSigningKey.generate()
+            print("LEDGER_SEAL_SIGNING_KEY=\(key.base64)")
+            print("LEDGER_SEAL_PUBLIC_KEY=\(key.publicKey.base64)")
+        }
+    }
 
     /// `ledger keys generate`: prints a new master key (base64 of 32 random bytes).
     struct Generate: ParsableCommand {

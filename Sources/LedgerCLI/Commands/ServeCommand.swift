@@ -52,6 +52,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Run the projection runner in this process.")
     var projections = true
 
+    @Option(help: ArgumentHelp("Seconds between seals of the global order, signed with LEDGER_SEAL_SIGNING_KEY when set (0: none from this process).",
+                               valueName: "seconds"))
+    var sealEvery = 60
+
     @Flag(help: "Read an API key from stdin, print its SHA-256 digest for the key configuration, and exit.")
     var hashKey = false
 
@@ -60,6 +64,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxBodyBytes >= 1024 else { throw ValidationError("--max-body-bytes must be at least 1024") }
         guard maxEventsPerBatch >= 1 else { throw ValidationError("--max-events-per-batch must be 1 or more") }
         guard connections >= 2 else { throw ValidationError("--connections must be 2 or more") }
+        guard sealEvery >= 0 else { throw ValidationError("--seal-every must be 0 (off) or more seconds") }
     }
 
     func run() async throws {
@@ -82,6 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
             } catch {
                 throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
             }
+            let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: connections, logger: logger)
             defer { pool.close() }
@@ -96,11 +102,15 @@ struct ServeCommand: AsyncParsableCommand {
                 ? ProjectionRunner(store: ledger.store, projections: AllProjections.list, logger: logger) : nil
             let host = host
             let apps = keys.apps.count
+            let sealEvery = sealEvery
             try await withThrowingTaskGroup(of: Void.self) { group in
                 if let runner {
                     group.addTask {
                         do { try await runner.run() } catch is CancellationError {}
                     }
+                }
+                if sealEvery > 0 {
+                    group.addTask { await ledger.store.sealPeriodically(every: .seconds(sealEvery), signedBy: sealKey) }
                 }
                 group.addTask {
                     try await server.run { port in

@@ -35,7 +35,7 @@ struct WorkerCommand: AsyncParsableCommand {
             Examples:
               ledger worker
               ledger worker --slots 32 --lease 120
-              ledger worker --seal-every 600 # seal the global order every 10 minutes (default: hourly)
+              ledger worker --seal-every 600 # seal the global order every 10 minutes (default: every minute)
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
             """)
@@ -69,9 +69,9 @@ struct WorkerCommand: AsyncParsableCommand {
     var rebuildQueue = false
 
     @Option(help: ArgumentHelp("Seconds between seals of the global order (0: none from this worker).",
-                               discussion: "Each seal commits to every event readable and not sealed yet; any number of workers may seal (one seal at a time). `ledger seal` does the same once.",
+                               discussion: "Each seal commits to every event readable and not sealed yet, signed with LEDGER_SEAL_SIGNING_KEY when set; any number of processes may seal (one seal at a time). `ledger seal` does the same once.",
                                valueName: "seconds"))
-    var sealEvery = 3600
+    var sealEvery = 60
 
     func validate() throws {
         guard slots >= 1 else { throw ValidationError("--slots must be 1 or more") }
@@ -98,6 +98,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
             }
             let settings = try loadAttributionSettings()
+            let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
             // The send worker's own pool, whose sessions plan generically (SendWorker.sessionSettings),
             // and another for the rest (the decider's projection reads, the queue rebuild), which
@@ -138,7 +139,9 @@ struct WorkerCommand: AsyncParsableCommand {
                         try await withThrowingTaskGroup(of: Void.self) { group in
                             group.addTask { try await worker.run() }
                             if decide { group.addTask { try await decider.run() } }
-                            if sealEvery > 0 { group.addTask { await otherStore.sealPeriodically(every: .seconds(sealEvery)) } }
+                            if sealEvery > 0 {
+                                group.addTask { await otherStore.sealPeriodically(every: .seconds(sealEvery), signedBy: sealKey) }
+                            }
                             try await group.waitForAll()
                         }
                     }

@@ -1,0 +1,152 @@
+import Foundation
+import LedgerPostgres
+import LedgerStore
+import LedgerTestSupport
+import Testing
+
+/// Tampering directly in PostgreSQL, as the database owner with the immutability triggers
+/// disabled and as the application role, and what `verify` makes of it.
+@Suite("Tamper evidence")
+struct TamperTests {
+    /// Recomputes, as someone holding the database but not the signing key would, every hash of
+    /// `stream` from `version` on and then every seal's digest in place.
+    static func rewriteInPlace(stream: String, from version: Int64, on admin: PostgresConnection) throws {
+        let last = try admin.query("SELECT max(stream_version) FROM events WHERE stream_id = \(stream)").single().decode(Int64.self, at: 0)
+        for current in version...last {
+            try admin.execute("""
+                UPDATE events e SET hash = ledger_event_hash(
+                    (SELECT p.hash FROM events p WHERE p.stream_id = e.stream_id AND p.stream_version = e.stream_version - 1),
+                    e.stream_id, e.stream_version, e.event_id, e.event_type, e.schema_version, e.data, e.metadata,
+                    e.occurred_at, e.recorded_at)
+                WHERE e.stream_id = \(stream) AND e.stream_version = \(current)
+                """)
+        }
+        let seals = try admin.query("SELECT seal_number, up_to_transaction::text, up_to_position FROM seals ORDER BY seal_number")
+        var previous: Data?
+        var from = ("0", Int64(0))
+        for seal in seals {
+            let number = try seal.decode(Int64.self, at: 0)
+            let upTo = (try seal.decode(String.self, at: 1), try seal.decode(Int64.self, at: 2))
+            let digest = try admin.query("""
+                SELECT sha256(coalesce(\(previous), ''::bytea) || coalesce((
+                    SELECT string_agg(hash, ''::bytea ORDER BY transaction_id, position) FROM events
+                    WHERE (transaction_id, position) > (\(from.0)::xid8, \(from.1))
+                      AND (transaction_id, position) <= (\(upTo.0)::xid8, \(upTo.1))), ''::bytea))
+                """).single().decode(Data.self, at: 0)
+            try admin.execute("UPDATE seals SET previous_digest = \(previous), digest = \(digest) WHERE seal_number = \(number)")
+            previous = digest
+            from = upTo
+        }
+    }
+
+    @Test("a sealed event edited, its stream re-hashed and its seals recomputed in place: only the signature and the checkpoint catch it")
+    func rewriteWithRecomputedSeals() async throws {
+        try await withStore { store, database throws in
+            let key = SealSigningKey.generate()
+            for n in 0..<20 { try await store.append([sampleEvent(n)], to: "device-app1/t\(n % 2)") }
+            let seals = try await sealCovering(store, count: 20, signedBy: key)
+            let latest = try #require(try await store.latestSeal())
+            #expect(latest.signingKeyID == key.publicKey.keyID)
+            // The checkpoint an auditor keeps, through its JSON form.
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let checkpoint = try decoder.decode(
+                SealCheckpoint.self, from: try encoder.encode(SealCheckpoint(seal: latest, publicKey: key.publicKey)))
+            #expect(try checkpoint.seal().digest == latest.digest)
+            for n in 20..<25 { try await store.append([sampleEvent(n)], to: "device-app1/t\(n % 2)") }
+            let later = try await sealCovering(store, count: 25, alreadySealed: 20, signedBy: key)
+
+            let clean = try await store.verify(publicKey: key.publicKey, checkpoint: checkpoint)
+            #expect(clean.isIntact, "\(clean.problem?.message ?? "")")
+            #expect(clean.sealsSignatureChecked == seals.count + later.count)
+            #expect(clean.checkpointSeal == latest.number)
+
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable; ALTER TABLE seals DISABLE TRIGGER seals_immutable")
+            try admin.execute("UPDATE events SET data = '{\"n\": 999}' WHERE stream_id = 'device-app1/t0' AND stream_version = 3")
+            try Self.rewriteInPlace(stream: "device-app1/t0", from: 3, on: admin)
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable; ALTER TABLE seals ENABLE TRIGGER seals_immutable")
+
+            // Chains and digests are consistent again: without the public key nothing can tell.
+            let unkeyed = try await store.verify()
+            #expect(unkeyed.isIntact)
+            let signed = try await store.verify(publicKey: key.publicKey)
+            #expect(signed.problem?.kind == .sealSignature)
+            #expect(seals.map(\.number).contains(signed.problem?.sealNumber ?? -1))
+            let checked = try await store.verify(checkpoint: checkpoint)
+            #expect(checked.problem?.kind == .checkpointMismatch)
+            #expect(checked.problem?.sealNumber == latest.number)
+        }
+    }
+
+    @Test("a seal signed by another key, or unsigned, fails verification with the ledger's public key")
+    func foreignAndUnsignedSeals() async throws {
+        try await withStore { store, _ throws in
+            let key = SealSigningKey.generate()
+            try await store.append([sampleEvent(1)], to: "device-app1/k")
+            _ = try await sealCovering(store, count: 1, signedBy: SealSigningKey.generate())
+            var report = try await store.verify(publicKey: key.publicKey)
+            #expect(report.problem?.kind == .sealSignature)
+            #expect(report.problem?.message.contains("another key") == true)
+            try await store.append([sampleEvent(2)], to: "device-app1/k2")
+            _ = try await sealCovering(store, count: 2, alreadySealed: 1)
+            report = try await store.verify(publicKey: SealSigningKey.generate().publicKey)
+            #expect(report.problem?.kind == .sealSignature)
+        }
+    }
+
+    @Test("as the application role: an event inserted back-dated with a valid hash is named by verify")
+    func backDatedInsert() async throws {
+        try await withStore { store, database throws in
+            for n in 0..<3 { try await store.append([sampleEvent(n)], to: "device-app1/late") }
+            let app = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try app.run(script: "SET ROLE ledger_app")
+            let forged = UUID()
+            try app.execute("""
+                INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
+                                    recorded_at, hash)
+                SELECT 'device-app1/late', 4, \(forged), 'SessionStarted', 1, '{"n": 4}', '{}', '2020-01-01T00:00:00Z',
+                       '2020-01-01T00:00:00Z',
+                       ledger_event_hash(hash, 'device-app1/late', 4, \(forged), 'SessionStarted', 1, '{"n": 4}', '{}',
+                                         '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')
+                FROM events WHERE stream_id = 'device-app1/late' AND stream_version = 3
+                """)
+            let report = try await store.verify()
+            #expect(report.problem?.kind == .timeOrder)
+            #expect(report.problem?.eventID == forged)
+            #expect(report.problem?.streamVersion == 4)
+        }
+    }
+
+    @Test("the last event of a sealed stream removed: the seal is named with the positions it covers")
+    func removedSealedTail() async throws {
+        try await withStore { store, database throws in
+            for n in 0..<6 { try await store.append([sampleEvent(n)], to: "device-app1/tail\(n % 2)") }
+            _ = try await sealCovering(store, count: 6)
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
+            try admin.execute("DELETE FROM events WHERE stream_id = 'device-app1/tail1' AND stream_version = 3")
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
+            let report = try await store.verify()
+            #expect(report.problem?.kind == .sealMismatch)
+            #expect(report.problem?.positions != nil)
+            #expect(report.problem?.message.contains("covers 6 events but 5 are there now") == true)
+        }
+    }
+
+    @Test("events after the last seal are reported as unsealed, with their positions")
+    func unsealedReported() async throws {
+        try await withStore { store, _ throws in
+            for n in 0..<4 { try await store.append([sampleEvent(n)], to: "device-app1/u") }
+            _ = try await sealCovering(store, count: 4)
+            var positions: [Int64] = []
+            for n in 4..<7 { positions.append(try await store.append([sampleEvent(n)], to: "device-app1/u").events[0].position) }
+            let report = try await store.verify()
+            #expect(report.isIntact)
+            #expect(report.unsealedEvents == 3)
+            #expect(report.unsealedPositions == positions.min()!...positions.max()!)
+        }
+    }
+}

@@ -1,0 +1,15 @@
+-- 0015_signed_seals.sql — seals may carry a signature made outside the database.
+--
+-- signature       Ed25519 over the seal's fields (number, last transaction id and position, event
+--                 count, previous digest, digest; see SealSigning.swift), by a key the database
+--                 never holds: a rewrite of the log with recomputed digests cannot be signed.
+-- signing_key_id  the first 16 hex digits of the SHA-256 of the signing public key.
+-- Seals made before this migration, or by a process without a key, have neither.
+
+ALTER TABLE seals
+    ADD COLUMN signature bytea,
+    ADD COLUMN signing_key_id text,
+    ADD CONSTRAINT seals_signature_length CHECK (signature IS NULL OR length(signature) = 64),
+    ADD CONSTRAINT seals_signed_with_key CHECK ((signature IS NULL) = (signing_key_id IS NULL));
+
+COMMENT ON COLUMN seals.signature IS 'Ed25519 signature of the seal by the sealer''s key (not stored here); NULL when unsigned.';
