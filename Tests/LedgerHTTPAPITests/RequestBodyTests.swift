@@ -65,9 +65,16 @@ import Testing
             #expect(erase.status == 400)
             #expect(try apiError(erase.body)["field"] as? String == "requested_by")
             #expect(try apiError(erase.body)["rule"] as? String == "no_duplicate_keys")
-            // Malformed JSON is still malformed_json / json_syntax.
+            // Malformed JSON is still malformed_json / json_syntax, and so is nesting past 512 levels;
+            // 500 levels are read (and the event refused by its rules).
             let broken = try await api.send(.POST, path, json: #"{"events": [}"#)
             #expect(try apiError(broken.body)["rule"] as? String == "json_syntax")
+            let tooDeep = try await api.send(.POST, path, json: String(repeating: "[", count: 600) + String(repeating: "]", count: 600))
+            #expect(try apiError(tooDeep.body)["rule"] as? String == "json_syntax")
+            let nested = String(repeating: "[", count: 496) + String(repeating: "]", count: 496)
+            let deep = try await api.send(.POST, path, json: batch(event.replacingOccurrences(of: #""4.0""#, with: nested)))
+            #expect(deep.status == 400)
+            #expect(try apiError(deep.body)["code"] as? String == "invalid_event")
         }
     }
 }
