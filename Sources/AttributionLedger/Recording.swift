@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAttribution
 import LedgerDomain
+import LedgerPostgres
 import Logging
 
 /// Envelope facts a caller may add to a recording: who records it and which flow it belongs to.
@@ -173,8 +174,11 @@ extension AttributionLedger {
                 metrics.refused(type: type, rule: refusal.rule)
             } else {
                 metrics.failed(type: type)
-                logger.error("recording failed", metadata: ["ledger.event_type": "\(type)", "ledger.app": "\(prepared.device.app)",
-                                                            "error": "\(String(describing: error))"])
+                // By type and SQLSTATE only: an error's text may quote the stream id or row values.
+                var metadata: Logger.Metadata = ["ledger.event_type": "\(type)", "ledger.app": "\(prepared.device.app)",
+                                                 "error.type": "\(String(reflecting: Swift.type(of: error)))"]
+                if let error = error as? PostgresError, let sqlState = error.sqlState { metadata["db.sqlstate"] = "\(sqlState)" }
+                logger.error("recording failed", metadata: metadata)
             }
             throw mapped
         }

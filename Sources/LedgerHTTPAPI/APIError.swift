@@ -17,12 +17,13 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
     /// The HTTP status.
     public var status: HTTPResponse.Status
     /// A stable code: `malformed_json`, `invalid_request`, `invalid_event`, `id_conflict`,
-    /// `unauthenticated`, `forbidden`, `not_found`, `method_not_allowed`, `payload_too_large`,
-    /// `not_ready`, `internal`.
+    /// `unauthenticated`, `forbidden`, `not_found`, `method_not_allowed`, `request_timeout`,
+    /// `payload_too_large`, `unsupported_media_type`, `rate_limited`, `not_ready`, `internal`.
     public var code: String
-    /// The offending field's path (`events[0].data.device.idfa`, `as_of`, `device_id`), if one.
+    /// The offending field's path (`events[0].data.device.idfa`, `as_of`, `device_id`,
+    /// `Content-Type`), if one.
     public var field: String?
-    /// The rule broken (`uuid`, `required`, `json_syntax`, `max_4194304_bytes`, …).
+    /// The rule broken (`uuid`, `required`, `json_syntax`, `no_duplicate_keys`, `max_4194304_bytes`, …).
     public var rule: String
     /// A sentence for a person.
     public var message: String
@@ -30,7 +31,7 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable {
     public var index: Int?
     /// The offending event's type.
     public var eventType: String?
-    /// Extra response headers (`WWW-Authenticate`, `Allow`).
+    /// Extra response headers (`WWW-Authenticate`, `Allow`, `Retry-After`, `Connection`).
     var headers: HTTPFields = [:]
 
     /// Creates an error.

@@ -20,14 +20,21 @@ public struct APIKeys: Sendable {
     let entries: [(app: AppID, digest: [UInt8])]
 
     /// Keys from digests by app.
-    /// - Throws: ``APIKeysError`` for an invalid app id or a digest that is not 64 hex digits.
+    /// - Throws: ``APIKeysError`` for an invalid app id, a digest that is not 64 hex digits, or a
+    ///   digest given to two apps (a key must belong to one app).
     public init(digests: [String: [String]]) throws(APIKeysError) {
         var entries: [(app: AppID, digest: [UInt8])] = []
+        var owners: [[UInt8]: String] = [:]
         for (app, hexes) in digests.sorted(by: { $0.key < $1.key }) {
             let appID: AppID
             do { appID = try AppID(app) } catch { throw .invalidApp(app, rule: error.rule) }
             for hex in hexes {
                 guard let digest = Self.bytes(hex: hex) else { throw .invalidDigest(app: app) }
+                if let owner = owners[digest] {
+                    if owner == app { continue }
+                    throw .digestOfTwoApps(owner, app)
+                }
+                owners[digest] = app
                 entries.append((appID, digest))
             }
         }
@@ -122,6 +129,8 @@ public enum APIKeysError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidApp(String, rule: String)
     /// A digest of this app is not 64 hex digits (or not a string).
     case invalidDigest(app: String)
+    /// One digest is given to both apps (named in order); the digest itself is not kept.
+    case digestOfTwoApps(String, String)
 
     /// One line for an operator.
     public var description: String {
@@ -136,6 +145,8 @@ public enum APIKeysError: Error, Sendable, Hashable, CustomStringConvertible {
             "the API key configuration names an invalid app id '\(app)' [\(rule)]"
         case .invalidDigest(let app):
             "the API key digest of app '\(app)' must be 64 hex digits (the SHA-256 of the key)"
+        case .digestOfTwoApps(let first, let second):
+            "apps '\(first)' and '\(second)' have the same API key digest: a key must belong to one app; give each app a key of its own"
         }
     }
 }

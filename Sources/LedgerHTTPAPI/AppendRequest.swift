@@ -24,17 +24,10 @@ struct AppendRequest {
         "unknown_type": "type", "device_fact": "type", "unknown_schema_version": "schema_version", "timestamp_range": "occurred_at",
     ]
 
-    /// Parses `body` and prepares every event for `app`.
+    /// Parses `body` (``JSONBody/parse(_:)``: strict, no key twice) and prepares every event for `app`.
     /// - Throws: ``APIError`` (400) naming the first offending field.
     static func prepare(_ body: Data, app: AppID, ledger: AttributionLedger, maxEvents: Int) throws(APIError) -> [PreparedFact] {
-        let root: JSONValue
-        do {
-            root = try JSONDecoder().decode(JSONValue.self, from: body)
-        } catch {
-            throw APIError(.badRequest, code: "malformed_json", field: "body", rule: "json_syntax",
-                           message: "The body is not valid JSON (UTF-8, at most 512 levels deep).")
-        }
-        guard case .object(let object) = root else {
+        guard case .object(let object) = try JSONBody.parse(body) else {
             throw APIError.invalidRequest(field: "body", rule: "json_object", message: "The body must be a JSON object.")
         }
         if let unknown = object.keys.sorted().first(where: { $0 != "events" }) {

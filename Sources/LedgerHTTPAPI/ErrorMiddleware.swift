@@ -2,13 +2,16 @@ import AttributionLedger
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LedgerPostgres
 import Logging
 import Metrics
 import NIOCore
 
 /// Turns every failure into a JSON error body: ``APIError``s as they are, Hummingbird's 404 into
 /// `not_found` (or `method_not_allowed` with `Allow` when the path exists under another method),
-/// an oversize body into 413, anything else into a 500 whose details go to the log only.
+/// an oversize body into 413, a body that outlasted the request timeout into 408, anything else
+/// into a 500 logged by type and SQLSTATE only (a database error's message, DETAIL and statement
+/// may quote row values, so none of them is logged).
 struct ErrorMiddleware: RouterMiddleware {
     typealias Context = BasicRequestContext
     let logger: Logger
@@ -38,11 +41,13 @@ struct ErrorMiddleware: RouterMiddleware {
             let refusal = APIError.fromLedger(error, index: error.index, fieldPrefix: nil)
             Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code), ("rule", refusal.rule)]).increment()
             throw refusal
+        } catch let error as RequestTimeoutError {
+            throw APIError.requestTimeout(error.timeout)
         } catch {
-            logger.error("request failed", metadata: [
-                "http.method": "\(request.method)", "http.route": "\(context.endpointPath ?? "unknown")",
-                "error": "\(String(reflecting: error))",
-            ])
+            var metadata = Self.loggable(error)
+            metadata["http.method"] = "\(request.method)"
+            metadata["http.route"] = "\(context.endpointPath ?? "unknown")"
+            logger.error("request failed", metadata: metadata)
             Counter(label: "ledger_http_internal_errors_total").increment()
             throw APIError(.internalServerError, code: "internal", rule: "internal_error",
                            message: "The ledger failed to answer; the error is logged. Retrying with the same ids is safe.")
@@ -50,7 +55,31 @@ struct ErrorMiddleware: RouterMiddleware {
     }
 }
 
+extension ErrorMiddleware {
+    /// What may be logged of an internal error: its type, and for a database error its code and
+    /// SQLSTATE.
+    static func loggable(_ error: any Error) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["error.type": "\(String(reflecting: type(of: error)))"]
+        if let error = error as? PostgresError {
+            metadata["db.code"] = "\(error.code)"
+            if let sqlState = error.sqlState { metadata["db.sqlstate"] = "\(sqlState)" }
+        }
+        return metadata
+    }
+}
+
 extension APIError {
+    /// 408 for a request whose body did not arrive within the request timeout; the connection
+    /// closes after it.
+    static func requestTimeout(_ timeout: TimeAmount) -> APIError {
+        let milliseconds = timeout.nanoseconds / 1_000_000
+        let limit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+        var refusal = APIError(.requestTimeout, code: "request_timeout", field: "body", rule: "request_timeout",
+                               message: "The request did not arrive within \(limit) of its first byte; the connection is closed.")
+        refusal.headers[.connection] = "close"
+        return refusal
+    }
+
     /// 413 for a body over the limit.
     static func payloadTooLarge(limit: Int?) -> APIError {
         APIError(.contentTooLarge, code: "payload_too_large", field: "body", rule: limit.map { "max_\($0)_bytes" } ?? "max_body_bytes",

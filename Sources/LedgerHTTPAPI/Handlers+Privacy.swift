@@ -12,8 +12,10 @@ extension Handlers {
         router.post("/v1/apps/{app}/skan/postbacks") { request, context in try await postback(request, context) }
     }
 
-    /// The body, refused with 413 past the limit (by `Content-Length` or while reading).
+    /// The body, refused with 415 unless it is JSON and with 413 past the limit (by
+    /// `Content-Length` or while reading).
     func body(of request: Request) async throws -> Data {
+        try JSONBody.requireJSON(request)
         let limit = configuration.maxBodyBytes
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
             throw APIError.payloadTooLarge(limit: limit)
@@ -30,20 +32,20 @@ extension Handlers {
     func erase(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let (device, _) = try readTarget(request, context)
         let data = try await body(of: request)
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        guard case .object(let object) = try JSONBody.parse(data) else {
             throw APIError(.badRequest, code: "malformed_json", field: "body", rule: "json_object",
                            message: "The body must be a JSON object with 'requested_by'.")
         }
         if let unknown = object.keys.sorted().first(where: { !["requested_by", "requested_at"].contains($0) }) {
             throw APIError.invalidRequest(field: unknown, rule: "unknown_field", message: "The body has 'requested_by' and 'requested_at' only.")
         }
-        guard let requestedBy = object["requested_by"] as? String else {
+        guard case .string(let requestedBy)? = object["requested_by"] else {
             throw APIError.invalidRequest(field: "requested_by", rule: "required",
                                           message: "'requested_by' names who asked: a role or system, never a person.")
         }
         var requestedAt = Date()
         if let value = object["requested_at"] {
-            guard let text = value as? String, let date = LedgerTimestamp.parse(text) else {
+            guard case .string(let text) = value, let date = LedgerTimestamp.parse(text) else {
                 throw APIError.invalidRequest(field: "requested_at", rule: "iso8601_timestamp",
                                               message: "'requested_at' is an ISO 8601 timestamp.")
             }

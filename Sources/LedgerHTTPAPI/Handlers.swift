@@ -14,6 +14,8 @@ struct Handlers: Sendable {
     let keys: APIKeys
     let configuration: LedgerHTTPConfiguration
     let metrics: PrometheusCollectorRegistry?
+    /// Each app's token bucket; nil when requests are not limited.
+    let limiter: AppRateLimiter?
     let logger: Logger
 
     func register(on router: Router<BasicRequestContext>) {
@@ -39,8 +41,10 @@ struct Handlers: Sendable {
 
     // MARK: Authentication
 
-    /// The app of the bearer key, which must be the path's app.
-    /// - Throws: 401 without a known key, 403 with a key of another app.
+    /// The app of the bearer key, which must be the path's app; the request counts against that
+    /// app's rate limit.
+    /// - Throws: 401 without a known key, 429 over the key's app's rate limit, 403 with a key of
+    ///   another app.
     func authorize(_ request: Request, _ context: BasicRequestContext) throws(APIError) -> AppID {
         var unauthenticated = APIError(.unauthorized, code: "unauthenticated", field: "Authorization", rule: "bearer_api_key",
                                        message: "Send 'Authorization: Bearer <API key>' with a key of this app.")
@@ -54,6 +58,7 @@ struct Handlers: Sendable {
             unauthenticated.message = "The API key is not one the ledger knows."
             throw unauthenticated
         }
+        try limiter?.admit(app)
         guard app.rawValue == context.parameters.get("app").map(Self.decoded) else {
             throw APIError(.forbidden, code: "forbidden", field: "app", rule: "key_of_this_app",
                            message: "This API key belongs to another app; it can neither read nor write this one.")

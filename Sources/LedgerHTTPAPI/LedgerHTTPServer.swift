@@ -1,30 +1,11 @@
 import AttributionLedger
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
 import Prometheus
-
-/// Limits and address of the HTTP API.
-public struct LedgerHTTPConfiguration: Sendable, Hashable {
-    /// The address to bind (`127.0.0.1` by default; `0.0.0.0` to listen on every interface).
-    public var host: String
-    /// The port (0: any free port, reported through `onServerRunning`).
-    public var port: Int
-    /// The largest request body accepted, in bytes; larger bodies are refused with 413.
-    public var maxBodyBytes: Int
-    /// The most events one append request may carry.
-    public var maxEventsPerBatch: Int
-
-    /// Creates a configuration: 127.0.0.1:8080, 4 MiB bodies, 1,000 events per batch.
-    public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 4 * 1_048_576, maxEventsPerBatch: Int = 1000) {
-        self.host = host
-        self.port = port
-        self.maxBodyBytes = maxBodyBytes
-        self.maxEventsPerBatch = maxEventsPerBatch
-    }
-}
 
 /// The ledger's HTTP API (Hummingbird 2) over the Swift facade, for services not written in
 /// Swift. Routes, bodies and errors are described in `docs/openapi.yaml` and `docs/http-api.md`.
@@ -34,7 +15,9 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
 ///   `as_of_position`);
 /// - `GET /health`, `GET /ready`, `GET /metrics` (Prometheus text).
 ///
-/// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app.
+/// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app, and
+/// counts against that app's rate limit; POST bodies are JSON only. Connections are closed when a
+/// request's head, a whole request or the wait for the next request outlasts its timeout.
 public struct LedgerHTTPServer: Sendable {
     /// The facade requests go to.
     public let ledger: AttributionLedger
@@ -44,6 +27,7 @@ public struct LedgerHTTPServer: Sendable {
     public let configuration: LedgerHTTPConfiguration
     /// The registry `GET /metrics` renders (nil: the route answers 404).
     public let metrics: PrometheusCollectorRegistry?
+    let limiter: AppRateLimiter?
     let logger: Logger
 
     /// A server for `ledger`.
@@ -59,6 +43,7 @@ public struct LedgerHTTPServer: Sendable {
         self.keys = keys
         self.configuration = configuration
         self.metrics = metrics
+        self.limiter = configuration.effectiveRateLimit.map(AppRateLimiter.init(limit:))
         self.logger = logger
     }
 
@@ -67,16 +52,24 @@ public struct LedgerHTTPServer: Sendable {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: ErrorMiddleware(logger: logger))
         router.add(middleware: MetricsMiddleware())
-        let handlers = Handlers(ledger: ledger, keys: keys, configuration: configuration, metrics: metrics, logger: logger)
+        let handlers = Handlers(ledger: ledger, keys: keys, configuration: configuration, metrics: metrics, limiter: limiter,
+                                logger: logger)
         handlers.register(on: router)
         return router
     }
 
-    /// The Hummingbird application, not yet running.
+    /// The Hummingbird application, not yet running: HTTP/1 with the configuration's timeouts.
     /// - Parameter onServerRunning: called with the bound port once the server listens.
-    public func makeApplication(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(
+    /// - Throws: ``LedgerHTTPConfigurationError`` when ``LedgerHTTPConfiguration/validate()`` refuses
+    ///   the configuration (a non-loopback host without `insecureListen`, say).
+    public func makeApplication(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws(LedgerHTTPConfigurationError)
+        -> some ApplicationProtocol
+    {
+        try configuration.validate()
+        let timeouts = ConnectionDeadlines.Timeouts(configuration)
+        return Application(
             router: makeRouter(),
+            server: HTTPServerBuilder { responder in TimedHTTP1Channel(base: HTTP1Channel(responder: responder), timeouts: timeouts) },
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "ledger"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? 0) },
@@ -85,6 +78,7 @@ public struct LedgerHTTPServer: Sendable {
 
     /// Runs until the task is cancelled (tests, or a caller that handles signals itself).
     /// - Parameter onServerRunning: called with the bound port once the server listens.
+    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
     public func runUntilCancelled(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(onServerRunning: onServerRunning).run()
     }
@@ -92,6 +86,7 @@ public struct LedgerHTTPServer: Sendable {
     /// Runs until SIGTERM or SIGINT, then stops accepting connections and lets requests in flight
     /// finish (graceful shutdown).
     /// - Parameter onServerRunning: called with the bound port once the server listens.
+    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
     public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(onServerRunning: onServerRunning).runService()
     }

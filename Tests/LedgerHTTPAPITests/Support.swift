@@ -5,6 +5,7 @@ import LedgerDomain
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerTestSupport
+import Logging
 import NIOCore
 import NIOHTTP1
 import Prometheus
@@ -19,25 +20,38 @@ let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 /// A running HTTP API on 127.0.0.1 (a port the kernel chose) over a fresh database.
 struct RunningAPI: Sendable {
     let baseURL: String
+    /// The port the server listens on (for raw connections).
+    let port: Int
     let pool: PostgresPool
     /// The registry `GET /metrics` renders: the test's own (swift-metrics allows one bootstrap per
     /// process, and the worker's metrics tests own it), so a test registers what it checks.
     let metrics: PrometheusCollectorRegistry
 
     /// Sends a request and returns the status and the body.
-    func send(_ method: HTTPMethod, _ path: String, key: String? = keyA, body: HTTPClientRequest.Body? = nil,
-              headers: [(String, String)] = []) async throws -> (status: Int, body: Data) {
+    /// Sends a request (a body with `Content-Type: contentType`, unless nil) and returns the
+    /// status, the body and the response headers.
+    func exchange(_ method: HTTPMethod, _ path: String, key: String? = keyA, body: HTTPClientRequest.Body? = nil,
+                  contentType: String? = "application/json", headers: [(String, String)] = []) async throws
+        -> (status: Int, body: Data, headers: HTTPHeaders)
+    {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
         if let key { request.headers.add(name: "Authorization", value: "Bearer \(key)") }
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            if let contentType { request.headers.add(name: "Content-Type", value: contentType) }
             request.body = body
         }
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let bytes = try await response.body.collect(upTo: 64 * 1_048_576)
-        return (Int(response.status.code), Data(bytes.readableBytesView))
+        return (Int(response.status.code), Data(bytes.readableBytesView), response.headers)
+    }
+
+    /// Sends a request and returns the status and the body.
+    func send(_ method: HTTPMethod, _ path: String, key: String? = keyA, body: HTTPClientRequest.Body? = nil,
+              headers: [(String, String)] = []) async throws -> (status: Int, body: Data) {
+        let answer = try await exchange(method, path, key: key, body: body, headers: headers)
+        return (answer.status, answer.body)
     }
 
     /// `send` with a JSON text body.
@@ -52,23 +66,25 @@ struct RunningAPI: Sendable {
 }
 
 /// Runs `body` against a server on a fresh database, keys for `appA` and `appB`, bodies up to
-/// `maxBodyBytes`; stops the server afterwards.
-func withAPI<T: Sendable>(maxBodyBytes: Int = 256 * 1024, _ body: (RunningAPI) async throws -> T) async throws -> T {
+/// `maxBodyBytes`, the configuration `configure` makes of that; the facade and the server log to
+/// `logger`. Stops the server afterwards.
+func withAPI<T: Sendable>(maxBodyBytes: Int = 256 * 1024, configure: (inout LedgerHTTPConfiguration) -> Void = { _ in },
+                          logger: Logger = TestDatabase.quietLogger, _ body: (RunningAPI) async throws -> T) async throws -> T {
     try await TestDatabase.with { database throws in
         let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
         defer { pool.close() }
-        let ledger = AttributionLedger(pool: pool, logger: TestDatabase.quietLogger)
+        let ledger = AttributionLedger(pool: pool, logger: logger)
         let keys = try APIKeys(digests: [appA: [APIKeys.digest(of: keyA)], appB: [APIKeys.digest(of: keyB)]])
         let registry = PrometheusCollectorRegistry()
-        let server = LedgerHTTPServer(
-            ledger: ledger, keys: keys, configuration: LedgerHTTPConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes),
-            metrics: registry, logger: TestDatabase.quietLogger)
+        var configuration = LedgerHTTPConfiguration(host: "127.0.0.1", port: 0, maxBodyBytes: maxBodyBytes)
+        configure(&configuration)
+        let server = LedgerHTTPServer(ledger: ledger, keys: keys, configuration: configuration, metrics: registry, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let running = Task { try await server.runUntilCancelled { port in continuation.yield(port) } }
         defer { running.cancel() }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
-        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", pool: pool, metrics: registry))
+        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", port: port, pool: pool, metrics: registry))
     }
 }
 

@@ -36,7 +36,7 @@ func withTenantAPI<T: Sendable>(_ body: (RunningAPI, AttributionLedger) async th
         defer { running.cancel() }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
-        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", pool: pool, metrics: registry), ledger)
+        return try await body(RunningAPI(baseURL: "http://127.0.0.1:\(port)", port: port, pool: pool, metrics: registry), ledger)
     }
 }
 

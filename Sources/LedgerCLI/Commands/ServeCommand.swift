@@ -20,19 +20,33 @@ struct ServeCommand: AsyncParsableCommand {
             SIGTERM or SIGINT stops accepting connections and lets requests in flight finish.
             The API is described in docs/openapi.yaml and docs/http-api.md.
 
-            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable.
+            The API speaks plain HTTP (no TLS), so it listens on a loopback address only
+            (127.0.0.0/8, ::1, localhost) unless --insecure-listen: use that only behind a
+            TLS-terminating proxy. Connections are closed when a request's head takes longer than
+            --header-timeout, a whole request longer than --request-timeout (answered 408), or the
+            wait for the next request longer than --idle-timeout. Each app's requests are limited
+            by a token bucket (--rate-limit per second, bursts of --rate-burst; 429 with Retry-After
+            beyond): off by default on a loopback address, 100 per second (bursts of 200) on any
+            other; LEDGER_HTTP_RATE_LIMIT sets the rate when --rate-limit is not given.
+
+            Exit codes: 0 stopped cleanly, 64 bad options or configuration (a non-loopback --host
+            without --insecure-listen, one key digest given to two apps), 3 the database is unreachable.
 
             Examples:
               LEDGER_API_KEYS='{"com.example.game":"<sha256 hex>"}' ledger serve
-              ledger serve --host 0.0.0.0 --port 8080 --api-keys-file /etc/ledger/api-keys.json
+              ledger serve --host 0.0.0.0 --insecure-listen --api-keys-file /etc/ledger/api-keys.json
+              ledger serve --rate-limit 50 --rate-burst 100 --request-timeout 60
               printf %s "$KEY" | ledger serve --hash-key
             """)
     )
 
     @OptionGroup var database: DatabaseOptions
 
-    @Option(help: "The address to listen on.")
+    @Option(help: "The address to listen on: a loopback address (127.0.0.1, ::1, localhost) unless --insecure-listen.")
     var host = "127.0.0.1"
+
+    @Flag(help: "Allow a --host that is not a loopback address. The API has no TLS: only behind a TLS-terminating proxy.")
+    var insecureListen = false
 
     @Option(help: "The port to listen on (0: any free port, printed at start).")
     var port = 8080
@@ -48,6 +62,23 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Database connections the server may open.")
     var connections = 8
+
+    @Option(help: ArgumentHelp("Seconds a request's head (request line and headers) may take to arrive.", valueName: "seconds"))
+    var headerTimeout = 10.0
+
+    @Option(help: ArgumentHelp("Seconds a whole request may take to arrive; then it is answered 408.", valueName: "seconds"))
+    var requestTimeout = 30.0
+
+    @Option(help: ArgumentHelp("Seconds a keep-alive connection may wait for its next request.", valueName: "seconds"))
+    var idleTimeout = 60.0
+
+    @Option(help: ArgumentHelp(
+        "Requests per second per app (0: no limit; default: LEDGER_HTTP_RATE_LIMIT, else none on a loopback address, 100 otherwise).",
+        valueName: "n"))
+    var rateLimit: Double?
+
+    @Option(help: ArgumentHelp("Requests an app may send at once (default: twice the rate limit).", valueName: "m"))
+    var rateBurst: Int?
 
     @Flag(inversion: .prefixedNo, help: "Run the projection runner in this process.")
     var projections = true
@@ -65,6 +96,53 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxEventsPerBatch >= 1 else { throw ValidationError("--max-events-per-batch must be 1 or more") }
         guard connections >= 2 else { throw ValidationError("--connections must be 2 or more") }
         guard sealEvery >= 0 else { throw ValidationError("--seal-every must be 0 (off) or more seconds") }
+        for (name, seconds) in [("--header-timeout", headerTimeout), ("--request-timeout", requestTimeout), ("--idle-timeout", idleTimeout)] {
+            guard seconds > 0, seconds <= 86_400 else { throw ValidationError("\(name) must be more than 0 and at most 86400 seconds") }
+        }
+        let configuration = try makeConfiguration(environment: ProcessInfo.processInfo.environment)
+        do {
+            try configuration.validate()
+        } catch .nonLoopbackHost(let host) {
+            throw ValidationError("""
+                --host \(host) is not a loopback address. The API speaks plain HTTP (no TLS): API keys and device data would \
+                cross the network unencrypted. Listen on 127.0.0.1, ::1 or localhost, or pass --insecure-listen when a \
+                TLS-terminating proxy is the only way to reach this address.
+                """)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    /// The server's configuration from the options, and LEDGER_HTTP_RATE_LIMIT when --rate-limit
+    /// is not given.
+    /// - Throws: `ValidationError` for a rate or burst out of range.
+    func makeConfiguration(environment: [String: String]) throws -> LedgerHTTPConfiguration {
+        var rate = rateLimit
+        if rate == nil, let text = environment["LEDGER_HTTP_RATE_LIMIT"], !text.isEmpty {
+            guard let value = Double(text) else {
+                throw ValidationError("LEDGER_HTTP_RATE_LIMIT must be a number of requests per second per app (0: no limit)")
+            }
+            rate = value
+        }
+        let rateLimiting: LedgerHTTPConfiguration.RateLimiting
+        switch rate {
+        case nil:
+            guard rateBurst == nil else { throw ValidationError("--rate-burst needs --rate-limit (or LEDGER_HTTP_RATE_LIMIT)") }
+            rateLimiting = .automatic
+        case 0?:
+            rateLimiting = .off
+        case let perSecond?:
+            guard perSecond > 0, perSecond <= 1_000_000 else {
+                throw ValidationError("the rate limit must be 0 (no limit) or a number of requests per second up to 1000000")
+            }
+            let burst = rateBurst ?? max(1, Int((2 * perSecond).rounded(.up)))
+            guard burst >= 1 else { throw ValidationError("--rate-burst must be 1 or more") }
+            rateLimiting = .perApp(HTTPRateLimit(requestsPerSecond: perSecond, burst: burst))
+        }
+        return LedgerHTTPConfiguration(
+            host: host, port: port, maxBodyBytes: maxBodyBytes, maxEventsPerBatch: maxEventsPerBatch,
+            headerTimeout: .seconds(headerTimeout), idleTimeout: .seconds(idleTimeout), requestTimeout: .seconds(requestTimeout),
+            rateLimiting: rateLimiting, insecureListen: insecureListen)
     }
 
     func run() async throws {
@@ -95,8 +173,7 @@ struct ServeCommand: AsyncParsableCommand {
             let ledger = AttributionLedger(pool: pool, defaultActor: "http-api", logger: logger)
             let server = LedgerHTTPServer(
                 ledger: ledger, keys: keys,
-                configuration: LedgerHTTPConfiguration(host: host, port: port, maxBodyBytes: maxBodyBytes,
-                                                       maxEventsPerBatch: maxEventsPerBatch),
+                configuration: try makeConfiguration(environment: ProcessInfo.processInfo.environment),
                 metrics: registry, logger: logger)
             let runner = projections
                 ? ProjectionRunner(store: ledger.store, projections: AllProjections.list, logger: logger) : nil

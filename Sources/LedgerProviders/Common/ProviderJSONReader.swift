@@ -1,21 +1,21 @@
 import Foundation
 
 /// Why ``ProviderJSONReader`` refused its input: a stable rule and the byte offset.
-struct ProviderJSONSyntaxError: Error, Sendable, Hashable {
+package struct ProviderJSONSyntaxError: Error, Sendable, Hashable {
     /// `not_json` (syntax, bad UTF-8), `too_deep` (nesting beyond the limit) or `too_large`.
-    var rule: String
+    package var rule: String
     /// The byte offset where reading stopped.
-    var offset: Int
+    package var offset: Int
     /// What was wrong there, for people.
-    var reason: String
+    package var reason: String
 }
 
 /// A strict RFC 8259 reader for providers' answers. It never traps: every malformed input ends in
 /// a ``ProviderJSONSyntaxError``, nesting is bounded before it can exhaust the stack, and numbers
-/// are kept as their text.
-struct ProviderJSONReader {
+/// are kept as their text. (`package`: the HTTP API reads request bodies with it too.)
+package struct ProviderJSONReader {
     /// How much a caller accepts.
-    struct Limits: Sendable {
+    package struct Limits: Sendable {
         /// Deeper nesting is refused (`too_deep`).
         var maxDepth: Int
         /// Larger input is refused (`too_large`) before it is read; `nil` for no limit.
@@ -23,6 +23,13 @@ struct ProviderJSONReader {
         /// Whether a leading UTF-8 byte order mark is stepped over (RFC 8259 §8.1 lets a reader
         /// ignore it) rather than refused.
         var skipsByteOrderMark: Bool
+
+        /// Limits with these values.
+        package init(maxDepth: Int, maxBytes: Int?, skipsByteOrderMark: Bool) {
+            self.maxDepth = maxDepth
+            self.maxBytes = maxBytes
+            self.skipsByteOrderMark = skipsByteOrderMark
+        }
 
         /// Google and Apple: the deepest answer needs 3 levels (object → array → object); 32
         /// leaves room while keeping recursion shallow. A BOM is stepped over.
@@ -42,7 +49,7 @@ struct ProviderJSONReader {
     }
 
     /// Parses one JSON text (any value at top level), allowing only whitespace around it.
-    static func parse(_ data: Data, limits: Limits) throws(ProviderJSONSyntaxError) -> ProviderJSON {
+    package static func parse(_ data: Data, limits: Limits) throws(ProviderJSONSyntaxError) -> ProviderJSON {
         if let maxBytes = limits.maxBytes, data.count > maxBytes {
             throw ProviderJSONSyntaxError(rule: "too_large", offset: 0, reason: "more than \(maxBytes) bytes")
         }
