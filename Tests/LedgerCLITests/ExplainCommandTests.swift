@@ -112,7 +112,7 @@ struct ExplainCommandTests {
         let export = try await LedgerProcess.runDetached(["export", "--database-url", database.conninfo])
         #expect(export.status == 0, "\(export.stderr)")
         #expect(export.stdout.split(separator: "\n").count == total)
-        let decisions = try await LedgerProcess.runDetached(["export", "--type", "AttributionDecided", "--database-url", database.conninfo])
+        let decisions = try await LedgerProcess.runDetached(["export", "--decrypted", "--type", "AttributionDecided", "--database-url", database.conninfo])
         let only = try #require(decisions.stdout.split(separator: "\n").first)
         let decision = try #require(try JSONSerialization.jsonObject(with: Data(only.utf8)) as? [String: Any])
         #expect(decision["event_type"] as? String == "AttributionDecided")

@@ -27,6 +27,7 @@ struct VerifyCommand: AsyncParsableCommand {
               ledger verify
               ledger verify --json
               ledger verify --public-key "$(cat seal-public-key.txt)" --checkpoint checkpoint-2026-11-29.json
+              ledger verify --export ledger.jsonl --public-key "$(cat seal-public-key.txt)"   # no database
             """)
     )
 
@@ -42,10 +43,22 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A checkpoint written by `ledger checkpoint`: the log must still extend it.", valueName: "file"))
     var checkpoint: String?
 
+    @Option(help: ArgumentHelp("Verify a stored-form export (`ledger export`) instead of the database: no database is used.",
+                               valueName: "file"))
+    var export: String?
+
+    func validate() throws {
+        if export != nil, checkpoint != nil { throw ValidationError("--checkpoint checks the database; give it without --export") }
+    }
+
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.verify")
             let key = try Self.publicKey(publicKey ?? ProcessInfo.processInfo.environment["LEDGER_SEAL_PUBLIC_KEY"])
+            if let export {
+                try verifyExport(path: export, key: key)
+                return
+            }
             let saved = try checkpoint.map(Self.loadCheckpoint)
             let target = try database.resolve(logger: logger)
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
@@ -60,6 +73,31 @@ struct VerifyCommand: AsyncParsableCommand {
             print(json ? Self.renderJSON(report, signed: key != nil) : Self.renderText(report, signed: key != nil))
             if !report.isIntact { throw ExitCode(5) }
         }
+    }
+
+    /// Checks an export file offline; exit 5 naming the first line that fails.
+    func verifyExport(path: String, key: SealPublicKey?) throws {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIFailure(exitCode: .validationFailure, message: "--export: \(path) cannot be read")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        let report = StoredExportVerifier(publicKey: key).verify(lines: text.split(separator: "\n", omittingEmptySubsequences: false))
+        if json {
+            var output: [String: String] = [
+                "intact": "\(report.isIntact)", "events_checked": "\(report.eventsChecked)",
+                "streams_checked": "\(report.streamsChecked)", "seals_checked": "\(report.sealsChecked)",
+                "seal_signatures_checked": "\(report.sealSignaturesChecked)",
+            ]
+            output["line"] = report.failedLine.map(String.init)
+            output["message"] = report.problem
+            print(jsonText(output))
+        } else if let problem = report.problem {
+            print("BROKEN: \(problem)")
+        } else {
+            print("OK: \(report.eventsChecked) events in \(report.streamsChecked) streams and \(report.sealsChecked) seals verified "
+                + "from the export" + (key != nil ? ", every seal's signature checked" : " (signatures not checked: give --public-key)"))
+        }
+        if !report.isIntact { throw ExitCode(5) }
     }
 
     static func publicKey(_ text: String?) throws -> SealPublicKey? {
