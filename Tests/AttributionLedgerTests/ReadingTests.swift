@@ -65,6 +65,35 @@ import Testing
         }
     }
 
+    @Test("after an erasure no projection keeps a digest of the store transaction id or the AdServices token")
+    func erasureLeavesNoDigest() async throws {
+        try await withLedger { ledger, _ in
+            let device = try DeviceRef(app: testApp, device: "install-erased")
+            try await ledger.registerSKAN(for: device, id: UUID(), occurredAt: testEpoch)
+            let token = "dG9rZW4tb2YtYS1kZXZpY2UtdGhhdC13aWxsLWJlLWVyYXNlZA=="
+            try await ledger.recordAdServicesToken(LedgerDomain.AdServicesToken(token: token, issuedAt: testEpoch), for: device,
+                                                   id: UUID(), occurredAt: testEpoch)
+            let revenue = RevenueRecorded(device: iosDevice(), revenue: try Money(amount: "4.99", currency: CurrencyCode("EUR")),
+                                          kind: .iap, transactionID: "2000000123456789")
+            try await ledger.recordRevenue(revenue, for: device, id: UUID(), occurredAt: testEpoch.addingTimeInterval(60))
+            let before = try await ledger.deviceState(of: device)
+            #expect(before.skan.countedTransactions.count == 1)
+            #expect(before.adServices.tokens.count == 1)
+            let digests = Set(before.skan.countedTransactions.keys).union(before.adServices.tokens.keys)
+
+            _ = try await ledger.erase(device, requestedBy: "dsar-portal", requestedAt: testEpoch.addingTimeInterval(120))
+            let after = try await ledger.deviceState(of: device)
+            #expect(after.skan.countedTransactions.isEmpty)
+            #expect(after.adServices.tokens.count == 1, "the token's state is kept")
+            let encoded = String(decoding: try JSONEncoder().encode([after.skan.countedTransactions.keys.sorted(),
+                                                                      after.adServices.tokens.keys.sorted(),
+                                                                      Array(after.adServices.tokenOfEvent.values)]), as: UTF8.self)
+            for digest in digests { #expect(!encoded.contains(digest.prefix(16)), "a digest survived the erasure") }
+            #expect(try await ledger.skanValues(of: device).totalIAPRevenue == ["EUR": Decimal(string: "4.99")!],
+                    "what was counted stays counted")
+        }
+    }
+
     @Test func attributionReadsTheNewestDecision() async throws {
         try await withLedger { ledger, _ in
             let device = try DeviceRef(app: testApp, device: "install-a")

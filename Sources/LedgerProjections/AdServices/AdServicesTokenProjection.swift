@@ -84,9 +84,10 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "adservices_tokens"
-    /// 2: `attempts` counts lookups made (not tries that made no call).
-    public let version = 2
-    public var deviceEventTypes: [String] { [FirstOpen.eventType, AdServicesTokenReceived.eventType] }
+    /// 2: `attempts` counts lookups made (not tries that made no call). 3: an erasure replaces the
+    /// token digests by `erased-<n>`.
+    public let version = 3
+    public var deviceEventTypes: [String] { [FirstOpen.eventType, AdServicesTokenReceived.eventType, ErasureCompleted.eventType] }
     public var followedProviders: Set<SendProvider> { [.appleAdServices] }
 
     public func initialState() -> State { State() }
@@ -102,6 +103,8 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
             if let token = try event.decode(FirstOpen.self).adServicesToken { track(token, eventKey, &state) }
         case AdServicesTokenReceived.eventType:
             track(try event.decode(AdServicesTokenReceived.self).token, eventKey, &state)
+        case ErasureCompleted.eventType:
+            Self.forgetDigests(&state)
         case SendRequested.eventType:
             guard let request = event.send, let digest = state.tokenOfEvent[request.causeEventID.uuidString.lowercased()]
             else { return }
@@ -113,6 +116,26 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
             try applySendEvent(event, to: &token)
             state.tokens[digest] = token
         }
+    }
+
+    /// Replaces every token digest by `erased-<n>` (in digest order), keeping each token's state and
+    /// sends: the SHA-256 of a token is derived from a personal value and must not outlive the
+    /// device's erasure.
+    static func forgetDigests(_ state: inout State) {
+        var renamed: [String: String] = [:]
+        for (index, digest) in state.tokens.keys.sorted().enumerated() where !digest.hasPrefix("erased-") {
+            renamed[digest] = "erased-\(index + 1)"
+        }
+        guard !renamed.isEmpty else { return }
+        var tokens: [String: TrackedToken] = [:]
+        for (digest, token) in state.tokens {
+            var token = token
+            token.digest = renamed[digest] ?? digest
+            tokens[token.digest] = token
+        }
+        state.tokens = tokens
+        state.tokenOfEvent = state.tokenOfEvent.mapValues { renamed[$0] ?? $0 }
+        state.tokenOfSend = state.tokenOfSend.mapValues { renamed[$0] ?? $0 }
     }
 
     func track(_ token: LedgerDomain.AdServicesToken, _ eventKey: String, _ state: inout State) {

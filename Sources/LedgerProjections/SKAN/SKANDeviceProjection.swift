@@ -65,10 +65,11 @@ public struct SKANDeviceReducer: DeviceStateReducer {
 
     public let name = "skan_devices"
     /// 2: an answer with a `conversion_value` and a `status` other than `ok` is applied; a
-    /// coarse-only update in p0 keeps the previous fine value.
-    public let version = 2
+    /// coarse-only update in p0 keeps the previous fine value. 3: an erasure drops the digests of
+    /// the device's store transaction ids (``State/countedTransactions``).
+    public let version = 3
     public var deviceEventTypes: [String] {
-        [SKANRegistered.eventType, SKANConversionValueUpdated.eventType, RevenueRecorded.eventType]
+        [SKANRegistered.eventType, SKANConversionValueUpdated.eventType, RevenueRecorded.eventType, ErasureCompleted.eventType]
     }
     public var followedProviders: Set<SendProvider> { [.singular] }
 
@@ -89,6 +90,11 @@ public struct SKANDeviceReducer: DeviceStateReducer {
         switch event.type {
         case SKANRegistered.eventType:
             state.skan.register(at: event.occurredAt)
+        case ErasureCompleted.eventType:
+            // A store transaction id is personal and has few enough values to be guessed from its
+            // SHA-256: nothing derived from it outlives the device's erasure. (A purchase repeated
+            // after the erasure cannot be told from a new one; the revenue was counted already.)
+            state.countedTransactions.removeAll()
         case RevenueRecorded.eventType:
             // Only the three members SKAN reads are decoded; the device context is stepped over.
             let payload = PayloadMembers(event.record.data)
