@@ -13,3 +13,10 @@ ALTER TABLE seals
     ADD CONSTRAINT seals_signed_with_key CHECK ((signature IS NULL) = (signing_key_id IS NULL));
 
 COMMENT ON COLUMN seals.signature IS 'Ed25519 signature of the seal by the sealer''s key (not stored here); NULL when unsigned.';
+
+-- The service logs in as a role that is only a member of ledger_app (docs/operations.md, "Roles"):
+-- neither a superuser nor the tables' owner, so it cannot disable the immutability triggers. The
+-- projection runner and the decider create their projections' tables at first run, which needs
+-- CREATE on the schema (PostgreSQL 15 no longer grants it to PUBLIC). A table's creator owns it,
+-- which gives no right over events or seals.
+GRANT CREATE ON SCHEMA public TO ledger_app;

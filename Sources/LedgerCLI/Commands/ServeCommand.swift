@@ -42,6 +42,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var privilege: LeastPrivilegeOptions
+
     @Option(help: "The address to listen on: a loopback address (127.0.0.1, ::1, localhost) unless --insecure-listen.")
     var host = "127.0.0.1"
 
@@ -167,6 +169,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
+            try privilege.check(target.conninfo, command: "serve")
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: connections, logger: logger)
             defer { pool.close() }
             let registry = LedgerMetricsBackend.prometheus

@@ -43,6 +43,8 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var database: DatabaseOptions
 
+    @OptionGroup var privilege: LeastPrivilegeOptions
+
     @Option(help: "Provider calls in flight at once.")
     var slots = SendWorker.Configuration.defaultSlots
 
@@ -100,6 +102,7 @@ struct WorkerCommand: AsyncParsableCommand {
             let settings = try loadAttributionSettings()
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
+            try privilege.check(target.conninfo, command: "worker")
             // The send worker's own pool, whose sessions plan generically (SendWorker.sessionSettings),
             // and another for the rest (the decider's projection reads, the queue rebuild), which
             // keep PostgreSQL's usual choice of plans.

@@ -23,15 +23,39 @@ public struct ProjectionCheckpoint: Sendable, Hashable {
 enum CheckpointTable {
     /// Creates the projection's live tables and its checkpoint row if they are missing. A new
     /// checkpoint row records the code's version: empty tables built by this code are current.
+    ///
+    /// When the tables and the row are there already, nothing is run: their DDL (`CREATE … IF NOT
+    /// EXISTS`) would still need the right to create in the schema, or to own the tables, which a
+    /// service logged in as a member of `ledger_app` need not have.
     static func prepare(_ projection: any Projection, on connection: PostgresConnection) throws {
+        if try isPrepared(projection, on: connection) { return }
         try connection.transaction { connection in
             try lock(projection.name, on: connection)
             try projection.createTables(.live, on: connection)
+            try grantToApplication(projection, .live, on: connection)
             try connection.execute("""
                 INSERT INTO projection_checkpoints (name, version) VALUES (\(projection.name), \(projection.version))
                 ON CONFLICT (name) DO NOTHING
                 """)
         }
+    }
+
+    /// Lets `ledger_app` read and write the projection's tables, whoever made them (the owner
+    /// running `ledger migrate` or a rebuild, or the service itself).
+    static func grantToApplication(_ projection: any Projection, _ tables: ProjectionTables, on connection: PostgresConnection) throws {
+        let list = projection.tableNames.map { tables.quoted($0) }.joined(separator: ", ")
+        guard !list.isEmpty else { return }
+        try connection.run(script: "GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE \(list) TO ledger_app")
+    }
+
+    /// Whether the projection's live tables and its checkpoint row exist.
+    static func isPrepared(_ projection: any Projection, on connection: PostgresConnection) throws -> Bool {
+        let names = "{" + projection.tableNames.map { ProjectionTables.live.name($0) }.joined(separator: ",") + "}"
+        return try connection.query("""
+            SELECT bool_and(to_regclass(quote_ident(t)) IS NOT NULL)
+                   AND EXISTS (SELECT 1 FROM projection_checkpoints WHERE name = \(projection.name))
+            FROM unnest(\(names)::text[]) AS t
+            """).single().decode(Bool?.self, at: 0) ?? false
     }
 
     /// Serialises everything that moves one projection's checkpoint (runners in any number of

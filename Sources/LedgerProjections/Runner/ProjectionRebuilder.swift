@@ -90,6 +90,7 @@ public struct ProjectionRebuilder: Sendable {
                 try connection.execute("DROP TABLE IF EXISTS \(unescaped: ProjectionTables.shadow.quoted(table))")
             }
             try projection.createTables(.shadow, on: connection)
+            try CheckpointTable.grantToApplication(projection, .shadow, on: connection)
         }
         let total = try Self.eventCount(of: projection.eventTypes, on: connection).count
 
