@@ -20,3 +20,13 @@ COMMENT ON COLUMN seals.signature IS 'Ed25519 signature of the seal by the seale
 -- CREATE on the schema (PostgreSQL 15 no longer grants it to PUBLIC). A table's creator owns it,
 -- which gives no right over events or seals.
 GRANT CREATE ON SCHEMA public TO ledger_app;
+
+-- The hash functions are the append statements' (run as ledger_app), not everyone's. (Hashes are
+-- unkeyed: anyone can compute one outside the database; what no one without the signing key can
+-- make is a seal's signature.)
+REVOKE EXECUTE ON FUNCTION ledger_event_hash(bytea, text, bigint, uuid, text, integer, jsonb, jsonb, timestamptz, timestamptz)
+    FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION ledger_event_hash(bytea, text, bigint, uuid, text, integer, jsonb, jsonb, timestamptz, timestamptz)
+    TO ledger_app;
+REVOKE EXECUTE ON FUNCTION ledger_event_hash_called(bytea, text, bigint, uuid, text, integer, jsonb, jsonb, timestamptz,
+                                                    timestamptz) FROM PUBLIC;
