@@ -20,7 +20,8 @@ struct ServeCommand: AsyncParsableCommand {
             SIGTERM or SIGINT stops accepting connections and lets requests in flight finish.
             The API is described in docs/openapi.yaml and docs/http-api.md.
 
-            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable.
+            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable
+            at start (later outages are waited out: docs/operations.md).
 
             Examples:
               LEDGER_API_KEYS='{"com.example.game":"<sha256 hex>"}' ledger serve
