@@ -63,15 +63,19 @@ public final class ConnectionLossRetry: Sendable {
 
     /// The loop's name in the log (`db.loop`): `projection runner`, `attribution decider`, ….
     public let loop: String
-    /// How long to wait between tries.
-    public let backoff: ReconnectBackoff
+    /// How long to wait between tries; nil for callers that do not wait (the pool: each caller
+    /// fails at once and the next one tries again).
+    public let backoff: ReconnectBackoff?
     private let logger: Logger
     private let random: @Sendable () -> Double
     private let state = PostgresLocked(State())
 
     /// A tracker for the loop named `loop`, logging to `logger`.
-    /// - Parameter random: a number in `0..<1` for each wait's jitter.
-    public init(loop: String, logger: Logger, backoff: ReconnectBackoff = .standard,
+    /// - Parameters:
+    ///   - backoff: the waits between tries; nil when the caller does not wait (``delay(after:)``
+    ///     then answers zero).
+    ///   - random: a number in `0..<1` for each wait's jitter.
+    public init(loop: String, logger: Logger, backoff: ReconnectBackoff? = .standard,
                 random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         self.loop = loop
         self.logger = logger
@@ -91,14 +95,22 @@ public final class ConnectionLossRetry: Sendable {
     public var isInOutage: Bool { state.withLock { $0.failures > 0 } }
 
     /// After a failure: nil when `error` is not a connection loss (``isConnectionLoss(_:)``; the
-    /// caller decides what it means), otherwise how long to wait before the next try. The first
-    /// connection loss of an outage is logged at `warning`.
+    /// caller decides what it means), otherwise how long to wait before the next try (zero
+    /// without a ``backoff``). The first connection loss of an outage is logged at `warning`.
     public func delay(after error: any Error) -> Duration? {
         guard Self.isConnectionLoss(error) else { return nil }
         let failures = state.withLock { state in
             state.failures += 1
             if state.since == nil { state.since = .now }
             return state.failures
+        }
+        guard let backoff else {
+            if failures == 1 {
+                logger.warning("lost the database connection; each caller fails until it is back", metadata: [
+                    "db.loop": "\(loop)", "db.error": "\(Self.describe(error))",
+                ])
+            }
+            return .zero
         }
         let wait = backoff.delay(attempt: failures, random: random())
         if failures == 1 {

@@ -80,7 +80,7 @@ public final class PostgresListener: Sendable {
                         logger.warning("listener cannot listen; retrying", metadata: [
                             "db.error": "\(ConnectionLossRetry.describe(error))",
                         ])
-                        return outage.backoff.maximum
+                        return ReconnectBackoff.standard.maximum
                     }()
                     var descriptor = pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)
                     _ = poll(&descriptor, 1, Int32(ReconnectBackoff.seconds(wait) * 1000))

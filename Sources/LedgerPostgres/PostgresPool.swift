@@ -58,7 +58,7 @@ public final class PostgresPool: Sendable {
     public init(configuration: Configuration, logger: Logger = Logger(label: "ledger.postgres")) {
         self.configuration = configuration
         self.logger = logger
-        self.outage = ConnectionLossRetry(loop: "connection pool", logger: logger)
+        self.outage = ConnectionLossRetry(loop: "connection pool", logger: logger, backoff: nil)
     }
 
     /// Creates a pool for a conninfo string or URI.
