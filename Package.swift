@@ -304,7 +304,8 @@ let package = Package(
             dependencies: [
                 "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
-                "AttributionLedger",
+                "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

@@ -100,10 +100,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
     /// A bounded label: the code and the SQLSTATE (`server.23505`).
     public var shortDescription: String { sqlState.map { "\(code).\($0)" } ?? "\(code)" }
 
-    /// True when the connection this error came from can no longer be used.
+    /// True when the connection this error came from can no longer be used, or none could be
+    /// opened: the codes `.connectionClosed` and `.connectionFailed`, SQLSTATE class 08, and the
+    /// server shutting down (57P01), crashing (57P02) or not accepting sessions yet (57P03).
     public var isConnectionBroken: Bool {
         code == .connectionClosed || code == .connectionFailed
-            || sqlState.map { $0.hasPrefix("08") || $0 == SQLState.adminShutdown } ?? false
+            || sqlState.map { $0.hasPrefix("08") || SQLState.serverGoingAway.contains($0) } ?? false
     }
 }
 
@@ -121,6 +123,12 @@ public enum SQLState {
     public static let duplicatePreparedStatement = "42P05"
     public static let queryCanceled = "57014"
     public static let adminShutdown = "57P01"
+    /// The server ended the session because another server process crashed.
+    public static let crashShutdown = "57P02"
+    /// The server does not accept sessions yet (starting up, recovering) or any more (stopping).
+    public static let cannotConnectNow = "57P03"
+    /// The server ending or refusing sessions because it stops, crashed or is starting.
+    public static let serverGoingAway: Set<String> = [adminShutdown, crashShutdown, cannotConnectNow]
     public static let raiseException = "P0001"
 }
 

@@ -6,10 +6,13 @@ import Synchronization
 ///
 /// It runs on a thread of its own, waiting on the socket with `poll`, so no task or cooperative
 /// thread is held while it waits. When the session breaks (server restart, terminated backend) it
-/// reconnects with back-off, `LISTEN`s again, and yields ``Event/connected(reconnected:)`` with
-/// `reconnected: true`: notifications sent while it was away are lost, so a consumer treats that
-/// event as "catch up from your checkpoint". Notifications are wake-up calls, not data: when the
-/// consumer is slow, the oldest are dropped (it will read the log anyway).
+/// reconnects at once and then with back-off (``ReconnectBackoff/standard``: 100 ms doubling to
+/// 5 s, with jitter) until the server is back, `LISTEN`s again, and yields
+/// ``Event/connected(reconnected:)`` with `reconnected: true`: notifications sent while it was
+/// away are lost, so a consumer treats that event as "catch up from your checkpoint". The break
+/// is logged once at `warning`, the reconnection at `notice` (``ConnectionLossRetry``, loop
+/// `listener`). Notifications are wake-up calls, not data: when the consumer is slow, the oldest
+/// are dropped (it will read the log anyway).
 public final class PostgresListener: Sendable {
     /// What the listener reports.
     public enum Event: Sendable, Hashable {
@@ -61,28 +64,34 @@ public final class PostgresListener: Sendable {
     ) {
         var session: PostgresConnection?
         var hasConnected = false
-        var backoff = 0.05
+        let outage = ConnectionLossRetry(loop: "listener", logger: logger)
         while !stopped.value.load(ordering: .acquiring) {
             if session == nil {
                 do {
                     let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
                     for channel in channels { try fresh.execute("LISTEN \(identifier: channel)") }
                     session = fresh
+                    outage.succeeded()
                     continuation.yield(.connected(reconnected: hasConnected))
                     hasConnected = true
-                    backoff = 0.05
                 } catch {
-                    logger.warning("listener cannot connect; retrying",
-                                   metadata: ["db.error": "\(error)", "db.retry_in_s": "\(backoff)"])
+                    let wait = outage.delay(after: error) ?? {
+                        // Not a lost connection (a LISTEN refused): said every time, tried again slowly.
+                        logger.warning("listener cannot listen; retrying", metadata: [
+                            "db.error": "\(ConnectionLossRetry.describe(error))",
+                        ])
+                        return ReconnectBackoff.standard.maximum
+                    }()
                     var descriptor = pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)
-                    _ = poll(&descriptor, 1, Int32(backoff * 1000))
-                    backoff = min(backoff * 2, 2)
+                    _ = poll(&descriptor, 1, Int32(ReconnectBackoff.seconds(wait) * 1000))
                     continue
                 }
             }
             guard let current = session else { continue }
             if !current.waitForInput(timeout: 1, wakeDescriptor: wakeReader) {
-                logger.notice("listener session broke; reconnecting")
+                // Reconnect at once (a terminated backend on a server that is up); back off only
+                // if that fails.
+                _ = outage.delay(after: current.connectionError(sql: nil))
                 session = nil
                 continue
             }

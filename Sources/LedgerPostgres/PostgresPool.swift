@@ -10,8 +10,13 @@ import Logging
 /// task at a time and handed back afterwards, rolled back if the body left a transaction open.
 ///
 /// Broken connections are noticed when lent out (libpq's status, and any bytes the server sent
-/// while the connection was idle, such as the FATAL from `pg_terminate_backend`) and replaced,
-/// so the next statement runs on a fresh session. Cancelling the calling task cancels the
+/// while the connection was idle, such as the FATAL from `pg_terminate_backend` or the end of the
+/// stream after a server restart) and replaced, so the next statement runs on a fresh session; a
+/// session whose statement failed with a connection loss is dropped at once. The pool retries
+/// nothing itself: while the server is away each caller gets its own `.connectionFailed` at
+/// once, and the first caller after it is back gets a fresh session. The first session that
+/// cannot be opened is logged at `warning`, the first opened again after it at `notice`
+/// (``ConnectionLossRetry``, loop `connection pool`). Cancelling the calling task cancels the
 /// running statement with `PQcancel` (the statement fails with SQLSTATE 57014).
 public final class PostgresPool: Sendable {
     /// How the pool connects and how many sessions it keeps.
@@ -46,11 +51,14 @@ public final class PostgresPool: Sendable {
     /// The logger its sessions report to.
     public let logger: Logger
     private let state = PostgresLocked(State())
+    /// Sessions that could not be opened, and the first opened again after them: logged once each.
+    private let outage: ConnectionLossRetry
 
     /// Creates a pool; no connection is opened until one is needed.
     public init(configuration: Configuration, logger: Logger = Logger(label: "ledger.postgres")) {
         self.configuration = configuration
         self.logger = logger
+        self.outage = ConnectionLossRetry(loop: "connection pool", logger: logger, backoff: nil)
     }
 
     /// Creates a pool for a conninfo string or URI.
@@ -125,7 +133,7 @@ public final class PostgresPool: Sendable {
             if state.opened < configuration.maxConnections {
                 state.opened += 1
                 return .ready(PooledConnection(conninfo: configuration.conninfo, settings: configuration.sessionSettings,
-                                               logger: logger,
+                                               logger: logger, outage: outage,
                                                label: "ledger.postgres.\(state.opened)"))
             }
             state.nextWaiterID += 1
@@ -176,18 +184,20 @@ private final class PooledConnection: @unchecked Sendable {
     let conninfo: String
     let settings: [String: String]
     let logger: Logger
+    let outage: ConnectionLossRetry
     var connection: PostgresConnection?
     private let cancelHandle = PostgresLocked<PostgresCancelHandle?>(nil)
 
-    init(conninfo: String, settings: [String: String], logger: Logger, label: String) {
+    init(conninfo: String, settings: [String: String], logger: Logger, outage: ConnectionLossRetry, label: String) {
         self.queue = DispatchQueue(label: label)
         self.conninfo = conninfo
         self.settings = settings
         self.logger = logger
+        self.outage = outage
     }
 
     /// On `queue`: makes sure the session is usable (replacing a broken one), runs `body`, and
-    /// leaves the session idle (or drops it if it broke).
+    /// leaves the session idle (or drops it if it broke, or `body` failed with a connection loss).
     func run<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         dispatchPrecondition(condition: .onQueue(queue))
         let session: PostgresConnection
@@ -198,19 +208,33 @@ private final class PooledConnection: @unchecked Sendable {
                 logger.notice("replacing a broken PostgreSQL connection", metadata: ["db.event": "reconnect"])
             }
             connection = nil
-            session = try PostgresPool.openSession(conninfo: conninfo, settings: settings, logger: logger)
+            do {
+                session = try PostgresPool.openSession(conninfo: conninfo, settings: settings, logger: logger)
+            } catch {
+                _ = outage.delay(after: error)
+                throw error
+            }
+            outage.succeeded()
             connection = session
             let handle = session.makeCancelHandle()
             cancelHandle.withLock { $0 = handle }
         }
+        var lostConnection = false
         defer {
-            if session.isBroken {
+            if session.isBroken || lostConnection {
                 connection = nil
             } else if session.isInTransaction {
                 session.rollbackQuietly()
             }
         }
-        return try body(session)
+        do {
+            return try body(session)
+        } catch {
+            // A FATAL from a server going away can come back as the statement's result before
+            // libpq has read the end of the stream: the session is dropped all the same.
+            lostConnection = ConnectionLossRetry.isConnectionLoss(error)
+            throw error
+        }
     }
 
     func cancelRunningStatement() {

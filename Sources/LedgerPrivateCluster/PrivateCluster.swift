@@ -102,13 +102,49 @@ public struct PrivateCluster: Sendable {
         "host=\(socketDirectory) port=\(port) user=\(superuser) dbname=\(database)"
     }
 
-    /// Stops the server (fast shutdown: sessions are ended, transactions rolled back).
-    public func stop() throws(PrivateClusterError) {
+    /// How ``stop(mode:)`` and ``restart(mode:)`` end the server (`pg_ctl -m`).
+    public enum ShutdownMode: String, Sendable {
+        /// Sessions are ended and their transactions rolled back; a clean shutdown.
+        case fast
+        /// The server quits at once, as in a crash; the next start recovers from the WAL.
+        case immediate
+    }
+
+    /// Stops the server (by default fast: sessions are ended, transactions rolled back), waiting
+    /// until it is gone. Nothing happens when it is not running.
+    /// - Throws: ``PrivateClusterError`` when `pg_ctl stop` fails.
+    public func stop(mode: ShutdownMode = .fast) throws(PrivateClusterError) {
         try withClusterLock { () throws(PrivateClusterError) in
             guard isServerRunning() else { return }
-            let outcome = try runServerProgram(installation.pgCtl, ["stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "60"])
+            let outcome = try runServerProgram(installation.pgCtl, ["stop", "-D", dataDirectory, "-m", mode.rawValue, "-w", "-t", "60"])
             guard outcome.status == 0 else {
                 throw .commandFailed(command: "pg_ctl stop", status: outcome.status, output: outcome.output)
+            }
+        }
+    }
+
+    /// Starts the server of a cluster that exists (after ``stop(mode:)``), waiting until it
+    /// accepts sessions. Nothing happens when it is running.
+    /// - Throws: ``PrivateClusterError`` when `pg_ctl start` fails.
+    public func start() throws(PrivateClusterError) {
+        try withClusterLock { () throws(PrivateClusterError) in
+            guard !isServerRunning() else { return }
+            try removeStaleLockFiles()
+            try startServer()
+        }
+    }
+
+    /// Stops the server as `mode` says and starts it again (`pg_ctl restart`), waiting until it
+    /// accepts sessions: every session is ended, as a real restart ends them.
+    /// - Throws: ``PrivateClusterError`` when `pg_ctl restart` fails.
+    public func restart(mode: ShutdownMode = .fast) throws(PrivateClusterError) {
+        try withClusterLock { () throws(PrivateClusterError) in
+            let outcome = try runServerProgram(installation.pgCtl, [
+                "restart", "-D", dataDirectory, "-m", mode.rawValue, "-l", logFile, "-w", "-t", "60",
+                "-o", "-c max_connections=\(Self.maximumConnections)",
+            ])
+            guard outcome.status == 0 else {
+                throw .commandFailed(command: "pg_ctl restart", status: outcome.status, output: outcome.output)
             }
         }
     }

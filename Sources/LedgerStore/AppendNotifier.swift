@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import Logging
 
@@ -11,14 +12,23 @@ import Logging
 /// (``minimumInterval``, growing to ``maximumInterval`` while they keep coming), and appends never
 /// wait. If this process dies between a commit and its notification, subscribers still find the
 /// events at their next poll.
+///
+/// Its session is checked before each use (``PostgresConnection/checkUsable()``); one that broke
+/// since (a server restart) is replaced, and a notification that fails on a session that had
+/// looked usable is sent once more on a fresh one. While the server is away, notifications are
+/// dropped (subscribers poll) and the next ones are spaced by the back-off
+/// (``ReconnectBackoff/standard``); the outage is logged once (``ConnectionLossRetry``, loop
+/// `append notifier`).
 final class AppendNotifier: Sendable {
     private let conninfo: String
     private let logger: Logger
     private let condition = NotifierCondition()
+    private let outage: ConnectionLossRetry
 
     init(conninfo: String, logger: Logger) {
         self.conninfo = conninfo
         self.logger = logger
+        self.outage = ConnectionLossRetry(loop: "append notifier", logger: logger)
     }
 
     /// Asks for a notification soon; starts the sending thread if it is not running.
@@ -27,7 +37,8 @@ final class AppendNotifier: Sendable {
             let conninfo = self.conninfo
             let logger = self.logger
             let condition = self.condition
-            let thread = Thread { Self.run(conninfo: conninfo, logger: logger, condition: condition) }
+            let outage = self.outage
+            let thread = Thread { Self.run(conninfo: conninfo, logger: logger, condition: condition, outage: outage) }
             thread.name = "ledger.store.notifier"
             thread.start()
         }
@@ -47,7 +58,7 @@ final class AppendNotifier: Sendable {
     static let maximumInterval = 0.04
 
     /// Sends while there are signals; exits after a few idle seconds (and is started again by the next signal).
-    private static func run(conninfo: String, logger: Logger, condition: NotifierCondition) {
+    private static func run(conninfo: String, logger: Logger, condition: NotifierCondition, outage: ConnectionLossRetry) {
         var session: PostgresConnection?
         var interval = minimumInterval
         var first = true
@@ -55,22 +66,44 @@ final class AppendNotifier: Sendable {
             // The thread starts with the signal that started it pending: one after a quiet spell.
             interval = waited || first ? minimumInterval : min(interval * 2, maximumInterval)
             first = false
+            var pause = interval
+            let reused = session?.checkUsable() == true
+            if !reused { session = nil }
             do {
-                if session == nil || session?.isBroken == true {
-                    let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
-                    // NOTIFY takes a transaction id, so each one would be a durable commit with
-                    // its own flush, competing with the appends' flushes. A notification lost
-                    // in a crash costs nothing: subscribers poll.
-                    try fresh.run(script: "SET synchronous_commit = off")
-                    session = fresh
+                do {
+                    try notify(on: &session, conninfo: conninfo, logger: logger)
+                } catch where reused && ConnectionLossRetry.isConnectionLoss(error) {
+                    // The session looked usable but the server had gone since (a restart): once
+                    // more on a fresh one.
+                    session = nil
+                    try notify(on: &session, conninfo: conninfo, logger: logger)
                 }
-                try session?.execute("SELECT pg_notify('ledger_events', '')")
+                outage.succeeded()
             } catch {
-                logger.debug("append notification not sent; subscribers will poll", metadata: ["db.error": "\(error)"])
                 session = nil
+                if let wait = outage.delay(after: error) {
+                    pause = max(pause, wait.timeInterval)
+                } else {
+                    logger.debug("append notification not sent; subscribers will poll", metadata: [
+                        "db.error": "\(ConnectionLossRetry.describe(error))",
+                    ])
+                }
             }
-            Thread.sleep(forTimeInterval: interval)
+            Thread.sleep(forTimeInterval: pause)
         }
+    }
+
+    /// Sends one notification on `session`, opening one first when there is none.
+    private static func notify(on session: inout PostgresConnection?, conninfo: String, logger: Logger) throws {
+        if session == nil {
+            let fresh = try PostgresConnection(conninfo: conninfo, logger: logger)
+            // NOTIFY takes a transaction id, so each one would be a durable commit with its own
+            // flush, competing with the appends' flushes. A notification lost in a crash costs
+            // nothing: subscribers poll.
+            try fresh.run(script: "SET synchronous_commit = off")
+            session = fresh
+        }
+        try session?.execute("SELECT pg_notify('ledger_events', '')")
     }
 }
 

@@ -39,13 +39,16 @@ public struct Seal: Sendable, Hashable {
 
 extension EventStore {
     /// Seals until cancelled: every `interval`, whatever is readable and not sealed yet
-    /// (``seal(signedBy:)``), so that dropping whole events from the log's tail is detected without a
-    /// cron job. A seal that fails (the database away, say) is logged and tried again at the
-    /// next interval; several processes may run this at once (seals are made one at a time).
+    /// (``seal(signedBy:)``), signed with `key` when given, so that dropping whole events from the
+    /// log's tail is detected without a cron job. A seal that loses its connection (a server
+    /// restart) is tried again with back-off until the database is back (``ConnectionLossRetry``,
+    /// loop `sealer`: logged once); any other failure is logged and tried again at the next
+    /// interval. Several processes may run this at once (seals are made one at a time).
     public func sealPeriodically(every interval: Duration, signedBy key: SealSigningKey? = nil) async {
+        let outage = ConnectionLossRetry(loop: "sealer", logger: logger)
         while !Task.isCancelled {
             do {
-                if let made = try await seal(signedBy: key) {
+                if let made = try await outage.retrying({ try await seal(signedBy: key) }) {
                     logger.debug("sealed", metadata: ["seal": "\(made.number)", "events": "\(made.eventCount)"])
                 }
             } catch is CancellationError {

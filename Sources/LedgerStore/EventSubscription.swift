@@ -10,6 +10,11 @@ import Synchronization
 /// readable only when an older transaction ended. Back-pressure is the consumer's pace: the next
 /// batch is read only when it asks for one. Store the checkpoint of each handled batch; a
 /// subscription restarted from it sees every event exactly once.
+///
+/// A lost connection (a server restart) does not end the sequence: the read is tried again with
+/// back-off (``ReconnectBackoff/standard``) from the checkpoint it had reached, the outage logged
+/// once (``ConnectionLossRetry``, loop `subscription`). Other failures end it with their error;
+/// cancelling the task ends it at once.
 public struct EventSubscription: AsyncSequence, Sendable {
     public typealias Element = EventStore.GlobalBatch
 
@@ -31,10 +36,12 @@ public struct EventSubscription: AsyncSequence, Sendable {
         let doorbell = Doorbell()
         var listenerTask: Task<Void, Never>?
         var listener: PostgresListener?
+        let outage: ConnectionLossRetry
 
         init(subscription: EventSubscription) {
             self.subscription = subscription
             self.checkpoint = subscription.start
+            self.outage = ConnectionLossRetry(loop: "subscription", logger: subscription.store.logger)
         }
 
         deinit {
@@ -48,8 +55,11 @@ public struct EventSubscription: AsyncSequence, Sendable {
             // holds the horizon back), look again soon rather than at the next poll.
             var eagerDelay: Duration?
             while !Task.isCancelled {
-                let batch = try await subscription.store.readAll(
-                    after: checkpoint, limit: subscription.batchSize, filter: subscription.filter)
+                let (store, after, batchSize, filter) = (subscription.store, checkpoint, subscription.batchSize,
+                                                         subscription.filter)
+                let batch = try await outage.retrying {
+                    try await store.readAll(after: after, limit: batchSize, filter: filter)
+                }
                 if !batch.events.isEmpty {
                     checkpoint = batch.checkpoint
                     return batch

@@ -48,6 +48,29 @@ public enum TestDatabase {
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(name) AND pid <> pg_backend_pid()")
         }
 
+        /// Makes the database unreachable for a while, as a server restart does, without
+        /// touching the server or any other database: refuses new sessions
+        /// (`ALLOW_CONNECTIONS false`), then ends every session connected to it and waits until
+        /// they are gone. ``acceptConnections()`` ends the outage. Blocks for a moment.
+        /// - Throws: ``PostgresError`` when the server cannot be reached.
+        public func refuseConnections() throws {
+            let connection = try PostgresConnection(conninfo: admin, logger: TestDatabase.quietLogger)
+            try connection.run(script: "ALTER DATABASE \(PostgresQuery.quoteIdentifier(name)) WITH ALLOW_CONNECTIONS false")
+            let deadline = ContinuousClock.now + .seconds(30)
+            while try connection.query("""
+                SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(name) AND pid <> pg_backend_pid()
+                """).single().decode(Int.self, at: 0) > 0, ContinuousClock.now < deadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+
+        /// Accepts sessions again after ``refuseConnections()``.
+        /// - Throws: ``PostgresError`` when the server cannot be reached.
+        public func acceptConnections() throws {
+            let connection = try PostgresConnection(conninfo: admin, logger: TestDatabase.quietLogger)
+            try connection.run(script: "ALTER DATABASE \(PostgresQuery.quoteIdentifier(name)) WITH ALLOW_CONNECTIONS true")
+        }
+
         /// Drops the database and returns when it is gone. Blocks: call it off the cooperative
         /// pool. For benchmarks and tools, which run nothing else on the server meanwhile; tests
         /// use ``drop()``.

@@ -146,13 +146,12 @@ struct WorkerRecoveryTests {
                 // Mid-drain: some calls made, most sends still queued.
                 #expect(try await Self.waitUntil(timeout: .seconds(60)) { fakes.apple.requestCount >= 30 })
                 // Stopping and starting block for seconds (crash recovery): off the cooperative pool.
-                let stopped = try await TestDatabase.offThePool { try Self.stopImmediately(cluster) }
-                #expect(stopped == 0, "pg_ctl stop -m immediate")
+                // pg_ctl stop -m immediate: every server process ends at once, nothing is flushed
+                // or checkpointed (the start runs crash recovery).
+                try await TestDatabase.offThePool { try cluster.stop(mode: .immediate) }
                 #expect(!cluster.isServerRunning())
                 let callsBeforeRestart = fakes.apple.requestCount
-                _ = try await TestDatabase.offThePool {
-                    try PrivateCluster.startOrReuse(directory: directory, logger: TestDatabase.quietLogger)
-                }
+                try await TestDatabase.offThePool { try cluster.start() }
                 let left = try Self.count("SELECT count(*) FROM send_queue", conninfo: conninfo)
                 #expect(left > 0 && callsBeforeRestart < sends.count, "the restart came mid-drain (\(left) sends still queued)")
                 // Tries whose outcome the restart lost keep their claim until the lease runs out
@@ -174,27 +173,6 @@ struct WorkerRecoveryTests {
             throw error
         }
         await fakes.stop()
-    }
-
-    /// `pg_ctl stop -m immediate`: every server process ends at once, nothing is flushed or
-    /// checkpointed (the next start runs crash recovery). As the `postgres` user when root, as
-    /// `PrivateCluster` runs the server programs. Returns `pg_ctl`'s exit status.
-    static func stopImmediately(_ cluster: PrivateCluster) throws -> Int32 {
-        let pgCtl = try PostgresInstallation.find().pgCtl
-        let process = Process()
-        let arguments = ["stop", "-D", cluster.directory + "/data", "-m", "immediate", "-w", "-t", "60"]
-        if geteuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", pgCtl] + arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: pgCtl)
-            process.arguments = arguments
-        }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
     }
 
     // Issue 6: a provider stalls past the lease; the running worker's own loop rescues the try

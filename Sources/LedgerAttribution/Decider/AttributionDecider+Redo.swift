@@ -40,11 +40,15 @@ public struct RedoReport: Sendable, Hashable {
 
 extension AttributionDecider {
     /// Follows the log until cancelled: every `interval`, brings the process projection up to
-    /// date and decides what is due at `clock.now()`.
+    /// date and decides what is due at `clock.now()`. A round that loses its connection (a
+    /// server restart) is tried again with back-off until the database is back
+    /// (``ConnectionLossRetry``, loop `attribution decider`: logged once); any other failure is
+    /// logged and the next round tries again.
     public func run(interval: Duration = .seconds(5), clock: any WallClock = SystemClock()) async throws {
+        let outage = ConnectionLossRetry(loop: "attribution decider", logger: logger)
         while !Task.isCancelled {
             do {
-                try await decidePending(now: clock.now())
+                try await outage.retrying { try await decidePending(now: clock.now()) }
             } catch is CancellationError {
                 return
             } catch {

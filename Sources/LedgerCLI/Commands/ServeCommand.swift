@@ -30,7 +30,9 @@ struct ServeCommand: AsyncParsableCommand {
             other; LEDGER_HTTP_RATE_LIMIT sets the rate when --rate-limit is not given.
 
             Exit codes: 0 stopped cleanly, 64 bad options or configuration (a non-loopback --host
-            without --insecure-listen, one key digest given to two apps), 3 the database is unreachable.
+            without --insecure-listen, one key digest given to two apps, a superuser or owner role
+            with --require-least-privilege), 3 the database is unreachable at start (later outages
+            are waited out: docs/operations.md).
 
             Examples:
               LEDGER_API_KEYS='{"com.example.game":"<sha256 hex>"}' ledger serve

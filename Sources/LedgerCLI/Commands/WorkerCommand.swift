@@ -30,7 +30,8 @@ struct WorkerCommand: AsyncParsableCommand {
             LEDGER_GOOGLE_DEV_TOKEN + LEDGER_GOOGLE_LINK_ID, LEDGER_BRANCH_KEY + LEDGER_BRANCH_SECRET,
             LEDGER_SINGULAR_SDK_KEY, and LEDGER_*_URL to point a provider elsewhere.
 
-            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable.
+            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable
+            at start (later outages are waited out: docs/operations.md).
 
             Examples:
               ledger worker

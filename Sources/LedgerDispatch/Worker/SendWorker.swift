@@ -170,7 +170,10 @@ public final class SendWorker: Sendable {
     /// claims as many sends as it has room for (free slots and sends ahead), and sleeps until a
     /// notification, a finished send, the next due retry or the poll interval. On cancellation it
     /// claims nothing more and lets the sends claimed — in flight or waiting for a slot — finish
-    /// and record their outcomes before returning (at most about two calls' timeouts).
+    /// and record their outcomes before returning (at most about two calls' timeouts). A turn
+    /// that loses its connection (a server restart) is tried again with back-off until the
+    /// database is back (``ConnectionLossRetry``, loop `send worker`: logged once); any other
+    /// failed turn is logged and tried again after the poll interval.
     public func run() async throws {
         let liveness = try LivenessLock(conninfo: store.pool.configuration.conninfo, workerID: configuration.workerID)
         defer { liveness.release() }
@@ -180,6 +183,7 @@ public final class SendWorker: Sendable {
             listening.cancel()
             listener.stop()
         }
+        let outage = ConnectionLossRetry(loop: "send worker", logger: logger)
         await withTaskGroup(of: Void.self) { group in
             var lastHousekeeping: ContinuousClock.Instant?
             while !Task.isCancelled {
@@ -196,10 +200,15 @@ public final class SendWorker: Sendable {
                         // waits for them.
                         group.addTask { await Task { await self.process(claims) }.value }
                     }
+                    outage.succeeded()
                     _ = await bell.wait(upTo: wait)
                 } catch {
                     // A stop (SIGTERM) cancels the step's statement: that is no failure to report.
                     if Task.isCancelled { break }
+                    if let retry = outage.delay(after: error) {
+                        try? await Task.sleep(for: retry)
+                        continue
+                    }
                     logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
                     _ = await bell.wait(upTo: configuration.pollInterval)
                 }

@@ -14,6 +14,10 @@ import Synchronization
 /// crashes; and since the checkpoint is read under the lock, any number of runners (and a
 /// rebuild's swap) can share one projection safely. Projections are independent: each has its
 /// own checkpoint and its own steps.
+///
+/// ``run()`` outlives the database: a lost connection (a server restart, a failover) is retried
+/// with back-off from the checkpoints, which the database keeps (``ConnectionLossRetry``, loop
+/// `projection runner`).
 public struct ProjectionRunner: Sendable {
     /// The store whose log is read.
     public let store: EventStore
@@ -61,6 +65,9 @@ public struct ProjectionRunner: Sendable {
                 try projection.apply(batch.events, to: .live, on: connection)
             } catch let error as ProjectionError {
                 throw error
+            } catch where ConnectionLossRetry.isConnectionLoss(error) {
+                // The database went away mid-batch: no fault of the projection's code.
+                throw error
             } catch {
                 throw ProjectionError.applyFailed(projection: projection.name, position: batch.events.first?.position ?? 0,
                                                   underlying: String(describing: error))
@@ -91,8 +98,17 @@ public struct ProjectionRunner: Sendable {
     /// notifications (`LISTEN ledger_events`), looking anyway every ``pollInterval``, and after a
     /// wake-up that found nothing readable yet (an older transaction still holds the horizon),
     /// looks again soon.
+    ///
+    /// A lost connection does not end it: the step is tried again with back-off
+    /// (``ReconnectBackoff/standard``: 100 ms doubling to 5 s, with jitter) until the database is
+    /// back, and goes on from each projection's checkpoint; the outage is logged once at
+    /// `warning`, the reconnection at `notice`. The listener reconnects by itself.
+    /// - Throws: `CancellationError` when cancelled while waiting to reconnect;
+    ///   ``ProjectionError`` and any other error that is not a lost connection (a bug in a
+    ///   projection, a missing table), which ends the run.
     public func run() async throws {
-        try await prepare()
+        let outage = ConnectionLossRetry(loop: "projection runner", logger: logger)
+        try await outage.retrying { try await prepare() }
         let bell = WakeUpBell()
         let listener = PostgresListener(conninfo: store.pool.configuration.conninfo, channels: ["ledger_events"],
                                         logger: logger)
@@ -105,7 +121,7 @@ public struct ProjectionRunner: Sendable {
         var lastReported = ContinuousClock.now - .seconds(3600)
         var lastHorizonWarning = ContinuousClock.now - .seconds(3600)
         while !Task.isCancelled {
-            let applied = try await catchUp()
+            let applied = try await outage.retrying { try await catchUp() }
             if ContinuousClock.now - lastReported >= pollInterval {
                 lastReported = ContinuousClock.now
                 let horizon = await reportLag()
@@ -133,7 +149,8 @@ extension ProjectionRunner {
     /// `projection`; and the read horizon's: `ledger_read_horizon_waiting_events` (committed
     /// events no reader sees yet) and `ledger_read_horizon_waiting_seconds` (how long the oldest
     /// of them has waited; 0 when none wait). A failure to read either is logged, never fatal to
-    /// the runner, and one does not keep the other from being recorded.
+    /// the runner, and one does not keep the other from being recorded; a lost connection is left
+    /// for the next step to report.
     func reportLag() async -> ReadHorizon? {
         do {
             let statuses = try await store.pool.withConnection { [projections] in try ProjectionStatus.read(projections, on: $0) }
@@ -143,7 +160,9 @@ extension ProjectionRunner {
                 Gauge(label: "ledger_projection_lag_seconds", dimensions: [("projection", status.name)]).record(status.secondsBehind)
             }
         } catch {
-            logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
+            if !ConnectionLossRetry.isConnectionLoss(error) {
+                logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
+            }
         }
         do {
             let horizon = try await store.pool.withConnection { try ReadHorizon.read(on: $0, limit: 1) }
@@ -151,7 +170,9 @@ extension ProjectionRunner {
             Gauge(label: "ledger_read_horizon_waiting_seconds").record(horizon.secondsWaiting)
             return horizon
         } catch {
-            logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
+            if !ConnectionLossRetry.isConnectionLoss(error) {
+                logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
+            }
             return nil
         }
     }
