@@ -43,6 +43,16 @@ struct ErrorMiddleware: RouterMiddleware {
             throw refusal
         } catch let error as RequestTimeoutError {
             throw APIError.requestTimeout(error.timeout)
+        } catch let error where ConnectionLossRetry.isConnectionLoss(error) {
+            // The database is away (a restart, a failover): nothing was acknowledged, the same
+            // request with the same ids succeeds once it is back.
+            logger.warning("request failed: the database is unreachable", metadata: [
+                "http.method": "\(request.method)", "http.route": "\(context.endpointPath ?? "unknown")"])
+            Counter(label: "ledger_http_unavailable_total").increment()
+            var refusal = APIError(.serviceUnavailable, code: "database_unavailable", rule: "database_reachable",
+                                   message: "The ledger's database is unreachable; retry with the same ids shortly.")
+            refusal.headers[.retryAfter] = "2"
+            throw refusal
         } catch {
             var metadata = Self.loggable(error)
             metadata["http.method"] = "\(request.method)"

@@ -39,6 +39,8 @@ struct ServeRestartTests {
     final class Load: Sendable {
         let acknowledged = Mutex<[UUID]>([])
         let refused = Atomic<Int>(0)
+        /// The statuses of refused appends: only 503 (the database away), never a 500.
+        let refusedStatuses = Mutex<Set<Int>>([])
         let failed = Atomic<Int>(0)
         let stop = Atomic<Bool>(false)
         var count: Int { acknowledged.withLock { $0.count } }
@@ -85,6 +87,7 @@ struct ServeRestartTests {
                     continue
                 }
                 load.refused.add(1, ordering: .relaxed)
+                load.refusedStatuses.withLock { _ = $0.insert(status) }
             } catch {
                 load.failed.add(1, ordering: .relaxed)
             }
@@ -210,6 +213,8 @@ struct ServeRestartTests {
 
         load.stop.store(true, ordering: .relaxed)
         for client in clients { await client.value }
+        let refusedStatuses = load.refusedStatuses.withLock { $0 }
+        #expect(refusedStatuses.isSubset(of: [503]), "appends refused while the database was away: \(refusedStatuses.sorted())")
         #expect(server.process.isRunning, "ledger serve is still running")
 
         // Every acknowledged append is in the log.
