@@ -8,7 +8,7 @@ import Logging
 public final class LogCapture: @unchecked Sendable {
     // `@unchecked`: `entries` is read and written only under `lock`.
     /// One message as logged.
-    public struct Entry: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable, CustomStringConvertible {
         /// Its level.
         public var level: Logger.Level
         /// The message.
@@ -20,6 +20,9 @@ public final class LogCapture: @unchecked Sendable {
         public var line: String {
             ([message] + metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }).joined(separator: " ")
         }
+
+        /// The level, the message and every metadata key and value, for searching.
+        public var description: String { "[\(level)] \(line)" }
     }
 
     private let lock = NSLock()
@@ -37,6 +40,9 @@ public final class LogCapture: @unchecked Sendable {
 
     /// Everything logged so far, in order.
     public var all: [Entry] { lock.withLock { entries } }
+
+    /// ``all``: the records so far.
+    public var records: [Entry] { all }
 
     /// The entries whose metadata has `key` equal to `value` (`db.loop` = `projection runner`).
     public func entries(where key: String, is value: String) -> [Entry] {
@@ -56,7 +62,9 @@ public final class LogCapture: @unchecked Sendable {
         }
 
         func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            var merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            // An error attached to the call is part of what an operator would see.
+            if let error = event.error { merged["error (attached)"] = "\(String(reflecting: error))" }
             capture.append(Entry(level: event.level, message: "\(event.message)",
                                  metadata: merged.mapValues { "\($0)" }))
         }

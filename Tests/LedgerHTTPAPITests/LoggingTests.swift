@@ -2,6 +2,7 @@ import AttributionLedger
 import Foundation
 import LedgerDomain
 import LedgerPostgres
+import LedgerTestSupport
 import Logging
 import NIOHTTP1
 import Testing
@@ -28,7 +29,7 @@ import Testing
 
     @Test func anInternalErrorIsLoggedByTypeAndSQLStateOnly() async throws {
         let capture = LogCapture()
-        try await withAPI(logger: capture.logger) { api in
+        try await withAPI(logger: capture.logger()) { api in
             try await Self.failAppends(api)
             let failed = try await api.send(.POST, "/v1/apps/\(appA)/events", json: batch(firstOpenJSON(device: Self.device, idfa: Self.idfa)))
             #expect(failed.status == 500)
@@ -51,7 +52,7 @@ import Testing
     @Test func deviceAndStreamIdsAreLoggedAtDebugLevelAtMost() async throws {
         let capture = LogCapture()
         let stream = try DeviceRef(app: appA, device: Self.device).streamID.rawValue
-        try await withAPI(logger: capture.logger) { api in
+        try await withAPI(logger: capture.logger()) { api in
             let base = "/v1/apps/\(appA)/devices/\(Self.device)"
             let open = UUID()
             #expect(try await api.send(.POST, "/v1/apps/\(appA)/events",
