@@ -46,6 +46,20 @@ struct VerifyCommandTests {
         #expect(line?.contains("stream device-app-1") == true, "\(plain.stdout)")
     }
 
+    /// Waits (bounded) until every event is below the gap-safe horizon, so a seal covers them all:
+    /// other tests' transactions on the same server can hold the horizon back for a moment.
+    static func waitUntilReadable(_ pool: PostgresPool) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let row = try await pool.query("""
+                SELECT count(*) FILTER (WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())), count(*) FROM events
+                """).single()
+            if try row.decode(Int.self, at: 0) == row.decode(Int.self, at: 1) { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("the horizon stayed behind the events for 60 s")
+    }
+
     /// A database with a device whose first open holds personal data, and signed seals over it.
     static func sealedLedger(_ database: TestDatabase.Handle, key: SealSigningKey) async throws {
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
@@ -62,6 +76,7 @@ struct VerifyCommandTests {
             try await plain.append([NewEvent(type: "TestNote", data: Data("{\"n\":\(n), \"t\": \"é\\\"/\"}".utf8), occurredAt: Date())],
                                    to: "device-com.example.game/export-\(n % 2)")
         }
+        try await Self.waitUntilReadable(pool)
         let sealed = try await LedgerProcess.runDetached(["seal", "--database-url", database.conninfo],
                                                          environment: ["LEDGER_SEAL_SIGNING_KEY": key.base64])
         #expect(sealed.status == 0, "\(sealed.stderr)")
@@ -134,6 +149,7 @@ struct VerifyCommandTests {
         defer { pool.close() }
         try await EventStore(pool: pool, logger: TestDatabase.quietLogger).append(
             [NewEvent(type: "SessionStarted", data: Data("{}".utf8), occurredAt: Date())], to: "device-com.example.game/later")
+        try await Self.waitUntilReadable(pool)
         let resealed = try await LedgerProcess.runDetached(["seal", "--database-url", database.conninfo],
                                                            environment: ["LEDGER_SEAL_SIGNING_KEY": key.base64])
         #expect(resealed.status == 0)
