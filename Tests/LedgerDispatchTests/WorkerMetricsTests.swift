@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDispatch
 import LedgerDomain
+import LedgerFakeProviders
 import Metrics
 import MetricsTestKit
 import Testing
@@ -20,6 +21,7 @@ struct WorkerMetricsTests {
     @Test func theWorkerExportsItsMetrics() async throws {
         let metrics = processMetrics
         try await WorkerTests.withRig { rig in
+            rig.fakes.apple.register(token: Data("metrics".utf8).base64EncodedString())
             let cause = try await record(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
                           adServicesToken: LedgerDomain.AdServicesToken(token: Data("metrics".utf8).base64EncodedString(),
