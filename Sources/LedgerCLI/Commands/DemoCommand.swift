@@ -76,7 +76,8 @@ struct DemoCommand: AsyncParsableCommand {
                 _ = try await day.play { step in
                     if !json { FileHandle.standardError.write(Data("ledger demo: \(step)…\n".utf8)) }
                 }
-                let summary = try await DemoSummary.read(after: before, devices: day.devices.map(\.stream), store: store)
+                var summary = try await DemoSummary.read(after: before, devices: day.devices.map(\.stream), store: store)
+                summary.fakeProviderAnomalies = fakes.anomalies.map(\.description)
                 if json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys]
