@@ -10,6 +10,8 @@ import Testing
 ///
 /// - Parameters:
 ///   - configuration: the fakes' settings and accepted credentials.
+///   - logger: the fakes' logger (silent unless given).
+///   - sourceLocation: where mismatches are reported (the caller's test by default).
 ///   - body: the test, given the running fakes.
 /// - Returns: what `body` returns.
 /// - Throws: what `body` throws, or the fakes' failure to start.
