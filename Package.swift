@@ -131,6 +131,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Swift Testing helpers the test targets share: fake providers whose anomalies end every
+        // test that uses them, and metrics scoped to the test that caused them. Tests only.
+        .target(
+            name: "LedgerTestKit",
+            dependencies: [
+                "LedgerFakeProviders",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            swiftSettings: strict
+        ),
         // Attribution: what each device fact causes (the sends it requests, in its transaction),
         // the versioned last-click rule, the decider that waits for every provider or a deadline,
         // and Google cross-network reporting.
@@ -246,7 +257,7 @@ let package = Package(
         .testTarget(
             name: "LedgerDispatchTests",
             dependencies: [
-                "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections", "LedgerStore",
+                "LedgerTestKit", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections", "LedgerStore",
                 "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
@@ -254,13 +265,15 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerHTTPTransportTests",
-            dependencies: ["LedgerHTTPTransport", "LedgerFakeProviders", "LedgerDispatch", "LedgerProviders", "LedgerDomain"],
+            dependencies: [
+                "LedgerTestKit", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerDispatch", "LedgerProviders", "LedgerDomain",
+            ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerAttributionTests",
             dependencies: [
-                "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
+                "LedgerTestKit", "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
                 "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
             ],
             swiftSettings: strict
@@ -284,7 +297,7 @@ let package = Package(
         .testTarget(
             name: "LedgerHTTPAPITests",
             dependencies: [
-                "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerTestKit", "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -302,7 +315,7 @@ let package = Package(
         .testTarget(
             name: "LedgerCLITests",
             dependencies: [
-                "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
+                "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),

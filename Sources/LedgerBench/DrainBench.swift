@@ -49,7 +49,8 @@ func drainNote(_ text: String) {
 /// Enqueues `count` Apple AdServices token lookups the way the ledger does — a `FirstOpen` on a
 /// device stream of its own and, in the same transaction, its `SendRequested`, queue row and
 /// NOTIFY — 250 devices per transaction, on two sessions, without waiting for commit flushes.
-func enqueueLedgerSends(conninfo: String, count: Int, tag: String) throws {
+func enqueueLedgerSends(conninfo: String, count: Int, tag: String, fakes: FakeProviders) throws {
+    fakes.apple.register(tokens: (0..<count).map { Data("token-\(tag)-\($0)".utf8).base64EncodedString() })
     let pool = PostgresPool(conninfo: conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
     defer { pool.close() }
     let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
@@ -89,7 +90,8 @@ func enqueueLedgerSends(conninfo: String, count: Int, tag: String) throws {
 }
 
 /// Fills the bare table with `count` rows, one token each.
-func enqueueBareSends(conninfo: String, count: Int, tag: String) throws {
+func enqueueBareSends(conninfo: String, count: Int, tag: String, fakes: FakeProviders) throws {
+    fakes.apple.register(tokens: (1...max(count, 1)).map { Data("bare-\(tag)-\($0)".utf8).base64EncodedString() })
     let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
     try connection.execute("""
         INSERT INTO bench_bare_sends (token)
@@ -216,9 +218,9 @@ func benchDrain(conninfo: String, plan: DrainPlan, fakes: FakeProviders) async t
     try setup.run(script: bareSendsSQL)
     // Warm-up (not timed): connections, prepared statements, the fakes' first answers.
     let warm = 50 * plan.workers
-    try enqueueLedgerSends(conninfo: conninfo, count: warm, tag: "warm\(plan.workers)")
+    try enqueueLedgerSends(conninfo: conninfo, count: warm, tag: "warm\(plan.workers)", fakes: fakes)
     _ = try await drainLedger(conninfo: conninfo, plan: plan, fakes: fakes, expected: warm, tag: "warm\(plan.workers)")
-    try enqueueBareSends(conninfo: conninfo, count: warm, tag: "warm\(plan.workers)")
+    try enqueueBareSends(conninfo: conninfo, count: warm, tag: "warm\(plan.workers)", fakes: fakes)
     _ = try await drainBare(conninfo: conninfo, plan: plan, fakes: fakes, expected: warm)
 
     let perRound = plan.sends / plan.rounds
@@ -226,9 +228,9 @@ func benchDrain(conninfo: String, plan: DrainPlan, fakes: FakeProviders) async t
     var bareSeconds = 0.0
     for round in 0..<plan.rounds {
         let tag = "w\(plan.workers)r\(round)"
-        try enqueueLedgerSends(conninfo: conninfo, count: perRound, tag: tag)
+        try enqueueLedgerSends(conninfo: conninfo, count: perRound, tag: tag, fakes: fakes)
         let ledger = try await drainLedger(conninfo: conninfo, plan: plan, fakes: fakes, expected: perRound, tag: tag)
-        try enqueueBareSends(conninfo: conninfo, count: perRound, tag: tag)
+        try enqueueBareSends(conninfo: conninfo, count: perRound, tag: tag, fakes: fakes)
         let bare = try await drainBare(conninfo: conninfo, plan: plan, fakes: fakes, expected: perRound)
         func perSend(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000 / Double(perRound)) }
         drainNote("\(plan.workers) worker(s), round \(round): ledger \(Int(Double(perRound) / ledger.seconds)) sends/s "

@@ -6,19 +6,28 @@ import Synchronization
 /// Apple AdServices attribution lookups (seed 002), faked: `POST /api/v1/` with the token alone as a
 /// `text/plain` body.
 ///
-/// - `404` while a token is not "ready" (Apple: "A 404 response can occur if you make an API call
-///   too quickly after receiving a valid token"), then `200` with the document's sample payload
-///   (`attribution: true`) or `{"attribution": false}`.
-/// - `404` for ever once a token is past its 24 h TTL: from ``tokenLifetime`` after the `issuedAt`
-///   it was registered with, by the fake's clock (``setClock(_:)``), noted as the anomaly
-///   `token_ttl` (a client that tracks the TTL never sends such a token); or once
-///   ``expire(token:)``d, for tests that do not keep time.
-/// - `400` for tokens marked invalid, an empty body, or a body that is not `text/plain` (noted).
+/// Every request is checked first; a bad one is refused and noted (rule in parentheses):
+/// - method `POST` (`wrong_method`, `405`), no query (`unknown_parameter`, `400`);
+/// - `Content-Type: text/plain` ("use a content-type of text/plain in the header",
+///   `content_type_text_plain`, `400`);
+/// - the body is a single token, Base64 ("a Base64 encoded string") with nothing else — no
+///   whitespace, no second token (`token_required`, `token_base64`: `400`, "The token is invalid");
+/// - the token is one a device made, i.e. one the test registered (``register(token:readiness:outcome:issuedAt:)``):
+///   Apple answers a token it never issued `400` too (`unknown_token`).
+///
+/// A registered token is answered by its model:
+/// - `404` while it is not "ready" (Apple: "A 404 response can occur if you make an API call too
+///   quickly after receiving a valid token"), then `200` with the document's sample payload
+///   (`attribution: true`) or `{"attribution": false}`;
+/// - `404` for ever once past its 24 h TTL: from ``tokenLifetime`` after the `issuedAt` it was
+///   registered with, by the fake's clock (``setClock(_:)``), noted as the anomaly `token_ttl` (a
+///   client that tracks the TTL never sends such a token); or once ``expire(token:)``d, for tests
+///   that do not keep time;
+/// - `400` once ``markInvalid(token:)``;
 /// - `500` on demand: `apple.enqueue(.status(500))`.
 ///
-/// Tokens never registered follow the defaults (``setDefaults(readiness:outcome:)``): ready at
-/// once and attributed, unless changed. Only lookups answered by the model count towards readiness;
-/// a scripted answer replaces the model for that request.
+/// Only lookups answered by the model count towards readiness; a scripted answer replaces the
+/// model for that request.
 public final class FakeAppleAdServices: FakeProvider {
     /// When a token's record becomes available.
     public enum Readiness: Sendable, Hashable {
@@ -62,8 +71,6 @@ public final class FakeAppleAdServices: FakeProvider {
     }
 
     private struct Model {
-        var defaultReadiness = Readiness.immediately
-        var defaultOutcome = Outcome.attributed()
         var tokens: [String: Token] = [:]
         var clock: any WallClock = SystemClock()
     }
@@ -72,20 +79,42 @@ public final class FakeAppleAdServices: FakeProvider {
 
     init() {}
 
-    /// How unregistered tokens behave.
-    public func setDefaults(readiness: Readiness = .immediately, outcome: Outcome = .attributed()) {
-        model.withLock {
-            $0.defaultReadiness = readiness
-            $0.defaultOutcome = outcome
-        }
-    }
-
-    /// Registers `token` with its own behaviour (replacing any earlier registration, lookups reset).
-    /// With `issuedAt`, lookups from ``tokenLifetime`` after it (by the fake's clock) answer `404`.
+    /// Registers `token` — a token a device made, the only kind Apple answers — with its own
+    /// behaviour (replacing any earlier registration, lookups reset). With `issuedAt`, lookups from
+    /// ``tokenLifetime`` after it (by the fake's clock) answer `404`.
     public func register(
         token: String, readiness: Readiness = .immediately, outcome: Outcome = .attributed(), issuedAt: Date? = nil
     ) {
         model.withLock { $0.tokens[token] = Token(readiness: readiness, outcome: outcome, issuedAt: issuedAt) }
+    }
+
+    /// Registers each of `tokens` with the same behaviour.
+    public func register(
+        tokens: some Sequence<String>, readiness: Readiness = .immediately, outcome: Outcome = .attributed(),
+        issuedAt: Date? = nil
+    ) {
+        model.withLock { model in
+            for token in tokens { model.tokens[token] = Token(readiness: readiness, outcome: outcome, issuedAt: issuedAt) }
+        }
+    }
+
+    /// Changes the readiness of every registered token (e.g. `.never`: every lookup answers 404).
+    public func setReadinessOfEveryToken(_ readiness: Readiness) {
+        model.withLock { model in
+            for token in model.tokens.keys { model.tokens[token]?.readiness = readiness }
+        }
+    }
+
+    /// Whether `token` is registered.
+    public func isRegistered(token: String) -> Bool { model.withLock { $0.tokens[token] != nil } }
+
+    /// Whether `token` was registered with an `issuedAt` that is ``tokenLifetime`` or more ago, by
+    /// the fake's clock (what Branch's fake asks of an `apple_attribution_token`).
+    func isPastTTL(token: String) -> Bool {
+        model.withLock { model in
+            guard let issuedAt = model.tokens[token]?.issuedAt else { return false }
+            return model.clock.now() >= issuedAt.addingTimeInterval(Self.tokenLifetime)
+        }
     }
 
     /// The clock the TTL is judged by: the system's unless a test sets one it controls (often the
@@ -104,52 +133,70 @@ public final class FakeAppleAdServices: FakeProvider {
     /// How many lookups of `token` the model answered.
     public func lookups(of token: String) -> Int { model.withLock { $0.tokens[token]?.lookups ?? 0 } }
 
-    /// Forgets tokens and defaults.
+    /// Forgets tokens.
     public func resetModel() { model.withLock { $0 = Model() } }
 
     private func update(_ token: String, _ change: (inout Token) -> Void) {
         model.withLock { model in
-            var entry = model.tokens[token] ?? Token(readiness: model.defaultReadiness, outcome: model.defaultOutcome)
+            var entry = model.tokens[token] ?? Token(readiness: .immediately, outcome: .attributed())
             change(&entry)
             model.tokens[token] = entry
         }
     }
 
     func handle(_ request: RecordedRequest) -> FakeReply {
-        answer(request) { request in
-            let contentType = request.headerValue("Content-Type")?.lowercased() ?? ""
-            if !contentType.hasPrefix("text/plain") {
-                note(request, "content_type_text_plain", "Content-Type must be text/plain (seed 002), got '\(contentType)'")
-                return .text(400, "Bad Request")
+        answer(request, check: check, model: lookup)
+    }
+
+    /// "The token is invalid" (seed 002's 400).
+    private static func invalid(_ rule: String, _ detail: String) -> FakeRefusal {
+        FakeRefusal(rule: rule, detail: detail + " (seed 002)", reply: .text(400, "Bad Request"))
+    }
+
+    func check(_ request: RecordedRequest) -> FakeRefusal? {
+        guard request.method == "POST" else { return .wrongMethod(request, expected: "POST", document: "seed 002") }
+        guard request.rawQuery.isEmpty else {
+            return Self.invalid("unknown_parameter", "the lookup takes no query, got '\(request.rawQuery)'")
+        }
+        let contentType = request.headerValue("Content-Type")?.lowercased() ?? ""
+        guard contentType == "text/plain" || contentType.hasPrefix("text/plain;") else {
+            return Self.invalid("content_type_text_plain", "Content-Type must be text/plain, got '\(contentType)'")
+        }
+        let token = request.bodyText
+        guard !token.isEmpty else { return Self.invalid("token_required", "the body must be the attribution token") }
+        guard FakeChecks.isBase64(token) else {
+            return Self.invalid("token_base64", "the body must be a single Base64 token and nothing else, got '\(token.prefix(40))'")
+        }
+        guard isRegistered(token: token) else {
+            return Self.invalid("unknown_token", "no device made the token '\(token.prefix(40))'")
+        }
+        return nil
+    }
+
+    private func lookup(_ request: RecordedRequest) -> FakeReply {
+        let token = request.bodyText
+        let (status, outcome, pastTTL) = model.withLock { model -> (Int, Outcome, Bool) in
+            var entry = model.tokens[token] ?? Token(readiness: .immediately, outcome: .attributed())
+            entry.lookups += 1
+            defer { model.tokens[token] = entry }
+            if entry.invalid { return (400, entry.outcome, false) }
+            if let issuedAt = entry.issuedAt, model.clock.now() >= issuedAt.addingTimeInterval(Self.tokenLifetime) {
+                return (404, entry.outcome, true)
             }
-            let token = request.bodyText.trimmingCharacters(in: .whitespacesAndNewlines)
-            if token.isEmpty {
-                note(request, "token_required", "the body must be the attribution token (seed 002)")
-                return .text(400, "Bad Request")
+            if entry.expired { return (404, entry.outcome, false) }
+            switch entry.readiness {
+            case .immediately: return (200, entry.outcome, false)
+            case .afterLookups(let n): return (entry.lookups > n ? 200 : 404, entry.outcome, false)
+            case .never: return (404, entry.outcome, false)
             }
-            let (status, outcome, pastTTL) = model.withLock { model -> (Int, Outcome, Bool) in
-                var entry = model.tokens[token] ?? Token(readiness: model.defaultReadiness, outcome: model.defaultOutcome)
-                entry.lookups += 1
-                defer { model.tokens[token] = entry }
-                if entry.invalid { return (400, entry.outcome, false) }
-                if let issuedAt = entry.issuedAt, model.clock.now() >= issuedAt.addingTimeInterval(Self.tokenLifetime) {
-                    return (404, entry.outcome, true)
-                }
-                if entry.expired { return (404, entry.outcome, false) }
-                switch entry.readiness {
-                case .immediately: return (200, entry.outcome, false)
-                case .afterLookups(let n): return (entry.lookups > n ? 200 : 404, entry.outcome, false)
-                case .never: return (404, entry.outcome, false)
-                }
-            }
-            if pastTTL {
-                note(request, "token_ttl", "the token is past its 24-hour TTL (seed 002)")
-            }
-            switch status {
-            case 200: return .respond(200, json: Self.payload(outcome))
-            case 400: return .text(400, "Bad Request")
-            default: return .text(404, "Not Found")
-            }
+        }
+        if pastTTL {
+            note(request, "token_ttl", "the token is past its 24-hour TTL (seed 002)")
+        }
+        switch status {
+        case 200: return .respond(200, json: Self.payload(outcome))
+        case 400: return .text(400, "Bad Request")
+        default: return .text(404, "Not Found")
         }
     }
 

@@ -75,13 +75,30 @@ final class FakeHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         busy = true
         let reply = server.reply(to: request, body: Data(body.readableBytesView), tooLarge: tooLarge, connection: connection)
         let keepAlive = request.isKeepAlive && !tooLarge
-        if reply.delay > .zero {
-            let loop = context.eventLoop.assumeIsolated()
-            loop.scheduleTask(in: TimeAmount(reply.delay)) { [self] in
+        release(reply, keepAlive: keepAlive, after: reply.gates[...], context: context)
+    }
+
+    /// Finishes `reply` once every gate is open and then its delay has passed.
+    private func release(_ reply: FakeReply, keepAlive: Bool, after gates: ArraySlice<FakeGate>, context: ChannelHandlerContext) {
+        guard let gate = gates.first else {
+            if reply.delay > .zero {
+                let loop = context.eventLoop.assumeIsolated()
+                loop.scheduleTask(in: TimeAmount(reply.delay)) { [self] in
+                    finish(reply, keepAlive: keepAlive, context: context)
+                }
+            } else {
                 finish(reply, keepAlive: keepAlive, context: context)
             }
-        } else {
-            finish(reply, keepAlive: keepAlive, context: context)
+            return
+        }
+        let loop = context.eventLoop
+        let bound = NIOLoopBound((self, context), eventLoop: loop)
+        let rest = gates.dropFirst()
+        gate.whenOpen {
+            loop.execute {
+                let (handler, context) = bound.value
+                handler.release(reply, keepAlive: keepAlive, after: rest, context: context)
+            }
         }
     }
 

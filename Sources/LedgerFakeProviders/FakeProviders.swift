@@ -18,11 +18,17 @@ import Synchronization
 /// | Branch | `POST /v1/open` |
 /// | Singular | `GET /api/v2/conversion_value` |
 ///
-/// Each fake answers as its provider's document says (``FakeGoogle``, ``FakeAppleAdServices``,
-/// ``FakeBranch``, ``FakeSingular``), records every request, notes anomalies, and can be scripted per
-/// test (`enqueue(_:)`: "the next three answers are 404, 404, 200") or slowed down (``FakeProvider/setDelay(_:)``). Point the
-/// request builders at it with ``googleEndpoint``, ``appleEndpoint``, ``branchEndpoint`` and
-/// ``singularEndpoint``; plain `http` is accepted by the builders because the host is loopback.
+/// Each fake checks every request against its provider's document before anything else — method,
+/// path, required parameters and headers, content type, credentials equal to the configured ones
+/// (``Credentials``) — and refuses a bad one as the provider does (or `400` naming the rule where
+/// the document is silent), noting it as a ``FakeAnomaly``. A valid request is answered by the
+/// fake's model (``FakeGoogle``, ``FakeAppleAdServices``, ``FakeBranch``, ``FakeSingular``) or by
+/// a scripted answer (`enqueue(_:)`: "the next three answers are 404, 404, 200"); answers can be
+/// slowed down (``FakeProvider/setDelay(_:)``) or held until a test lets them go
+/// (``FakeProvider/hold(_:)``, ``FakeGate``). Every request is recorded. Point the request builders
+/// at it with ``googleEndpoint``, ``appleEndpoint``, ``branchEndpoint`` and ``singularEndpoint``
+/// (plain `http` is accepted by the builders because the host is loopback) and the credentials
+/// with ``googleLink``, ``branchConfiguration`` and ``singularConfiguration``.
 public final class FakeProviders: Sendable {
     /// Server settings.
     public struct Configuration: Sendable, Hashable {
@@ -30,11 +36,42 @@ public final class FakeProviders: Sendable {
         public var port: Int
         /// The largest request body read; a larger one is answered `413` (a fake, not a sink).
         public var maximumRequestBodyBytes: Int
+        /// The credentials the fakes accept; any other value is refused.
+        public var credentials: Credentials
 
-        /// Settings: ephemeral port, 1 MiB bodies.
-        public init(port: Int = 0, maximumRequestBodyBytes: Int = 1 << 20) {
+        /// Settings: ephemeral port, 1 MiB bodies, the default credentials.
+        public init(port: Int = 0, maximumRequestBodyBytes: Int = 1 << 20, credentials: Credentials = Credentials()) {
             self.port = port
             self.maximumRequestBodyBytes = maximumRequestBodyBytes
+            self.credentials = credentials
+        }
+    }
+
+    /// The account the fakes stand for: the only credentials they accept. A request carrying
+    /// another value (another key, a blank one, the ledger's `REDACTED` marker) is refused.
+    public struct Credentials: Sendable, Hashable {
+        /// Google's `dev_token`.
+        public var googleDevToken: String
+        /// Google's `link_id`.
+        public var googleLinkID: String
+        /// Branch's `branch_key`.
+        public var branchKey: String
+        /// Branch's `branch_secret`.
+        public var branchSecret: String
+        /// Singular's SDK key, the `a` parameter.
+        public var singularSDKKey: String
+
+        /// Credentials; the defaults are made-up values no real account has.
+        public init(
+            googleDevToken: String = "fake-google-dev-token", googleLinkID: String = "FAKE0LINK0ID",
+            branchKey: String = "key_live_fake", branchSecret: String = "secret_live_fake",
+            singularSDKKey: String = "fake-singular-sdk-key"
+        ) {
+            self.googleDevToken = googleDevToken
+            self.googleLinkID = googleLinkID
+            self.branchKey = branchKey
+            self.branchSecret = branchSecret
+            self.singularSDKKey = singularSDKKey
         }
     }
 
@@ -42,13 +79,13 @@ public final class FakeProviders: Sendable {
     public static let host = "127.0.0.1"
 
     /// Google conversion tracking (seed 000).
-    public let google = FakeGoogle()
+    public let google: FakeGoogle
     /// Apple AdServices attribution lookups (seed 002).
-    public let apple = FakeAppleAdServices()
+    public let apple: FakeAppleAdServices
     /// Branch server-to-server `v1/open` (seed 003).
-    public let branch = FakeBranch()
+    public let branch: FakeBranch
     /// Singular's SKAN 4 conversion value API (seed 004).
-    public let singular = FakeSingular()
+    public let singular: FakeSingular
 
     /// The settings this server was made with.
     public let configuration: Configuration
@@ -61,6 +98,8 @@ public final class FakeProviders: Sendable {
         var sequence = 0
         var connectionCount = 0
         var unrouted: [RecordedRequest] = []
+        var unroutedAnomalies: [FakeAnomaly] = []
+        var expected: [ExpectedAnomaly] = []
         var requestsInFlight = 0
         var mostRequestsInFlight = 0
     }
@@ -71,6 +110,16 @@ public final class FakeProviders: Sendable {
     public init(configuration: Configuration = Configuration(), logger: Logger = Logger(label: "ledger.fake-providers")) {
         self.configuration = configuration
         self.logger = logger
+        let credentials = configuration.credentials
+        google = FakeGoogle(devToken: credentials.googleDevToken, linkID: credentials.googleLinkID)
+        apple = FakeAppleAdServices()
+        branch = FakeBranch(branchKey: credentials.branchKey, branchSecret: credentials.branchSecret, apple: apple)
+        singular = FakeSingular(sdkKey: credentials.singularSDKKey)
+    }
+
+    /// A server accepting `credentials`, otherwise with the default settings.
+    public convenience init(credentials: Credentials, logger: Logger = Logger(label: "ledger.fake-providers")) {
+        self.init(configuration: Configuration(credentials: credentials), logger: logger)
     }
 
     /// Binds `127.0.0.1` and starts answering. Returns once the port is known.
@@ -135,6 +184,24 @@ public final class FakeProviders: Sendable {
     /// The endpoint for ``SingularConfiguration``: this server.
     public var singularEndpoint: SingularEndpoint { SingularEndpoint(scheme: "http", host: Self.host, port: port) }
 
+    /// The credentials the fakes accept.
+    public var credentials: Credentials { configuration.credentials }
+
+    /// Google's `dev_token` and `link_id` the fake accepts.
+    public var googleLink: GoogleAppLink {
+        GoogleAppLink(devToken: credentials.googleDevToken, linkID: credentials.googleLinkID)
+    }
+
+    /// Branch's key and secret the fake accepts, and this server as the endpoint.
+    public var branchConfiguration: BranchConfiguration {
+        BranchConfiguration(branchKey: credentials.branchKey, branchSecret: credentials.branchSecret, endpoint: branchEndpoint)
+    }
+
+    /// Singular's SDK key the fake accepts, and this server as the endpoint.
+    public var singularConfiguration: SingularConfiguration {
+        SingularConfiguration(sdkKey: credentials.singularSDKKey, endpoint: singularEndpoint)
+    }
+
     /// Every fake, for loops over all of them.
     public var all: [any FakeProvider] { [google, apple, branch, singular] }
 
@@ -143,23 +210,60 @@ public final class FakeProviders: Sendable {
         (all.flatMap { $0.requests } + unroutedRequests).sorted { $0.sequenceNumber < $1.sequenceNumber }
     }
 
-    /// Requests for a path no fake serves (answered `404`).
+    /// Requests for a path no fake serves (answered `404`, noted as `unknown_path`).
     public var unroutedRequests: [RecordedRequest] { state.withLock { $0.unrouted } }
 
-    /// Every anomaly of every fake.
+    /// Every anomaly of every fake, and every request to a path no fake serves (`unknown_path`),
+    /// in arrival order.
     public var anomalies: [FakeAnomaly] {
-        all.flatMap { $0.anomalies }.sorted { $0.requestSequenceNumber < $1.requestSequenceNumber }
+        (all.flatMap { $0.anomalies } + state.withLock { $0.unroutedAnomalies })
+            .sorted { $0.requestSequenceNumber < $1.requestSequenceNumber }
     }
+
+    /// Declares anomalies the running test expects to cause, one entry per anomaly (repeat an
+    /// entry for each time it is expected). ``unexplainedAnomalies()`` compares them with those
+    /// noted.
+    public func expectAnomalies(_ anomalies: [ExpectedAnomaly]) { state.withLock { $0.expected += anomalies } }
+
+    /// Declares one expected anomaly, `count` times.
+    public func expectAnomaly(_ provider: Provider?, _ rule: String, count: Int = 1) {
+        expectAnomalies(Array(repeating: ExpectedAnomaly(provider, rule), count: count))
+    }
+
+    /// The anomalies declared so far.
+    public var expectedAnomalies: [ExpectedAnomaly] { state.withLock { $0.expected } }
+
+    /// The anomalies noted that no declaration explains, and the declarations no anomaly
+    /// fulfilled: a test that uses the fakes ends with both empty.
+    public func unexplainedAnomalies() -> (unexpected: [FakeAnomaly], missing: [ExpectedAnomaly]) {
+        var missing = expectedAnomalies
+        var unexpected: [FakeAnomaly] = []
+        for anomaly in anomalies {
+            if let index = missing.firstIndex(where: { $0.provider == anomaly.provider && $0.rule == anomaly.rule }) {
+                missing.remove(at: index)
+            } else {
+                unexpected.append(anomaly)
+            }
+        }
+        return (unexpected, missing)
+    }
+
+    /// The requests, to all fakes together, being answered now (received whole, answer not yet
+    /// written): calls a client has in flight.
+    public var requestsInFlight: Int { state.withLock { $0.requestsInFlight } }
 
     /// The most requests, to all fakes together, that were being answered at one time (received
     /// whole, answer not yet written): how many calls a client had in flight.
     public var mostRequestsInFlight: Int { state.withLock { $0.mostRequestsInFlight } }
 
-    /// Resets every fake (requests, scripts, anomalies, delays, models) and the in-flight high-water mark.
+    /// Resets every fake (requests, scripts, anomalies, delays, gates, models) and the in-flight
+    /// high-water mark.
     public func reset() {
         for fake in all { fake.reset() }
         state.withLock { state in
             state.unrouted = []
+            state.unroutedAnomalies = []
+            state.expected = []
             state.mostRequestsInFlight = state.requestsInFlight
         }
     }
@@ -219,18 +323,16 @@ public final class FakeProviders: Sendable {
         let request = RecordedRequest(
             provider: provider, sequenceNumber: sequence, connectionNumber: connection, receivedAt: Date(), method: head.method.rawValue, path: path,
             rawQuery: rawQuery, headers: head.headers.map { Header($0.name, $0.value) }, body: body)
-        let expectedMethod: HTTPMethod = provider == .singular ? .GET : .POST
         switch provider {
         case nil:
-            state.withLock { $0.unrouted.append(request) }
-            return .text(404, "no fake provider serves \(path)")
-        case let provider? where head.method != expectedMethod:
-            // Recorded against the provider so a test sees the wrong call, then refused as a server would.
-            let fake = fake(for: provider)
-            return fake.answer(request) { request in
-                fake.note(request, "wrong_method", "\(head.method.rawValue) \(path); the document says \(expectedMethod.rawValue)")
-                return .text(405, "method not allowed")
+            state.withLock { state in
+                state.unrouted.append(request)
+                state.unroutedAnomalies.append(
+                    FakeAnomaly(
+                        provider: nil, rule: "unknown_path", detail: "\(request.method) \(path): no provider serves it",
+                        requestSequenceNumber: sequence, refused: true))
             }
+            return .text(404, "no fake provider serves \(path)")
         case .google?: return google.handle(request)
         case .appleAdServices?: return apple.handle(request)
         case .branch?: return branch.handle(request)
@@ -239,14 +341,24 @@ public final class FakeProviders: Sendable {
         }
     }
 
-    private func fake(for provider: Provider) -> any FakeProvider {
-        switch provider {
-        case .google: google
-        case .appleAdServices, .appleIAd: apple
-        case .branch: branch
-        case .singular: singular
-        }
+}
+
+/// An anomaly a test declares it expects (``FakeProviders/expectAnomalies(_:)``): a provider
+/// (`nil` for a path no fake serves) and a rule.
+public struct ExpectedAnomaly: Sendable, Hashable, CustomStringConvertible {
+    /// The provider whose fake notes it.
+    public var provider: Provider?
+    /// The anomaly's rule, e.g. `missing_randomized_bundle_token`.
+    public var rule: String
+
+    /// An expected anomaly.
+    public init(_ provider: Provider?, _ rule: String) {
+        self.provider = provider
+        self.rule = rule
     }
+
+    /// `provider rule`.
+    public var description: String { "\(provider?.rawValue ?? "no provider") \(rule)" }
 }
 
 /// Misuse of ``FakeProviders``.

@@ -7,6 +7,7 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerProviders
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -72,41 +73,48 @@ import Testing
         }
     }
 
-    static func withRig(settings: AttributionSettings = AttributionSettings(), _ body: (Rig) async throws -> Void) async throws {
+    /// The account the fakes stand for, and the ledger's configuration.
+    static let credentials = FakeProviders.Credentials(
+        googleDevToken: "test-dev-token-not-a-secret", googleLinkID: "LINK1", branchKey: "key_test_fake",
+        branchSecret: "secret_test_fake", singularSDKKey: "sdk-test-fake")
+
+    /// Runs `body` with a rig whose device token Apple knows (attributed, without a click date,
+    /// unless the test registers it otherwise); the fakes' anomalies end the test
+    /// (`withCheckedFakeProviders`).
+    static func withRig(
+        settings: AttributionSettings = AttributionSettings(), sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (Rig) async throws -> Void
+    ) async throws {
         try await TestDatabase.with { database throws in
             let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 8, logger: TestDatabase.quietLogger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
-            let fakes = FakeProviders()
-            try await fakes.start()
-            let transport = HTTPProviderTransport()
-            do {
-                fakes.branch.setRapidRepeatInterval(.zero)
-                let rules = ProviderSendRules(
-                    google: GoogleConversionRequestBuilder(
-                        link: GoogleAppLink(devToken: "test-dev-token-not-a-secret", linkID: "LINK1"), endpoint: fakes.googleEndpoint),
-                    adServices: fakes.appleEndpoint,
-                    branch: BranchConfiguration(branchKey: "key_test_fake", branchSecret: "secret_test_fake",
-                                                endpoint: fakes.branchEndpoint),
-                    singular: SingularConfiguration(sdkKey: "sdk-test-fake", endpoint: fakes.singularEndpoint))
-                let start = epoch
-                let clock = ManualClock(start)
-                let worker = SendWorker(
-                    store: store, rules: rules, transport: transport,
-                    configuration: .init(workerID: "test-worker", slots: 4, lease: 30, requestTimeout: .seconds(5)),
-                    clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
-                try await body(Rig(
-                    store: store, fakes: fakes, worker: worker,
-                    recorder: DeviceFactRecorder(store: store, settings: settings, logger: TestDatabase.quietLogger),
-                    decider: AttributionDecider(store: store, settings: settings, logger: TestDatabase.quietLogger), clock: clock,
-                    start: start))
-            } catch {
+            try await withCheckedFakeProviders(configuration: .init(credentials: credentials), sourceLocation: sourceLocation) {
+                fakes in
+                let transport = HTTPProviderTransport()
+                do {
+                    fakes.branch.setRapidRepeatInterval(.zero)
+                    fakes.apple.register(token: token)
+                    let rules = ProviderSendRules(
+                        google: GoogleConversionRequestBuilder(link: fakes.googleLink, endpoint: fakes.googleEndpoint),
+                        adServices: fakes.appleEndpoint, branch: fakes.branchConfiguration, singular: fakes.singularConfiguration)
+                    let start = epoch
+                    let clock = ManualClock(start)
+                    let worker = SendWorker(
+                        store: store, rules: rules, transport: transport,
+                        configuration: .init(workerID: "test-worker", slots: 4, lease: 30, requestTimeout: .seconds(5)),
+                        clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
+                    try await body(Rig(
+                        store: store, fakes: fakes, worker: worker,
+                        recorder: DeviceFactRecorder(store: store, settings: settings, logger: TestDatabase.quietLogger),
+                        decider: AttributionDecider(store: store, settings: settings, logger: TestDatabase.quietLogger),
+                        clock: clock, start: start))
+                } catch {
+                    await transport.shutdown()
+                    throw error
+                }
                 await transport.shutdown()
-                await fakes.stop()
-                throw error
             }
-            await transport.shutdown()
-            await fakes.stop()
         }
     }
 

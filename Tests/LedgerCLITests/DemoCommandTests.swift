@@ -31,6 +31,7 @@ struct DemoCommandTests {
             SELECT count(*) FROM events r WHERE r.event_type = 'SendRequested' AND (SELECT count(*) FROM events t
               WHERE t.stream_id = r.stream_id AND t.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled')) <> 1
             """) == 0)
+        #expect(summary["fake_provider_anomalies"] as? [String] == [], "every request followed its provider's document")
         #expect(summary["install_decisions"] as? Int == 8)
         #expect(summary["decisions_by_winner"] as? [String: Int] == ["apple_adservices": 1, "branch": 2, "google": 2, "organic": 3])
         #expect(summary["expired_tokens"] as? Int == 1)

@@ -3,6 +3,7 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders
 import LedgerStore
+import Synchronization
 import Testing
 
 /// docs/dispatch.md: on SIGTERM (`ledger worker` cancels the loop) the worker claims nothing more
@@ -10,25 +11,39 @@ import Testing
 @Suite struct GracefulStopTests {
     @Test func cancellingTheLoopLetsATryInFlightRecordItsOutcome() async throws {
         try await WorkerTests.withRig { rig in
+            let token = "dG9rZW4tZm9yLWdyYWNlZnVs"
+            rig.fakes.apple.register(token: token, issuedAt: testEpoch)
             let cause = try await record(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                          adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4tZm9yLWdyYWNlZnVs", issuedAt: testEpoch)),
+                          adServicesToken: LedgerDomain.AdServicesToken(token: token, issuedAt: testEpoch)),
                 to: WorkerTests.device, at: testEpoch, store: rig.store)
-            rig.fakes.apple.enqueue(.stall(.seconds(1)))  // the answer comes while the loop is being stopped
+            // The answer is held until the stop has come: the call is in flight by construction.
+            let inFlight = FakeGate()
+            rig.fakes.apple.enqueue(.held(by: inFlight))
             let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: WorkerTests.device,
                                          key: "apple:graceful", now: testEpoch, store: rig.store)
-            let running = Task { try await rig.worker.run() }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while rig.fakes.apple.requestCount == 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
+            let stream = StreamID.send(id: send.sendID).rawValue
+            let returned = Atomic<Bool>(false)
+            let running = Task {
+                try await rig.worker.run()
+                returned.store(true, ordering: .sequentiallyConsistent)
             }
-            #expect(rig.fakes.apple.requestCount == 1)
+            #expect(await inFlight.waitUntilHolding(1))
             running.cancel()
+            // The stop came while the call was out: the provider has not answered, the try has no
+            // outcome, and the loop has not returned.
+            #expect(inFlight.held == 1 && rig.fakes.requestsInFlight == 1)
+            #expect(try await streamTypes(stream, store: rig.store) == ["SendRequested", "SendAttempted"])
+            let returnedEarly = returned.load(ordering: .sequentiallyConsistent)
+            #expect(!returnedEarly)
+            inFlight.open()
             try await running.value
-            #expect(try await streamTypes(StreamID.send(id: send.sendID).rawValue, store: rig.store) == [
+            // Read as soon as the loop returned: it waited for the answer and recorded it.
+            #expect(try await streamTypes(stream, store: rig.store) == [
                 "SendRequested", "SendAttempted", "ResponseReceived", "SendSucceeded",
             ])
             #expect(try await queueCount(rig.store) == 0)
+            #expect(rig.fakes.apple.requestCount == 1)
         }
     }
 }

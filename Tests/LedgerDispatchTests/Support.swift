@@ -17,9 +17,13 @@ func withDispatchStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws
 
 let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 
-/// An iOS device with everything the providers need.
-func iosDevice(idfv: String = "21DB6612-09B3-4ECC-84AC-B353B0AF1334", ip: String = "203.0.113.7") -> DeviceContext {
-    DeviceContext(platform: .ios, idfa: "DFC5A647-9043-4699-B2A5-76F03A97064B", idfv: idfv, limitAdTracking: false,
+/// An iOS device with everything the providers need. Devices that are meant to be different
+/// devices need ids of their own (``deviceUUID(_:_:kind:)``): the providers tell devices apart by them.
+func iosDevice(
+    idfv: String = "21DB6612-09B3-4ECC-84AC-B353B0AF1334", idfa: String = "DFC5A647-9043-4699-B2A5-76F03A97064B",
+    ip: String = "203.0.113.7"
+) -> DeviceContext {
+    DeviceContext(platform: .ios, idfa: idfa, idfv: idfv, limitAdTracking: false,
                   attStatus: .authorized, ip: ip,
                   userAgent: UserAgentParts(appName: "App", appVersion: "1.2.3", osName: "iOS", osVersion: "17.1",
                                             locale: "en_US", deviceModel: "iPhone15,2", build: "21B74"),
@@ -54,4 +58,11 @@ func queueCount(_ store: EventStore) async throws -> Int {
 /// Event types of a stream, in order.
 func streamTypes(_ stream: String, store: EventStore) async throws -> [String] {
     try await store.readStream(stream).map(\.type)
+}
+
+/// A UUID of its own for device `index` of the devices named `prefix`: its IDFA (`kind` `"A"`) or
+/// IDFV (`"F"`).
+func deviceUUID(_ prefix: String, _ index: Int, kind: Character) -> String {
+    let seed = prefix.utf8.reduce(UInt64(17)) { ($0 &* 31 &+ UInt64($1)) & 0xFFFF_FFFF_FFFF }
+    return String(format: "%08X-000%@-4000-8000-%012llX", index, String(kind), seed)
 }

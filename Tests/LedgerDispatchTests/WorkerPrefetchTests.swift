@@ -10,15 +10,34 @@ import Testing
 /// Sends recorded ahead of a free slot (`SendWorker.Configuration.prefetch`): the time is looked
 /// at again when the slot comes, so waiting never breaks a provider's rule or the lease.
 extension WorkerTests {
-    /// Three Apple token lookups on a worker with two slots and one send ahead: two calls start,
-    /// the third send is claimed and recorded and waits. `tokenIssuedAt` for every token.
-    func startThreeLookups(_ rig: Rig, tokenIssuedAt: Date) async throws -> (running: Task<Void, any Error>, streams: [String]) {
+    /// Three Apple token lookups on a worker with two slots and one send ahead: two calls start
+    /// and the fake holds their answers (`gate`); the third send is claimed, recorded, and waits
+    /// for a slot. `tokenIssuedAt` for every token, each lookup answered as `readiness` says.
+    /// Returns once all three tries are recorded, so the test moves the clock while the third send
+    /// waits, whatever the machine's load.
+    func startThreeLookups(
+        _ rig: Rig, tokenIssuedAt: Date, readiness: FakeAppleAdServices.Readiness = .immediately
+    ) async throws -> (running: Task<Void, any Error>, streams: [String], gate: FakeGate) {
         let streams = try await enqueueLookups(rig, count: 3, prefix: "ahead", tokenIssuedAt: tokenIssuedAt)
-        // Long enough for the test to move the clock before the first answer frees a slot.
-        rig.fakes.apple.setDelay(.milliseconds(1500))
+        rig.fakes.apple.setReadinessOfEveryToken(readiness)
+        let gate = FakeGate()
+        rig.fakes.apple.hold(gate)
         let running = Task { try await rig.worker.run() }
-        #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
-        return (running, streams)
+        #expect(await gate.waitUntilHolding(2))
+        try await waitUntil { try await attempts(rig) == 3 }
+        #expect(try await attempts(rig) == 3 && rig.fakes.apple.requestCount == 2)
+        return (running, streams, gate)
+    }
+
+    /// Lets the held answers go, and every later one at once.
+    func release(_ gate: FakeGate, of fake: any FakeProvider) {
+        fake.hold(nil)
+        gate.open()
+    }
+
+    /// The `SendAttempted` events recorded so far.
+    func attempts(_ rig: Rig) async throws -> Int {
+        try await rig.store.pool.query("SELECT count(*) FROM events WHERE event_type = 'SendAttempted'").single().decode(Int.self, at: 0)
     }
 
     /// `count` Apple token lookups, one per new device: their send streams.
@@ -42,8 +61,9 @@ extension WorkerTests {
         return histories
     }
 
+    /// Polls `condition` every 20 ms until it holds, for at most 60 s.
     func waitUntil(_ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, try await !condition() {
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -59,9 +79,9 @@ extension WorkerTests {
             rig.fakes.apple.setClock(rig.clock)
             let tokens = (0..<3).map { Self.adServicesToken("ahead", $0) }
             for token in tokens { rig.fakes.apple.register(token: token, issuedAt: issuedAt) }
-            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: issuedAt)
-            #expect(rig.fakes.apple.requestCount == 2)
+            let (running, streams, gate) = try await startThreeLookups(rig, tokenIssuedAt: issuedAt)
             rig.clock.advance(by: 21)  // while the third waits for a slot
+            release(gate, of: rig.fakes.apple)
             let histories = try await finish(rig, running, streams: streams)
             #expect(rig.fakes.apple.requestCount == 2)
             #expect(histories.filter { $0.last == "SendSucceeded" }.count == 2)
@@ -83,8 +103,9 @@ extension WorkerTests {
     // provider sees one call per send.
     @Test func aSendRecordedAheadIsNotCalledWhenItsLeaseWouldRunOutDuringTheCall() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
-            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
+            let (running, streams, gate) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
             rig.clock.advance(by: 26)  // 4 s of the 30 s lease left; the call may take 5, and a tenth is kept
+            release(gate, of: rig.fakes.apple)
             let histories = try await finish(rig, running, streams: streams)
             #expect(rig.fakes.apple.requestCount == 3)
             #expect(histories.allSatisfy { $0.last == "SendSucceeded" })
@@ -121,9 +142,10 @@ extension WorkerTests {
     // of them: its send still gets three lookups before it fails, like the others.
     @Test func aTryThatMadeNoCallIsNotOneOfApplesThreeAttempts() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
-            rig.fakes.apple.setDefaults(readiness: .never)  // every lookup answers 404
-            let (running, streams) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch)
+            // Every lookup answers 404.
+            let (running, streams, gate) = try await startThreeLookups(rig, tokenIssuedAt: testEpoch, readiness: .never)
             rig.clock.advance(by: 26)  // the third send's lease is too short for its call when its slot comes
+            release(gate, of: rig.fakes.apple)
             // Each send's first call answered 404 and waits 5 s; the third was settled without a
             // call and called at once under a new lease.
             try await waitUntil {
@@ -132,7 +154,6 @@ extension WorkerTests {
             }
             running.cancel()
             try await running.value
-            rig.fakes.apple.setDelay(.zero)
             for round in 1...2 {
                 rig.clock.advance(by: 6)
                 #expect(try await rig.worker.drain() == 3, "round \(round): each send due once")
@@ -176,10 +197,14 @@ extension WorkerTests {
                 let send = try await enqueue(.branch, .open, cause: cause, device: device, key: device, now: testEpoch, store: rig.store)
                 streams.append(StreamID.send(id: send.sendID).rawValue)
             }
-            rig.fakes.branch.setDelay(.milliseconds(1500))
+            let gate = FakeGate()
+            rig.fakes.branch.hold(gate)
             let running = Task { try await rig.worker.run() }
-            #expect(await rig.fakes.branch.waitForRequests(2, timeout: .seconds(10)))
+            #expect(await gate.waitUntilHolding(2))
+            try await waitUntil { try await attempts(rig) == 3 }
+            #expect(try await attempts(rig) == 3 && rig.fakes.branch.requestCount == 2)
             rig.clock.advance(by: 21)  // the tokens pass their 24 h while the third open waits
+            release(gate, of: rig.fakes.branch)
             let histories = try await finish(rig, running, streams: streams)
             let opens = rig.fakes.branch.requests
             #expect(opens.count == 3)
@@ -199,10 +224,14 @@ extension WorkerTests {
     @Test func aStopFinishesTheSendsClaimedAhead() async throws {
         try await Self.withRig(slots: 2, prefetch: 2) { rig in
             let streams = try await enqueueLookups(rig, count: 4, prefix: "stop")
-            rig.fakes.apple.setDelay(.milliseconds(500))
+            let gate = FakeGate()
+            rig.fakes.apple.hold(gate)
             let running = Task { try await rig.worker.run() }
-            #expect(await rig.fakes.apple.waitForRequests(2, timeout: .seconds(10)))
+            #expect(await gate.waitUntilHolding(2))
+            try await waitUntil { try await attempts(rig) == 4 }
+            #expect(try await attempts(rig) == 4 && rig.fakes.apple.requestCount == 2)
             running.cancel()  // two calls out, two sends recorded and waiting for a slot
+            release(gate, of: rig.fakes.apple)
             try await running.value
             #expect(try await queueCount(rig.store) == 0)
             #expect(rig.fakes.apple.requestCount == 4)

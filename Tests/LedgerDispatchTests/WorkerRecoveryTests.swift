@@ -7,6 +7,7 @@ import LedgerMigrations
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -60,15 +61,16 @@ struct WorkerRecoveryTests {
     }
 
     /// Enqueues one Apple AdServices token lookup for each of `count` new devices (a `FirstOpen`
-    /// with a valid token each).
-    static func enqueueLookups(_ count: Int, store: EventStore) async throws -> [UUID] {
+    /// with a valid token each, registered with the fake Apple).
+    static func enqueueLookups(_ count: Int, store: EventStore, fakes: FakeProviders) async throws -> [UUID] {
         var sends: [UUID] = []
         for index in 0..<count {
             let device = "device-app1/r\(index)"
+            let token = Data("token-r\(index)".utf8).base64EncodedString()
+            fakes.apple.register(token: token)
             let cause = try await record(
                 FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                          adServicesToken: LedgerDomain.AdServicesToken(token: Data("token-r\(index)".utf8).base64EncodedString(),
-                                                                        issuedAt: testEpoch)),
+                          adServicesToken: LedgerDomain.AdServicesToken(token: token, issuedAt: testEpoch)),
                 to: device, at: testEpoch, store: store)
             sends.append(try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: "recovery:\(index)",
                                            now: testEpoch, store: store).sendID)
@@ -137,11 +139,9 @@ struct WorkerRecoveryTests {
         }
         let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
         let workerStore = EventStore(pool: workerPool, catalog: .standard, logger: TestDatabase.quietLogger)
-        let fakes = FakeProviders(logger: TestDatabase.quietLogger)
-        try await fakes.start()
-        fakes.apple.setDelay(.milliseconds(20))
-        do {
-            let sends = try await Self.enqueueLookups(200, store: store)
+        try await withCheckedFakeProviders { fakes in
+            fakes.apple.setDelay(.milliseconds(20))
+            let sends = try await Self.enqueueLookups(200, store: store, fakes: fakes)
             let finished = try await Self.withLoop(store: workerStore, fakes: fakes) { loop in
                 // Mid-drain: some calls made, most sends still queued.
                 #expect(try await Self.waitUntil(timeout: .seconds(60)) { fakes.apple.requestCount >= 30 })
@@ -168,11 +168,7 @@ struct WorkerRecoveryTests {
                                       catalog: .standard, logger: TestDatabase.quietLogger)
             defer { observer.pool.close() }
             try await Self.expectFinished(sends, store: observer, calls: fakes.apple.requestCount)
-        } catch {
-            await fakes.stop()
-            throw error
         }
-        await fakes.stop()
     }
 
     // Issue 6: a provider stalls past the lease; the running worker's own loop rescues the try
@@ -180,36 +176,33 @@ struct WorkerRecoveryTests {
     // nothing more (a late answer after a rescue: WorkerTests.aLateAnswerAfterARescueWritesNothing).
     @Test func runningWorkerRescuesATryStalledPastItsLease() async throws {
         try await withDispatchStore { store, _ in
-            let fakes = FakeProviders(logger: TestDatabase.quietLogger)
-            try await fakes.start()
-            do {
-                // The first lookup stalls 8 s of real time: past the 30 s lease once the worker's
-                // clock moves, within the 10 s request timeout.
-                fakes.apple.enqueue(.stall(.seconds(8)))
-                let sends = try await Self.enqueueLookups(1, store: store)
+            try await withCheckedFakeProviders { fakes in
+                // The first lookup's answer is held until the rescue's call has settled the send:
+                // past the 30 s lease once the worker's clock moves, within the 10 s request timeout.
+                let stalled = FakeGate()
+                fakes.apple.enqueue(.held(by: stalled))
+                let sends = try await Self.enqueueLookups(1, store: store, fakes: fakes)
                 let stream = StreamID.send(id: try #require(sends.first)).rawValue
                 let settled = try await Self.withLoop(store: store, fakes: fakes) { loop in
-                    #expect(try await Self.waitUntil(timeout: .seconds(30)) { fakes.apple.requestCount >= 1 })
+                    #expect(await stalled.waitUntilHolding(1))
                     loop.clock.advance(by: 31)
                     // The loop rescues the try on its next turn (poll interval) and sends again,
-                    // while the first call still stalls.
-                    let settled = try await Self.waitUntil(timeout: .seconds(30)) {
+                    // while the first call is still out.
+                    let settled = try await Self.waitUntil(timeout: .seconds(60)) {
                         try await streamTypes(stream, store: store).contains("SendSucceeded")
                     }
+                    #expect(stalled.held == 1, "the first call was still out when the second settled the send")
                     #expect(fakes.apple.requestCount == 2)
+                    stalled.open()  // its late answer; stopping the loop waits for that try to end
                     return settled
                 }
-                // Stopping ended the stalled try; nothing more was written for it.
                 #expect(settled)
+                // The late answer wrote nothing.
                 #expect(try await streamTypes(stream, store: store) == [
                     "SendRequested", "SendAttempted", "SendOutcomeUnknown", "SendAttempted", "ResponseReceived", "SendSucceeded",
                 ])
                 try await Self.expectFinished(sends, store: store, calls: fakes.apple.requestCount)
-            } catch {
-                await fakes.stop()
-                throw error
             }
-            await fakes.stop()
         }
     }
 }

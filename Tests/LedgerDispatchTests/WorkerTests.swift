@@ -6,6 +6,7 @@ import LedgerHTTPTransport
 import LedgerPostgres
 import LedgerProviders
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -26,44 +27,52 @@ struct WorkerTests {
         let clock: ManualClock
     }
 
-    static func withRig(slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, _ body: (Rig) async throws -> Void)
-        async throws
-    {
+    /// The account the fakes stand for, and the ledger's configuration.
+    static let credentials = FakeProviders.Credentials(
+        googleDevToken: devToken, googleLinkID: "LINK1", branchKey: branchKey, branchSecret: branchSecret, singularSDKKey: sdkKey)
+
+    /// Runs `body` with a rig; the fakes' anomalies end the test (`withCheckedFakeProviders`:
+    /// none, or exactly those the test declares). The fake Apple keeps the worker's clock, so a
+    /// token registered with its `issuedAt` lives 24 hours of that clock.
+    static func withRig(
+        slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation,
+        _ body: (Rig) async throws -> Void
+    ) async throws {
         try await withDispatchStore { store, _ in
-            let fakes = FakeProviders()
-            try await fakes.start()
-            let transport = HTTPProviderTransport()
-            do {
-                fakes.branch.setRapidRepeatInterval(.zero)
-                let rules = ProviderSendRules(
-                    google: GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: devToken, linkID: "LINK1"),
-                                                           endpoint: fakes.googleEndpoint),
-                    adServices: fakes.appleEndpoint,
-                    branch: BranchConfiguration(branchKey: branchKey, branchSecret: branchSecret, endpoint: fakes.branchEndpoint),
-                    singular: SingularConfiguration(sdkKey: sdkKey, endpoint: fakes.singularEndpoint))
-                let clock = ManualClock(testEpoch)
-                let worker = SendWorker(
-                    store: store, rules: rules, transport: transport,
-                    configuration: .init(workerID: "test-worker", slots: slots, lease: lease, requestTimeout: .seconds(5),
-                                         prefetch: prefetch),
-                    clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
-                try await body(Rig(store: store, fakes: fakes, worker: worker, clock: clock))
-            } catch {
+            try await withCheckedFakeProviders(configuration: .init(credentials: credentials), sourceLocation: sourceLocation) {
+                fakes in
+                let transport = HTTPProviderTransport()
+                do {
+                    fakes.branch.setRapidRepeatInterval(.zero)
+                    let rules = ProviderSendRules(
+                        google: GoogleConversionRequestBuilder(link: fakes.googleLink, endpoint: fakes.googleEndpoint),
+                        adServices: fakes.appleEndpoint, branch: fakes.branchConfiguration, singular: fakes.singularConfiguration)
+                    let clock = ManualClock(testEpoch)
+                    fakes.apple.setClock(clock)
+                    let worker = SendWorker(
+                        store: store, rules: rules, transport: transport,
+                        configuration: .init(workerID: "test-worker", slots: slots, lease: lease, requestTimeout: .seconds(5),
+                                             prefetch: prefetch),
+                        clock: clock, jitter: { 0.5 }, logger: TestDatabase.quietLogger)
+                    try await body(Rig(store: store, fakes: fakes, worker: worker, clock: clock))
+                } catch {
+                    await transport.shutdown()
+                    throw error
+                }
                 await transport.shutdown()
-                await fakes.stop()
-                throw error
             }
-            await transport.shutdown()
-            await fakes.stop()
         }
     }
 
     static let device = "device-app1/dev1"
 
+    /// The first open of ``device`` with an Apple token made at `time` (registered with the fake
+    /// Apple as a token the device made).
     func install(_ rig: Rig, token: String? = "dG9rZW4tZm9yLXRlc3Rz", at time: Date = testEpoch) async throws -> RecordedEvent {
-        try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
-                                   adServicesToken: token.map { LedgerDomain.AdServicesToken(token: $0, issuedAt: time) }),
-                         to: Self.device, at: time, store: rig.store)
+        if let token { rig.fakes.apple.register(token: token, issuedAt: time) }
+        return try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
+                                          adServicesToken: token.map { LedgerDomain.AdServicesToken(token: $0, issuedAt: time) }),
+                                to: Self.device, at: time, store: rig.store)
     }
 
     /// The Apple token of ``firstOpens(_:count:prefix:tokenIssuedAt:)``'s device `index`.
@@ -72,15 +81,17 @@ struct WorkerTests {
     }
 
     /// `count` devices `device-app1/<prefix><n>`, each with a first open whose Apple token was
-    /// issued at `tokenIssuedAt`: the devices and their opens.
+    /// issued at `tokenIssuedAt` (registered with the fake Apple): the devices and their opens.
     func firstOpens(_ rig: Rig, count: Int, prefix: String, tokenIssuedAt: Date = testEpoch) async throws
         -> [(device: String, cause: RecordedEvent)]
     {
         var opens: [(device: String, cause: RecordedEvent)] = []
         for index in 0..<count {
             let device = "device-app1/\(prefix)\(index)"
+            rig.fakes.apple.register(token: Self.adServicesToken(prefix, index), issuedAt: tokenIssuedAt)
             let token = LedgerDomain.AdServicesToken(token: Self.adServicesToken(prefix, index), issuedAt: tokenIssuedAt)
-            opens.append((device, try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(), adServicesToken: token),
+            let ids = iosDevice(idfv: deviceUUID(prefix, index, kind: "F"), idfa: deviceUUID(prefix, index, kind: "A"))
+            opens.append((device, try await record(FirstOpen(appID: try AppID("app1"), device: ids, adServicesToken: token),
                                                    to: device, at: testEpoch, store: rig.store)))
         }
         return opens
@@ -140,7 +151,8 @@ struct WorkerTests {
             let good = try await install(rig)
             let other = "device-app1/dev2"
             let damaged = try await record(
-                FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5E8C35A1-4F1B-4F0E-9E3A-2D8D7A9C6B11"),
+                FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5E8C35A1-4F1B-4F0E-9E3A-2D8D7A9C6B11",
+                                                                     idfa: "0B7E9C2D-1A3F-4E5D-8C6B-9A8F7E6D5C4B"),
                           adServicesToken: LedgerDomain.AdServicesToken(token: "dG9rZW4tdHdv", issuedAt: testEpoch)),
                 to: other, at: testEpoch, store: rig.store)
             let goodSend = try await enqueue(.appleAdServices, .tokenLookup, cause: good, device: Self.device, key: "apple:good",
@@ -205,8 +217,9 @@ struct WorkerTests {
         try await Self.withRig { rig in
             let cause = try await install(rig, token: nil)
             let other = "device-app1/dev2"
-            let otherCause = try await record(FirstOpen(appID: try AppID("app1"), device: iosDevice(idfv: "5B0AE9F4-1F3A-4C52-9B34-7D3C8E2B9A11")),
-                                              to: other, at: testEpoch, store: rig.store)
+            let otherDevice = iosDevice(idfv: "5B0AE9F4-1F3A-4C52-9B34-7D3C8E2B9A11", idfa: "8C1D3F0A-6E52-4B7C-A1D9-3E4F5A6B7C8D")
+            let otherCause = try await record(FirstOpen(appID: try AppID("app1"), device: otherDevice), to: other, at: testEpoch,
+                                              store: rig.store)
             rig.fakes.branch.enqueue(.status(429, body: "", headers: [Header("Retry-After", "120")]))
             let limited = try await enqueue(.branch, .open, cause: cause, device: Self.device, key: "b:limited", now: testEpoch,
                                             store: rig.store)
@@ -265,21 +278,23 @@ struct WorkerTests {
     @Test func aLateAnswerAfterARescueWritesNothing() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig)
-            rig.fakes.apple.setDelay(.milliseconds(1500))
+            let stalled = FakeGate()
+            rig.fakes.apple.enqueue(.held(by: stalled))
             let send = try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: Self.device, key: "a:stall",
                                          now: testEpoch, store: rig.store)
             let stream = StreamID.send(id: send.sendID).rawValue
             async let drained = rig.worker.drain()
-            #expect(await rig.fakes.apple.waitForRequests(1, timeout: .seconds(10)))
-            // The lease (30 s on the worker's clock) runs out while the provider stalls.
+            #expect(await stalled.waitUntilHolding(1))
+            // The lease (30 s on the worker's clock) runs out while the provider holds its answer.
             rig.clock.advance(by: 31)
             let rescued = try await rig.store.pool.withConnection {
                 try SendQueue.rescue(now: rig.clock.now(), store: rig.store, on: $0)
             }
             #expect(rescued == 1)
+            #expect(stalled.held == 1, "the rescue came while the call was in flight")
+            stalled.open()
             _ = try await drained
             #expect(try await streamTypes(stream, store: rig.store).prefix(3) == ["SendRequested", "SendAttempted", "SendOutcomeUnknown"])
-            rig.fakes.apple.setDelay(.zero)
             _ = try await rig.worker.drain()
             let types = try await streamTypes(stream, store: rig.store)
             #expect(types.filter { ["SendSucceeded", "SendFailed"].contains($0) }.count == 1)
@@ -296,18 +311,21 @@ struct WorkerTests {
             for (device, cause) in try await firstOpens(rig, count: 24, prefix: "s") {
                 try await enqueue(.appleAdServices, .tokenLookup, cause: cause, device: device, key: device, now: testEpoch, store: rig.store)
             }
-            rig.fakes.apple.setDelay(.milliseconds(20))
+            // The first answers wait until every slot has a call out: the slots are used side by side.
+            let full = FakeGate()
+            rig.fakes.apple.hold(full)
             let running = Task { try await rig.worker.run() }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while ContinuousClock.now < deadline, try await queueCount(rig.store) > 0 {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            #expect(await full.waitUntilHolding(3))
+            #expect(rig.fakes.requestsInFlight == 3)
+            rig.fakes.apple.hold(nil)
+            full.open()
+            try await waitUntil { try await queueCount(rig.store) == 0 }
             running.cancel()
             try await running.value
             #expect(try await queueCount(rig.store) == 0)
             #expect(rig.fakes.apple.requestCount == 24)
-            #expect(rig.fakes.mostRequestsInFlight <= 3)
-            #expect(rig.fakes.mostRequestsInFlight >= 2)  // the slots were used side by side
+            #expect(full.everHeld == 3)
+            #expect(rig.fakes.mostRequestsInFlight == 3)
             let succeeded = try await rig.store.pool.query(
                 "SELECT count(*) FROM events WHERE event_type = 'SendSucceeded'").single().decode(Int.self, at: 0)
             #expect(succeeded == 24)

@@ -162,13 +162,35 @@ import Testing
             let ready = try await api.send(.GET, "/ready", key: nil)
             #expect(ready.status == 200)
             #expect(try json(ready.body)["status"] as? String == "ready")
-            api.metrics.makeCounter(
-                descriptor: MetricNameDescriptor(metricName: "ledger_facts_recorded_total", unitName: "", helpText: "probe"),
-                labels: [("type", "SKANRegistered")])
-                .increment(by: Int64(3))
+        }
+    }
+
+    // docs/http-api.md, GET /metrics: what the ledger emitted for this server's work — two facts
+    // appended, the same two again (duplicates), a write with another app's key refused — and
+    // nothing else.
+    @Test func metricsShowWhatTheLedgerEmitted() async throws {
+        try await withAPI { api in
+            let body = batch(firstOpenJSON(device: "metrics-1"), skanRegisteredJSON(device: "metrics-1"))
+            #expect(try await api.send(.POST, "/v1/apps/\(appA)/events", json: body).status == 200)
+            #expect(try await api.send(.POST, "/v1/apps/\(appA)/events", json: body).status == 200)
+            #expect(try await api.send(.POST, "/v1/apps/\(appB)/events", key: keyA, json: body).status == 403)
             let metrics = try await api.send(.GET, "/metrics", key: nil)
             #expect(metrics.status == 200)
-            #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"ledger_facts_recorded_total{type="SKANRegistered"} 3"#))
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            #expect(prometheusSamples(text, prefix: "ledger_facts_recorded_total") == [
+                #"ledger_facts_recorded_total{type="FirstOpen",outcome="appended"}"#: 1,
+                #"ledger_facts_recorded_total{type="SKANRegistered",outcome="appended"}"#: 1,
+                #"ledger_facts_recorded_total{type="FirstOpen",outcome="duplicate"}"#: 1,
+                #"ledger_facts_recorded_total{type="SKANRegistered",outcome="duplicate"}"#: 1,
+            ], "\(text)")
+            #expect(prometheusSamples(text, prefix: "ledger_http_refusals_total") == [
+                #"ledger_http_refusals_total{code="forbidden",rule="key_of_this_app"}"#: 1,
+            ], "\(text)")
+            #expect(prometheusSamples(text, prefix: "ledger_facts_refused_total").isEmpty)
+            #expect(prometheusSamples(text, prefix: "ledger_fact_record_duration_seconds_count") == [
+                #"ledger_fact_record_duration_seconds_count{type="FirstOpen"}"#: 2,
+                #"ledger_fact_record_duration_seconds_count{type="SKANRegistered"}"#: 2,
+            ], "\(text)")
         }
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import LedgerDomain
 import LedgerHTTPAPI
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import NIOCore
@@ -23,8 +24,8 @@ struct RunningAPI: Sendable {
     /// The port the server listens on (for raw connections).
     let port: Int
     let pool: PostgresPool
-    /// The registry `GET /metrics` renders: the test's own (swift-metrics allows one bootstrap per
-    /// process, and the worker's metrics tests own it), so a test registers what it checks.
+    /// The registry `GET /metrics` renders: the test's own, which receives what the server emits
+    /// for this test's requests (`ScopedMetrics`) and nothing else.
     let metrics: PrometheusCollectorRegistry
 
     /// Sends a request and returns the status and the body.
@@ -80,7 +81,10 @@ func withAPI<T: Sendable>(maxBodyBytes: Int = 256 * 1024, configure: (inout Ledg
         configure(&configuration)
         let server = LedgerHTTPServer(ledger: ledger, keys: keys, configuration: configuration, metrics: registry, logger: logger)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let running = Task { try await server.runUntilCancelled { port in continuation.yield(port) } }
+        // The server's tasks report their metrics to this test's registry.
+        let running = await ScopedMetrics.withMetrics(PrometheusMetricsFactory(registry: registry)) {
+            Task { try await server.runUntilCancelled { port in continuation.yield(port) } }
+        }
         defer { running.cancel() }
         var iterator = ports.makeAsyncIterator()
         let port = try #require(await iterator.next())
@@ -123,3 +127,14 @@ func skanUpdateJSON(id: UUID = UUID(), device: String, fine: Int, at time: Strin
 
 /// A batch body.
 func batch(_ events: String...) -> String { #"{"events": ["# + events.joined(separator: ",") + "]}" }
+
+/// The samples of a Prometheus text exposition whose series starts with `prefix` (a metric name,
+/// or a name and `{`), by series (`name{labels}`), each with its value.
+func prometheusSamples(_ text: String, prefix: String) -> [String: Double] {
+    var samples: [String: Double] = [:]
+    for line in text.split(separator: "\n") where !line.hasPrefix("#") && line.hasPrefix(prefix) {
+        guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
+        samples[String(line[..<space])] = value
+    }
+    return samples
+}

@@ -4,6 +4,7 @@ import LedgerFakeProviders
 import LedgerHTTPTransport
 import LedgerDomain
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
 /// Each provider's documented exchange, built with the real builders, sent over real HTTP on
@@ -95,8 +96,7 @@ struct ProviderHappyPathTests {
     // seed 002: 404 too soon after the token was made, twice, then the record: scripted.
     @Test func appleScripted404404Then200() async throws {
         try await withFakes { fakes, transport in
-            let request = AdServicesRequestBuilder.attributionRequest(
-                token: try AdServicesToken("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo="), endpoint: fakes.appleEndpoint)
+            let request = try AppleSample.request(fakes, token: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=")
             fakes.apple.enqueue(.status(404), .status(404))
             var statuses: [Int] = []
             var last: TransportResponse?
@@ -168,6 +168,7 @@ struct ProviderHappyPathTests {
             fakes.apple.setClock(now)
             let token = "dHRsLXRva2Vu"
             fakes.apple.register(token: token, outcome: .attributed(), issuedAt: issued)
+            fakes.expectAnomaly(.appleAdServices, "token_ttl", count: 2)  // the two lookups at and after 24:00:00
             let request = AdServicesRequestBuilder.attributionRequest(
                 token: try AdServicesToken(token), endpoint: fakes.appleEndpoint)
             #expect(try await send(transport, request).response.status == 200)
@@ -185,6 +186,7 @@ struct ProviderHappyPathTests {
     @Test func branchTokenIssuedThenRequired() async throws {
         try await withFakes { fakes, transport in
             fakes.branch.setRapidRepeatInterval(.zero)
+            fakes.expectAnomaly(.branch, "missing_randomized_bundle_token")  // the forgetful open below
             let configuration = BranchSample.configuration(fakes)
             let first = try await send(transport, try BranchSample.open(firstSession: true).build(with: configuration))
             #expect(first.response.status == 200)
@@ -282,39 +284,3 @@ struct ProviderHappyPathTests {
         }
     }
 }
-
-/// The fakes notice when the ledger breaks a document's rule, so dispatch tests can assert none.
-@Suite("Fakes: anomalies")
-struct FakeAnomalyTests {
-    @Test func anomaliesAreNoted() async throws {
-        try await withFakes { fakes, transport in
-            // Google: a cross-network report for an ad_event_id never issued, then the same again.
-            let builder = GoogleSample.builder(fakes)
-            let event = try GoogleSample.event(.firstOpen)
-            let unknown = try builder.crossNetworkRequest(for: event, adEventID: "never-issued", attributed: false)
-            _ = try await send(transport, unknown)
-            _ = try await send(transport, unknown)
-            #expect(fakes.google.anomalies.map(\.rule) == ["unknown_ad_event_id", "unknown_ad_event_id", "repeated_cross_network"])
-
-            // Branch: a later open carrying someone else's token.
-            fakes.branch.setRapidRepeatInterval(.zero)
-            let configuration = BranchSample.configuration(fakes)
-            _ = try await send(transport, try BranchSample.open(firstSession: true).build(with: configuration))
-            let wrong = try BranchSample.open(firstSession: false, token: "800000000000009999").build(with: configuration)
-            #expect(try await send(transport, wrong).response.status == 200)
-            #expect(fakes.branch.anomalies.map(\.rule) == ["wrong_randomized_bundle_token"])
-
-            // Apple: the token must go as text/plain.
-            var json = AdServicesRequestBuilder.attributionRequest(
-                token: try AdServicesToken("dG9r"), endpoint: fakes.appleEndpoint)
-            json.headers = [Header("Content-Type", "application/json")]
-            #expect(try await send(transport, json).response.status == 400)
-            #expect(fakes.apple.anomalies.map(\.rule) == ["content_type_text_plain"])
-
-            #expect(fakes.anomalies.count == 5)
-            fakes.reset()
-            #expect(fakes.anomalies.isEmpty && fakes.allRequests.isEmpty)
-        }
-    }
-}
-

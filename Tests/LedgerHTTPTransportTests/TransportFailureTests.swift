@@ -3,31 +3,33 @@ import LedgerDispatch
 import LedgerFakeProviders
 import LedgerHTTPTransport
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
 /// What the transport does when there is no (acceptable) HTTP answer, and its policies.
 @Suite("Transport: failures, limits and policy")
 struct TransportFailureTests {
-    static func appleRequest(_ fakes: FakeProviders) throws -> ProviderRequest {
-        AdServicesRequestBuilder.attributionRequest(token: try AdServicesToken("c3RhbGw="), endpoint: fakes.appleEndpoint)
-    }
+    static func appleRequest(_ fakes: FakeProviders) throws -> ProviderRequest { try AppleSample.request(fakes) }
 
     // A stalled provider (e.g. past a worker's lease) is a timeout, reported at the deadline.
     @Test func stalledFakeTimesOut() async throws {
         try await withFakes { fakes, transport in
-            fakes.apple.enqueue(.stall(.seconds(60)))
+            let stalled = FakeGate()  // never opened while the client waits: the answer cannot come in time
+            fakes.apple.enqueue(.held(by: stalled))
             let clock = ContinuousClock()
             let started = clock.now
             let error = await sendExpectingError(transport, try Self.appleRequest(fakes), timeout: .milliseconds(300))
             let elapsed = clock.now - started
             #expect(error?.kind == .timeout)
-            // Reported at the deadline, not when the stalled answer would come (60 s). The upper
-            // bound is loose on purpose: the full suite loads both cores, and this is no benchmark.
+            // Reported at the deadline, not when the held answer comes. The upper bound is loose on
+            // purpose: the full suite loads both cores, and this is no benchmark.
             #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(30), "took \(elapsed)")
             // A timeout means "may have arrived": at most one request reached the fake.
             #expect(fakes.apple.requestCount <= 1)
+            #expect(stalled.everHeld == fakes.apple.requestCount)
             // The transport stays usable.
             #expect(try await send(transport, try Self.appleRequest(fakes)).response.status == 200)
+            stalled.open()
         }
     }
 
@@ -47,10 +49,7 @@ struct TransportFailureTests {
     // Nothing listening: connectionFailed (nothing arrived), quickly — the transport does not
     // retry the connection until the deadline.
     @Test func connectionRefusedIsConnectionFailed() async throws {
-        let fakes = FakeProviders()
-        try await fakes.start()
-        let endpoint = fakes.appleEndpoint
-        await fakes.stop()
+        let endpoint = try await withCheckedFakeProviders { fakes in fakes.appleEndpoint }
         let transport = HTTPProviderTransport()
         let request = AdServicesRequestBuilder.attributionRequest(token: try AdServicesToken("cmVmdXNlZA=="), endpoint: endpoint)
         let clock = ContinuousClock()
@@ -111,22 +110,23 @@ struct TransportFailureTests {
     }
 
     // Headers go out in order; a bodyless POST gets Content-Length: 0 even when its builder did not
-    // add one.
+    // add one; query values are percent-encoded.
     @Test func headersInOrderAndExplicitEmptyBody() async throws {
         try await withFakes { fakes, transport in
-            let request = ProviderRequest(
-                provider: .google, method: .post, scheme: "http", host: "127.0.0.1", port: fakes.port,
-                path: GoogleConversionRequestBuilder.crossNetworkPath,
-                query: [QueryItem("ad_event_id", "x y/z"), QueryItem("attributed", "0")],
-                headers: [Header("X-First", "1"), Header("User-Agent", "UA"), Header("X-Forwarded-For", "8.8.8.8"), Header("X-Last", "3")])
+            var event = try GoogleSample.event(.sessionStart)
+            event.gclid = "x y/z"
+            var request = try GoogleSample.builder(fakes).conversionRequest(for: event)
+            request.headers.removeAll { $0.name == "Content-Length" }
+            request.headers.insert(Header("X-First", "1"), at: 0)
+            request.headers.append(Header("X-Last", "3"))
             let answer = try await send(transport, request)
             #expect(answer.response.status == 200)
             let received = try #require(fakes.google.requests.first)
             let names = received.headers.map(\.name).filter { $0.hasPrefix("X-") || $0 == "User-Agent" }
             #expect(names == ["X-First", "User-Agent", "X-Forwarded-For", "X-Last"])
             #expect(received.headerValue("Content-Length") == "0")
-            #expect(received.queryValue("ad_event_id") == "x y/z")
-            #expect(received.rawQuery == "ad_event_id=x%20y%2Fz&attributed=0")
+            #expect(received.queryValue("gclid") == "x y/z")
+            #expect(received.rawQuery.hasSuffix("&gclid=x%20y%2Fz"))
         }
     }
 
@@ -158,15 +158,14 @@ struct TransportFailureTests {
 
     // After shutdown nothing is sent; shutdown twice is harmless.
     @Test func sendAfterShutdownFailsWithoutSending() async throws {
-        let fakes = FakeProviders()
-        try await fakes.start()
-        let transport = HTTPProviderTransport()
-        await transport.shutdown()
-        await transport.shutdown()
-        let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
-        #expect(error?.kind == .connectionFailed)
-        #expect(fakes.apple.requestCount == 0)
-        await fakes.stop()
+        try await withCheckedFakeProviders { fakes in
+            let transport = HTTPProviderTransport()
+            await transport.shutdown()
+            await transport.shutdown()
+            let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
+            #expect(error?.kind == .connectionFailed)
+            #expect(fakes.apple.requestCount == 0)
+        }
     }
 
     // The fakes answer 404 for paths no provider serves, and record them.
@@ -175,6 +174,7 @@ struct TransportFailureTests {
             let request = ProviderRequest(
                 provider: .appleAdServices, method: .post, scheme: "http", host: "127.0.0.1", port: fakes.port,
                 path: "/api/v2/", headers: [Header("Content-Type", "text/plain")], body: Data("dG9r".utf8))
+            fakes.expectAnomaly(nil, "unknown_path")
             let answer = try await send(transport, request)
             #expect(answer.response.status == 404)
             #expect(fakes.unroutedRequests.map(\.path) == ["/api/v2/"])

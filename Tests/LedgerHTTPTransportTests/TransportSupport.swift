@@ -3,26 +3,36 @@ import LedgerDispatch
 import LedgerFakeProviders
 import LedgerHTTPTransport
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
-/// Starts fakes and a transport, runs `body`, then stops both whatever happened (AsyncHTTPClient
-/// traps in debug builds if a client is released without shutdown).
+/// The credentials of the documents' samples, which the fakes accept in these tests: seed 000's
+/// `dev_token` and `link_id`, seed 003's iOS example keys as a live account would have them, seed
+/// 004's `sdk_key_here`.
+let sampleCredentials = FakeProviders.Credentials(
+    googleDevToken: "Z_eErE4DkvcKjDM1OVE4c4", googleLinkID: "31FF8D67E5BB5DD5029DCC2734C2F884", branchKey: "key_live_k3y",
+    branchSecret: "secret_live_s3cr3t", singularSDKKey: "sdk_key_here")
+
+/// Starts fakes accepting ``sampleCredentials`` and a transport, runs `body`, then stops both
+/// whatever happened (AsyncHTTPClient traps in debug builds if a client is released without
+/// shutdown) and checks the fakes' anomalies (`withCheckedFakeProviders`).
 func withFakes(
     configuration: HTTPProviderTransport.Configuration = HTTPProviderTransport.Configuration(),
+    sourceLocation: SourceLocation = #_sourceLocation,
     _ body: (FakeProviders, HTTPProviderTransport) async throws -> Void
 ) async throws {
-    let fakes = FakeProviders()
-    try await fakes.start()
-    let transport = HTTPProviderTransport(configuration: configuration)
-    do {
-        try await body(fakes, transport)
-    } catch {
+    try await withCheckedFakeProviders(
+        configuration: FakeProviders.Configuration(credentials: sampleCredentials), sourceLocation: sourceLocation
+    ) { fakes in
+        let transport = HTTPProviderTransport(configuration: configuration)
+        do {
+            try await body(fakes, transport)
+        } catch {
+            await transport.shutdown()
+            throw error
+        }
         await transport.shutdown()
-        await fakes.stop()
-        throw error
     }
-    await transport.shutdown()
-    await fakes.stop()
 }
 
 /// Sends and expects an answer (any status). The default deadline is generous: the whole suite
@@ -56,7 +66,7 @@ func sendExpectingError(
 
 /// Seed 000's sample values.
 enum GoogleSample {
-    static let link = GoogleAppLink(devToken: "Z_eErE4DkvcKjDM1OVE4c4", linkID: "31FF8D67E5BB5DD5029DCC2734C2F884")
+    static let link = GoogleAppLink(devToken: sampleCredentials.googleDevToken, linkID: sampleCredentials.googleLinkID)
     static let userAgent = GoogleAppUserAgent(
         name: "MyAnalyticsCompany", version: "1.0.0", osAndVersion: "iOS 10.0.2", locale: "en_US", device: "iPhone9,1",
         build: "Build/13D15")
@@ -79,7 +89,8 @@ enum GoogleSample {
 /// Seed 003's iOS example, pointed at the fakes.
 enum BranchSample {
     static func configuration(_ fakes: FakeProviders) -> BranchConfiguration {
-        BranchConfiguration(branchKey: "key_live_k3y", branchSecret: "secret_live_s3cr3t", endpoint: fakes.branchEndpoint)
+        BranchConfiguration(branchKey: sampleCredentials.branchKey, branchSecret: sampleCredentials.branchSecret,
+                            endpoint: fakes.branchEndpoint)
     }
 
     static func open(
@@ -109,6 +120,14 @@ enum SingularSample {
     }
 
     static func configuration(_ fakes: FakeProviders) -> SingularConfiguration {
-        SingularConfiguration(sdkKey: "sdk_key_here", endpoint: fakes.singularEndpoint)
+        SingularConfiguration(sdkKey: sampleCredentials.singularSDKKey, endpoint: fakes.singularEndpoint)
+    }
+}
+
+/// Seed 002's lookup of `token`, registered with the fake Apple as a token a device made.
+enum AppleSample {
+    static func request(_ fakes: FakeProviders, token: String = "c3RhbGw=") throws -> ProviderRequest {
+        fakes.apple.register(token: token)
+        return AdServicesRequestBuilder.attributionRequest(token: try AdServicesToken(token), endpoint: fakes.appleEndpoint)
     }
 }

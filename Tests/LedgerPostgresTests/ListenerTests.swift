@@ -3,7 +3,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
-@Suite("LISTEN / NOTIFY")
+@Suite("LISTEN / NOTIFY", .timeLimit(.minutes(3)))
 struct ListenerTests {
     @Test("a listener receives a NOTIFY sent from another connection, and again after its session is killed")
     func receivesAndReconnects() async throws {
@@ -11,13 +11,13 @@ struct ListenerTests {
             let listener = PostgresListener(conninfo: database.conninfo, channels: ["ledger_events"],
                                             logger: TestDatabase.quietLogger)
             defer { listener.stop() }
-            var events = listener.events.makeAsyncIterator()
-            #expect(await events.next() == .connected(reconnected: false))
+            let events = DeadlineReader(listener.events)
+            #expect(await events.next() == .element(.connected(reconnected: false)))
 
             let sender = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try sender.notify(channel: "ledger_events", payload: "position=42")
             try sender.notify(channel: "other_channel", payload: "ignored")
-            guard case .notification(let first)? = await events.next() else {
+            guard case .element(.notification(let first)) = await events.next() else {
                 Issue.record("expected a notification")
                 return
             }
@@ -31,9 +31,9 @@ struct ListenerTests {
             ).map { try $0.decode(Int32.self, at: 0) }
             #expect(listenerPIDs.count == 1)
             for pid in listenerPIDs { try sender.execute("SELECT pg_terminate_backend(\(pid))") }
-            #expect(await events.next() == .connected(reconnected: true))
+            #expect(await events.next() == .element(.connected(reconnected: true)))
             try sender.notify(channel: "ledger_events", payload: "after")
-            guard case .notification(let second)? = await events.next() else {
+            guard case .element(.notification(let second)) = await events.next() else {
                 Issue.record("expected a notification after reconnecting")
                 return
             }
@@ -45,10 +45,10 @@ struct ListenerTests {
     func stopEnds() async throws {
         try await TestDatabase.with(migrated: false) { database in
             let listener = PostgresListener(conninfo: database.conninfo, channels: ["c"], logger: TestDatabase.quietLogger)
-            var events = listener.events.makeAsyncIterator()
-            #expect(await events.next() == .connected(reconnected: false))
+            let events = DeadlineReader(listener.events)
+            #expect(await events.next() == .element(.connected(reconnected: false)))
             listener.stop()
-            #expect(await events.next() == nil)
+            #expect(await events.next() == .ended)
         }
     }
 }

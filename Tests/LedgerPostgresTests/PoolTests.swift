@@ -3,7 +3,7 @@ import LedgerPostgres
 import LedgerTestSupport
 import Testing
 
-@Suite("Connection pool")
+@Suite("Connection pool", .timeLimit(.minutes(3)))
 struct PoolTests {
     @Test("a pooled connection whose backend was terminated is replaced, and the next query works")
     func terminatedBackendIsReplaced() async throws {
@@ -14,9 +14,7 @@ struct PoolTests {
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             #expect(try admin.query("SELECT pg_terminate_backend(\(firstPID))").single().decode(Bool.self, at: 0))
             // Wait for the backend to be gone (a condition, not a sleep).
-            while try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count > 0 {
-                await Task.yield()
-            }
+            #expect(try await waitUntil { try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count == 0 })
             let secondPID = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
             #expect(secondPID != firstPID)
             #expect(pool.openConnections == 1)
@@ -26,7 +24,7 @@ struct PoolTests {
     /// Session settings hold on every session the pool opens, including one that replaces a
     /// terminated session and one opened outside the pool (``PostgresPool/openSession()``); a
     /// setting PostgreSQL refuses fails the caller and lends nothing.
-    @Test("session settings are made on every session the pool opens, also a replacement", .timeLimit(.minutes(1)))
+    @Test("session settings are made on every session the pool opens, also a replacement")
     func sessionSettingsHoldOnEverySession() async throws {
         try await TestDatabase.with(migrated: false) { database in
             let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1,
@@ -40,9 +38,7 @@ struct PoolTests {
             let firstPID = try first.decode(Int32.self, at: 2)
             let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             #expect(try admin.query("SELECT pg_terminate_backend(\(firstPID))").single().decode(Bool.self, at: 0))
-            while try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count > 0 {
-                await Task.yield()
-            }
+            #expect(try await waitUntil { try admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(firstPID)").count == 0 })
             let second = try await pool.query(PostgresQuery(sql: show)).single()
             #expect(try second.decode(Int32.self, at: 2) != firstPID)
             #expect(try second.decode(String.self, at: 0) == "force_generic_plan")
@@ -82,16 +78,21 @@ struct PoolTests {
                             .single().decode(Bool.self, at: 1)
                     }
                 }
-                var blocked = 0
-                let deadline = ContinuousClock.now + .seconds(60)  // a waiter that failed to connect never blocks
-                while blocked < 8, ContinuousClock.now < deadline {
-                    blocked = try await observer.query(
+                // A waiter that failed to connect never blocks: bounded.
+                let blocked = try await waitUntil(timeout: .seconds(60)) {
+                    try await observer.query(
                         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                    ).single().decode(Int.self, at: 0)
-                    await Task.yield()
+                    ).single().decode(Int.self, at: 0) == 8
                 }
-                #expect(blocked == 8, "waiters blocked on the lock")
+                #expect(blocked, "waiters blocked on the lock")
                 try await holder.query("SELECT pg_advisory_unlock(\(42))")
+                // Once unlocked, every waiter's statement ends at once; the suite's time limit bounds
+                // the wait for their results.
+                #expect(try await waitUntil(timeout: .seconds(60)) {
+                    try await observer.query(
+                        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    ).single().decode(Int.self, at: 0) == 0
+                }, "every waiter got the lock")
                 var released = 0
                 for try await unlocked in group where unlocked { released += 1 }
                 #expect(released == 8)
@@ -107,11 +108,9 @@ struct PoolTests {
             defer { [pool, observer].forEach { $0.close() } }
             let pid = try await pool.query("SELECT pg_backend_pid()").single().decode(Int32.self, at: 0)
             let sleeper = Task { try await pool.query("SELECT pg_sleep(30)") }
-            while try await observer.query(
-                "SELECT 1 FROM pg_stat_activity WHERE pid = \(pid) AND state = 'active'"
-            ).count == 0 {
-                await Task.yield()
-            }
+            #expect(try await waitUntil {
+                try await observer.query("SELECT 1 FROM pg_stat_activity WHERE pid = \(pid) AND state = 'active'").count > 0
+            })
             sleeper.cancel()
             let error = await #expect(throws: PostgresError.self) { try await sleeper.value }
             #expect(error?.sqlState == SQLState.queryCanceled)

@@ -52,18 +52,17 @@ struct DemoCommand: AsyncParsableCommand {
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
             let before = try connection.query("SELECT coalesce(max(position), 0) FROM events").single().decode(Int64.self, at: 0)
-            let fakes = FakeProviders(logger: logger)
+            let fakes = FakeProviders(
+                credentials: .init(googleDevToken: "demo-dev-token", googleLinkID: "DEMOLINK", branchKey: "key_live_demo",
+                                   branchSecret: "secret_live_demo", singularSDKKey: "demo-sdk-key"),
+                logger: logger)
             try await fakes.start()
             let transport = HTTPProviderTransport(logger: logger)
             let started = ContinuousClock.now
             do {
                 let rules = ProviderSendRules(
-                    google: GoogleConversionRequestBuilder(
-                        link: GoogleAppLink(devToken: "demo-dev-token", linkID: "DEMOLINK"), endpoint: fakes.googleEndpoint),
-                    adServices: fakes.appleEndpoint,
-                    branch: BranchConfiguration(branchKey: "key_live_demo", branchSecret: "secret_live_demo",
-                                                endpoint: fakes.branchEndpoint),
-                    singular: SingularConfiguration(sdkKey: "demo-sdk-key", endpoint: fakes.singularEndpoint))
+                    google: GoogleConversionRequestBuilder(link: fakes.googleLink, endpoint: fakes.googleEndpoint),
+                    adServices: fakes.appleEndpoint, branch: fakes.branchConfiguration, singular: fakes.singularConfiguration)
                 let simulatedStart = Date().addingTimeInterval(300)
                 let clock = ManualClock(simulatedStart)
                 let worker = SendWorker(
@@ -77,7 +76,8 @@ struct DemoCommand: AsyncParsableCommand {
                 _ = try await day.play { step in
                     if !json { FileHandle.standardError.write(Data("ledger demo: \(step)…\n".utf8)) }
                 }
-                let summary = try await DemoSummary.read(after: before, devices: day.devices.map(\.stream), store: store)
+                var summary = try await DemoSummary.read(after: before, devices: day.devices.map(\.stream), store: store)
+                summary.fakeProviderAnomalies = fakes.anomalies.map(\.description)
                 if json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys]

@@ -164,7 +164,7 @@ struct DemoDay {
                              deviceModel: "Pixel 9", build: "AP3A")
         return DeviceContext(
             platform: device.platform, idfa: device.platform == .ios ? device.adID : nil,
-            idfv: device.platform == .ios ? Self.uuid(100 + device.id.count) : nil,
+            idfv: device.platform == .ios ? "D3A1" + device.adID.dropFirst(4) : nil,  // one of its own, like its IDFA
             gaid: device.platform == .android ? device.adID : nil, limitAdTracking: false,
             attStatus: device.platform == .ios ? .authorized : nil, ip: "203.0.113.\(10 + device.id.count)", userAgent: agent,
             osVersion: device.platform == .ios ? "18.1" : "15", appVersion: "3.2.0", bundleID: "com.example.demogame")

@@ -23,6 +23,9 @@ struct DemoSummary: Codable {
     var crossNetworkReports: [String: Int]
     var revenueByCurrency: [String: String]
     var skanWindowsUpdated: [String: String]
+    /// What the fake providers refused or noted: a provider document's rule the ledger broke
+    /// (none on a good day). Filled in from the fakes, not the log.
+    var fakeProviderAnomalies: [String] = []
 
     enum CodingKeys: String, CodingKey {
         case firstPosition = "first_position"
@@ -37,6 +40,7 @@ struct DemoSummary: Codable {
         case crossNetworkReports = "cross_network_reports"
         case revenueByCurrency = "revenue_by_currency"
         case skanWindowsUpdated = "skan_windows_updated"
+        case fakeProviderAnomalies = "fake_provider_anomalies"
     }
 
     /// Reads the events after `afterPosition` (the demo's) and the devices' SKAN states.
@@ -110,6 +114,10 @@ struct DemoSummary: Codable {
         ]
         for (device, windows) in skanWindowsUpdated.sorted(by: { $0.key < $1.key }).prefix(2) {
             lines.append("  SKAN:         \(device): \(windows)")
+        }
+        if !fakeProviderAnomalies.isEmpty {
+            lines.append("  Rules broken: \(fakeProviderAnomalies.count), as the fake providers saw them:")
+            lines += fakeProviderAnomalies.prefix(5).map { "                \($0)" }
         }
         let first = devices.first ?? "device-…"
         lines += [
