@@ -15,11 +15,9 @@ ALTER TABLE seals
 COMMENT ON COLUMN seals.signature IS 'Ed25519 signature of the seal by the sealer''s key (not stored here); NULL when unsigned.';
 
 -- The service logs in as a role that is only a member of ledger_app (docs/operations.md, "Roles"):
--- neither a superuser nor the tables' owner, so it cannot disable the immutability triggers. The
--- projection runner and the decider create their projections' tables at first run, which needs
--- CREATE on the schema (PostgreSQL 15 no longer grants it to PUBLIC). A table's creator owns it,
--- which gives no right over events or seals.
-GRANT CREATE ON SCHEMA public TO ledger_app;
+-- neither a superuser nor the tables' owner, so it cannot disable the immutability triggers. It is
+-- given no CREATE on the schema: the projections' tables are made by `ledger migrate` (as the
+-- owner) and granted to ledger_app, so a service role never owns a table another role writes.
 
 -- The hash functions are the append statements' (run as ledger_app), not everyone's. (Hashes are
 -- unkeyed: anyone can compute one outside the database; what no one without the signing key can

@@ -241,7 +241,10 @@ public struct SKANPostbackIngestor: Sendable {
         let digest = String(SHA256.hash(data: raw).map { String(format: "%02x", $0) }.joined().prefix(32))
         var stream = "\(StreamCategory.skan.rawValue)-rejected-\(digest)"
         if let app { stream = try StreamID.refusedSKANPostbacks(app: app, digest: digest).rawValue }
-        if let app, try await store.event(id: eventID) == nil {
+        // A retry of an input already kept (the same event id, in this stream) answers as the first
+        // time, whatever its time of arrival now.
+        if let stored = try await store.event(id: eventID), stored.streamID == stream { return eventID }
+        if let app {
             let recent = try await store.countEvents(
                 inStreamsWithPrefix: try StreamID.refusedSKANPostbacks(app: app, digest: "").rawValue,
                 recordedSince: Date().addingTimeInterval(-3600))

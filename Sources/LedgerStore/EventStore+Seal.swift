@@ -62,6 +62,8 @@ extension EventStore {
 
     /// Seals every event readable now that no seal covers yet, signed with `key` when given.
     /// Returns nil when there was nothing to seal.
+    /// - Throws: ``SealKeyError/keyRequired(afterSeal:)`` without a key once the newest seal is
+    ///   signed (an unsigned seal would fail every later `verify --public-key`).
     ///
     /// Safe to run from several processes: seals are made one at a time under an advisory lock.
     @discardableResult
@@ -70,7 +72,7 @@ extension EventStore {
             try connection.transaction { connection in
                 try connection.execute("SELECT pg_advisory_xact_lock(\(Int64(0x5345_414C)))")
                 let last = try connection.query("""
-                    SELECT seal_number, up_to_transaction::text, up_to_position, digest FROM seals
+                    SELECT seal_number, up_to_transaction::text, up_to_position, digest, signature IS NOT NULL FROM seals
                     ORDER BY seal_number DESC LIMIT 1
                     """).first
                 let number = try last?.decode(Int64.self, at: 0) ?? 0
@@ -79,6 +81,10 @@ extension EventStore {
                                      position: try $0.decode(Int64.self, at: 2))
                 } ?? .start
                 let previous = try last?.decode(Data.self, at: 3)
+                // Once seals are signed, an unsigned one would break every later check with the key.
+                if key == nil, try last?.decode(Bool.self, at: 4) == true {
+                    throw SealKeyError.keyRequired(afterSeal: number)
+                }
                 // Fix the horizon first, so the digest and the boundary cover the same events.
                 let horizon = try connection.query("""
                     SELECT transaction_id::text AS transaction_text, position FROM events

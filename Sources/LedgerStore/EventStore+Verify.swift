@@ -13,6 +13,9 @@ public struct VerificationReport: Sendable, Hashable {
     public var sealsChecked: Int
     /// Seals whose signature verified with the public key given (0 when none was given).
     public var sealsSignatureChecked: Int = 0
+    /// Unsigned seals before the first signed one (made before the ledger had a key), accepted
+    /// because the first signed seal's digest chains over them.
+    public var sealsUnsignedBeforeFirstSigned: Int = 0
     /// Events after the last seal: checked for their hash chains, but nothing outside their own
     /// streams yet commits to them (a removed tail among them cannot be seen until sealed).
     public var unsealedEvents: Int = 0
@@ -188,6 +191,7 @@ extension EventStore {
     {
         var from = GlobalCheckpoint.start
         var previous: Data?
+        var signedSeen = false
         for seal in try storedSeals(on: connection) {
             let (computed, computedCount, positions) = try sealDigest(previous: previous, from: from, through: seal.upTo,
                                                                       on: connection)
@@ -199,7 +203,11 @@ extension EventStore {
                         + "\(computedCount) are there now\(range), or their hashes or order differ: events it covers were "
                         + "removed, changed or reordered")
             }
-            if let publicKey {
+            if publicKey != nil, seal.signature == nil, !signedSeen {
+                // Seals made before the ledger had a key: the first signed seal's digest chains
+                // over them, so they are proven through it.
+                report.sealsUnsignedBeforeFirstSigned += 1
+            } else if let publicKey {
                 guard let signature = seal.signature, seal.signingKeyID == publicKey.keyID,
                     publicKey.isValid(signature, for: seal)
                 else {
@@ -212,12 +220,18 @@ extension EventStore {
                             + "\(publicKey.keyID): it was not made by the ledger's sealer, or was rewritten")
                 }
                 report.sealsSignatureChecked += 1
+                signedSeen = true
             }
             report.sealsChecked += 1
             previous = seal.digest
             from = seal.upTo
         }
-        let tail = try connection.query("""
+        if let publicKey, report.sealsChecked > 0, !signedSeen {
+            return VerificationProblem(
+                kind: .sealSignature, position: from.position, sealNumber: Int64(report.sealsChecked),
+                message: "no seal is signed with key \(publicKey.keyID): the seals were not made by a sealer holding it")
+        }
+                let tail = try connection.query("""
             SELECT count(*), min(position), max(position) FROM events
             WHERE (transaction_id, position) > (\(String(from.transactionID))::xid8, \(from.position))
             """).single()

@@ -97,12 +97,16 @@ public enum SealKeyError: Error, Sendable, Hashable, CustomStringConvertible {
     case invalidKey(String)
     /// The key file cannot be read.
     case unreadableFile(String)
+    /// The newest seal is signed, and no key was given for the next.
+    case keyRequired(afterSeal: Int64)
 
     /// One line for an operator.
     public var description: String {
         switch self {
         case .invalidKey(let name): "\(name) must be the base64 of a 32-byte Ed25519 key (make one with `ledger keys seal-key`)"
         case .unreadableFile(let path): "LEDGER_SEAL_SIGNING_KEY_FILE \(path) cannot be read"
+        case .keyRequired(let number):
+            "seal \(number) is signed: seal only with LEDGER_SEAL_SIGNING_KEY set (an unsigned seal would fail every later verify --public-key)"
         }
     }
 }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import LedgerHTTPAPI
 import LedgerPostgres
+import LedgerStore
 import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
@@ -50,8 +51,18 @@ struct BatchCrashTests {
         throw CancellationError()
     }
 
-    /// Whether a backend of the database holds an open write transaction (an assigned xid).
-    static func writeInFlight(_ pool: PostgresPool) async throws -> Bool {
+    /// Whether a backend of the database waits for a lock: the batch, blocked on the row the test
+    /// holds, is mid-transaction.
+    static func batchBlocked(_ pool: PostgresPool) async throws -> Bool {
+        try await pool.query("""
+            SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                           WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'
+                             AND backend_xid IS NOT NULL)
+            """).single().decode(Bool.self, at: 0)
+    }
+
+    /// Whether a backend of the database still holds a write transaction open.
+    static func batchOpen(_ pool: PostgresPool) async throws -> Bool {
         try await pool.query("""
             SELECT EXISTS (SELECT 1 FROM pg_stat_activity
                            WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xid IS NOT NULL)
@@ -70,6 +81,13 @@ struct BatchCrashTests {
                 try await pool.query("SELECT count(*) FROM events WHERE event_id = ANY(\(idList)::uuid[])").single().decode(Int.self, at: 0)
             }
 
+            // The test holds, uncommitted, the first event of the batch's last device: the batch's
+            // transaction blocks there, with the 499 events before it written, until the kill.
+            let holder = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try holder.execute("BEGIN")
+            try EventStore(pool: pool, logger: TestDatabase.quietLogger).append(
+                [NewEvent(type: "Held", data: Data("{}".utf8), occurredAt: Date())], to: "device-\(appA)/crash-499", expected: .noStream,
+                on: holder)
             let (server, port) = try Self.startServer(conninfo: database.conninfo)
             defer { if server.isRunning { server.terminate() } }
             let request = Task {
@@ -80,21 +98,23 @@ struct BatchCrashTests {
                 post.body = .bytes(ByteBuffer(string: body))
                 return try await HTTPClient.shared.execute(post, timeout: .seconds(60)).status.code
             }
-            // Kill only once the batch's transaction is open in PostgreSQL: the kill lands mid-batch.
+            // Kill only once the batch waits on the held row: the kill lands mid-batch.
             let deadline = ContinuousClock.now + .seconds(60)
-            var sawTransaction = false
-            while ContinuousClock.now < deadline, !sawTransaction {
-                sawTransaction = try await Self.writeInFlight(pool)
-                if !sawTransaction { await Task.yield() }
+            var blocked = false
+            while ContinuousClock.now < deadline, !blocked {
+                blocked = try await Self.batchBlocked(pool)
+                if !blocked { try await Task.sleep(for: .milliseconds(5)) }
             }
-            #expect(sawTransaction, "the batch's write transaction was never seen open")
+            #expect(blocked, "the batch never reached the held row")
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
             #expect(server.terminationReason == .uncaughtSignal)
             let answer = await request.result
             #expect((try? answer.get()) != 200, "the killed server answered 200")
-            // PostgreSQL rolls the transaction back once it sees the client gone.
-            while ContinuousClock.now < deadline, try await Self.writeInFlight(pool) { await Task.yield() }
+            // The held row goes; the batch's statement then ends, its backend finds the client gone
+            // and rolls the transaction back (no COMMIT ever came).
+            try holder.execute("ROLLBACK")
+            while ContinuousClock.now < deadline, try await Self.batchOpen(pool) { try await Task.sleep(for: .milliseconds(5)) }
             #expect(try await stored() == 0, "a batch killed mid-transaction left part of itself")
 
             let (again, secondPort) = try Self.startServer(conninfo: database.conninfo)

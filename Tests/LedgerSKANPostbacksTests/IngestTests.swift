@@ -187,7 +187,8 @@ struct IngestTests {
             #expect(try await store.pool.query("SELECT count(*) FROM events").single().decode(Int.self, at: 0) == before + 1)
             // A retry of a kept input (same event id) answers as the first time, bound or not.
             do {
-                try await ingestor.ingest(raw: Data("not json 0".utf8), network: "n", receivedAt: at, eventID: kept[0], app: app)
+                try await ingestor.ingest(raw: Data("not json 0".utf8), network: "n", receivedAt: at.addingTimeInterval(30),
+                                         eventID: kept[0], app: app)
             } catch let error as SKANPostbackError {
                 #expect(error.rejectedEventID == kept[0])
             }

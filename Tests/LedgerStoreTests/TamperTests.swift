@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import LedgerPostgres
 import LedgerStore
 import LedgerTestSupport
@@ -87,13 +88,34 @@ struct TamperTests {
             let key = SealSigningKey.generate()
             try await store.append([sampleEvent(1)], to: "device-app1/k")
             _ = try await sealCovering(store, count: 1, signedBy: SealSigningKey.generate())
-            var report = try await store.verify(publicKey: key.publicKey)
+            let report = try await store.verify(publicKey: key.publicKey)
             #expect(report.problem?.kind == .sealSignature)
             #expect(report.problem?.message.contains("another key") == true)
+        }
+        try await withStore { store, _ throws in
             try await store.append([sampleEvent(2)], to: "device-app1/k2")
-            _ = try await sealCovering(store, count: 2, alreadySealed: 1)
-            report = try await store.verify(publicKey: SealSigningKey.generate().publicKey)
+            _ = try await sealCovering(store, count: 1)
+            let report = try await store.verify(publicKey: SealSigningKey.generate().publicKey)
             #expect(report.problem?.kind == .sealSignature)
+            #expect(report.problem?.message.contains("no seal is signed") == true)
+        }
+    }
+
+    @Test("seals made before the ledger had a key are proven through the first signed one; after it, sealing needs the key")
+    func unsignedPrefixThenSigned() async throws {
+        try await withStore { store, _ throws in
+            let key = SealSigningKey.generate()
+            try await store.append([sampleEvent(1)], to: "device-app1/p")
+            _ = try await sealCovering(store, count: 1)
+            try await store.append([sampleEvent(2)], to: "device-app1/p")
+            _ = try await sealCovering(store, count: 2, alreadySealed: 1, signedBy: key)
+            let report = try await store.verify(publicKey: key.publicKey)
+            #expect(report.isIntact, "\(report.problem?.message ?? "")")
+            #expect(report.sealsUnsignedBeforeFirstSigned >= 1)
+            try await store.append([sampleEvent(3)], to: "device-app1/p")
+            try await waitForHorizon(store, count: 3)
+            await #expect(throws: SealKeyError.self) { try await store.seal() }
+            #expect(try await store.seal(signedBy: key) != nil)
         }
     }
 
@@ -150,6 +172,47 @@ struct TamperTests {
             #expect(report.isIntact)
             #expect(report.unsealedEvents == 3)
             #expect(report.unsealedPositions == positions.min()!...positions.max()!)
+        }
+    }
+
+    /// The export's lines, collected.
+    static func exportLines(_ store: EventStore) async throws -> [String] {
+        let lines = Mutex<[String]>([])
+        _ = try await store.exportStored { line in lines.withLock { $0.append(line) } }
+        return lines.withLock { $0 }
+    }
+
+    @Test("an export where a stream's versions do not follow the global order verifies; a missing version is named")
+    func exportOutOfGlobalOrder() async throws {
+        try await withStore { store, database throws in
+            // A takes the lower transaction id, B appends version 1 of x2 and commits, then A appends
+            // version 2 of x2: in (transaction, position) order version 2 comes first.
+            let a = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            let b = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try a.transaction { a in
+                try store.append([sampleEvent(1)], to: "device-app1/x1", on: a)
+                try store.append([sampleEvent(2)], to: "device-app1/x2", on: b)
+                try store.append([sampleEvent(3)], to: "device-app1/x2", on: a)
+            }
+            try await waitForHorizon(store, count: 3)
+            _ = try await sealCovering(store, count: 3)
+            let lines = try await Self.exportLines(store)
+            let order = lines.compactMap { line -> String? in
+                guard line.contains(#""stream_id":"device-app1/x2""#) else { return nil }
+                return line.contains(#""stream_version":2"#) ? "v2" : "v1"
+            }
+            #expect(order == ["v2", "v1"], "the case under test: version 2 first in the global order")
+            let report = StoredExportVerifier().verify(lines: lines.map { Substring($0) })
+            #expect(report.isIntact, "\(report.problem ?? "")")
+            #expect(report.eventsChecked == 3)
+            #expect(report.streamsChecked == 2)
+            #expect(report.sealsChecked >= 1)
+            // Without version 1 of x2 (and without the seals, which would name the seal first),
+            // the missing version is named at the line of the event that needed it.
+            let events = lines.filter { $0.contains(#""kind":"event""#) }
+            let missing = events.filter { !($0.contains(#""stream_id":"device-app1/x2""#) && $0.contains(#""stream_version":1"#)) }
+            let broken = StoredExportVerifier().verify(lines: missing.map { Substring($0) })
+            #expect(broken.problem?.contains("has no version 1 before version 2") == true, "\(broken.problem ?? "")")
         }
     }
 }

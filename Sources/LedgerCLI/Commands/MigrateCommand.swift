@@ -3,6 +3,8 @@ import Foundation
 import LedgerMigrations
 import LedgerPostgres
 import LedgerPrivateCluster
+import LedgerProjections
+import LedgerStore
 
 /// `ledger migrate`: applies schema/ migrations, or lists them with `--status`.
 struct MigrateCommand: AsyncParsableCommand {
@@ -12,6 +14,8 @@ struct MigrateCommand: AsyncParsableCommand {
         discussion: helpText("""
             Each file is applied once, in its own transaction, and recorded with its SHA-256; a file
             that fails leaves nothing of itself applied, and an applied file that changed is refused.
+            Then every projection's tables are made if missing (granted to ledger_app), so the
+            service's role need create nothing.
 
             Examples:
               ledger migrate
@@ -48,6 +52,17 @@ struct MigrateCommand: AsyncParsableCommand {
                     print(render(try migrator.status(on: connection)))
                 } else {
                     let applied = try migrator.apply(on: connection)
+                    // The projections' tables too, made by the owner and granted to ledger_app, so
+                    // that a service logged in as a member of ledger_app only needs create nothing.
+                    // (Only on the ledger's own schema: a folder of other migrations has no checkpoints table.)
+                    let ledgerSchema = try connection.query("SELECT to_regclass('public.projection_checkpoints') IS NOT NULL")
+                        .single().decode(Bool.self, at: 0)
+                    if ledgerSchema {
+                        let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+                        defer { pool.close() }
+                        try await ProjectionRunner(store: EventStore(pool: pool, logger: logger), projections: AllProjections.list,
+                                                   logger: logger).prepare()
+                    }
                     print(json ? renderJSON(applied: applied) : renderText(applied: applied, total: migrator.migrations.count))
                 }
             } catch let error as MigrationError {

@@ -47,19 +47,15 @@ struct VerifyCommand: AsyncParsableCommand {
                                valueName: "file"))
     var export: String?
 
-    func validate() throws {
-        if export != nil, checkpoint != nil { throw ValidationError("--checkpoint checks the database; give it without --export") }
-    }
-
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.verify")
             let key = try Self.publicKey(publicKey ?? ProcessInfo.processInfo.environment["LEDGER_SEAL_PUBLIC_KEY"])
+            let saved = try checkpoint.map(Self.loadCheckpoint)
             if let export {
-                try verifyExport(path: export, key: key)
+                try verifyExport(path: export, key: key, checkpoint: saved)
                 return
             }
-            let saved = try checkpoint.map(Self.loadCheckpoint)
             let target = try database.resolve(logger: logger)
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
             defer { pool.close() }
@@ -76,18 +72,20 @@ struct VerifyCommand: AsyncParsableCommand {
     }
 
     /// Checks an export file offline; exit 5 naming the first line that fails.
-    func verifyExport(path: String, key: SealPublicKey?) throws {
+    func verifyExport(path: String, key: SealPublicKey?, checkpoint: SealCheckpoint?) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw CLIFailure(exitCode: .validationFailure, message: "--export: \(path) cannot be read")
         }
         let text = String(decoding: data, as: UTF8.self)
-        let report = StoredExportVerifier(publicKey: key).verify(lines: text.split(separator: "\n", omittingEmptySubsequences: false))
+        let report = StoredExportVerifier(publicKey: key, checkpoint: try checkpoint?.seal())
+            .verify(lines: text.split(separator: "\n", omittingEmptySubsequences: false))
         if json {
             var output: [String: String] = [
                 "intact": "\(report.isIntact)", "events_checked": "\(report.eventsChecked)",
                 "streams_checked": "\(report.streamsChecked)", "seals_checked": "\(report.sealsChecked)",
-                "seal_signatures_checked": "\(report.sealSignaturesChecked)",
+                "seal_signatures_checked": "\(report.sealSignaturesChecked)", "unsealed_events": "\(report.unsealedEvents)",
             ]
+            output["checkpoint_seal"] = report.checkpointSeal.map(String.init)
             output["line"] = report.failedLine.map(String.init)
             output["message"] = report.problem
             print(jsonText(output))
@@ -95,7 +93,9 @@ struct VerifyCommand: AsyncParsableCommand {
             print("BROKEN: \(problem)")
         } else {
             print("OK: \(report.eventsChecked) events in \(report.streamsChecked) streams and \(report.sealsChecked) seals verified "
-                + "from the export" + (key != nil ? ", every seal's signature checked" : " (signatures not checked: give --public-key)"))
+                + "from the export" + (key != nil ? ", every seal's signature checked" : " (signatures not checked: give --public-key)")
+                + (report.checkpointSeal.map { "\nthe export extends the checkpoint (seal \($0))" } ?? "")
+                + (report.unsealedEvents > 0 ? "\nunsealed: \(report.unsealedEvents) events after the export's last seal" : ""))
         }
         if !report.isIntact { throw ExitCode(5) }
     }

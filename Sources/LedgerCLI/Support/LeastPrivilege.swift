@@ -33,25 +33,28 @@ struct LeastPrivilegeOptions: ParsableArguments {
 struct SessionPrivilege {
     /// The session's role.
     var role: String
-    /// Whether it is a superuser.
+    /// Whether it is a superuser, or may create roles (and so make itself a member of the owner's).
     var isSuperuser: Bool
-    /// Whether it owns `events` (or is a member of its owner).
+    /// Whether it owns `events` or `seals`, or the database (whose owner owns the schema and may
+    /// drop them), or is a member of such a role, even without inheriting its rights.
     var ownsEvents: Bool
     /// Whether it is a member of `ledger_app`.
     var isApplicationRole: Bool
 
     /// Why this role is more than the service should hold, or nil.
     var excess: String? {
-        if isSuperuser { return "is a superuser" }
-        if ownsEvents { return "owns the ledger's tables" }
+        if isSuperuser { return "is a superuser or may create roles" }
+        if ownsEvents { return "owns (or may act as the owner of) the ledger's tables or database" }
         return nil
     }
 
     static func inspect(on connection: PostgresConnection) throws -> SessionPrivilege {
         let row = try connection.query("""
-            SELECT current_user::text, r.rolsuper,
-                   coalesce((SELECT pg_has_role(current_user, c.relowner, 'USAGE') FROM pg_class c
-                             WHERE c.oid = to_regclass('public.events')), false),
+            SELECT current_user::text, r.rolsuper OR r.rolcreaterole,
+                   coalesce((SELECT bool_or(pg_has_role(current_user, c.relowner, 'MEMBER')) FROM pg_class c
+                             WHERE c.oid IN (to_regclass('public.events'), to_regclass('public.seals'))), false)
+                   OR coalesce((SELECT pg_has_role(current_user, d.datdba, 'MEMBER') FROM pg_database d
+                                WHERE d.datname = current_database()), false),
                    CASE WHEN EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'ledger_app')
                         THEN pg_has_role(current_user, 'ledger_app', 'MEMBER') ELSE false END
             FROM pg_roles r WHERE r.rolname = current_user
