@@ -46,16 +46,6 @@ struct ServeRestartTests {
         var count: Int { acknowledged.withLock { $0.count } }
     }
 
-    /// Waits for `condition`, at most `timeout`; returns whether it held.
-    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(25))
-        }
-        return try await condition()
-    }
-
     static func status(_ method: HTTPMethod, _ url: String, body: String? = nil) async throws -> Int {
         var request = HTTPClientRequest(url: url)
         request.method = method
@@ -166,17 +156,17 @@ struct ServeRestartTests {
 
         let server = try await Self.startServe(conninfo: conninfo, digest: digest, logPath: directory + "/serve.log")
         defer { if server.process.isRunning { server.process.terminate() } }
-        #expect(try await Self.waitUntil(timeout: .seconds(30)) { await Self.ready(server) == 200 })
+        #expect(try await waitUntil(timeout: .seconds(30), every: .milliseconds(25)) { await Self.ready(server) == 200 })
 
         let load = Load()
         let baseURL = server.baseURL
         let clients = (0..<4).map { client in Task { await Self.drive(load, client: client, baseURL: baseURL) } }
         defer { load.stop.store(true, ordering: .relaxed) }
-        #expect(try await Self.waitUntil(timeout: .seconds(60)) { load.count >= 50 }, "appends before the restarts")
+        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) { load.count >= 50 }, "appends before the restarts")
         // The projection runner follows the log (its tables made, its listener listening, appends
         // applied) before the database goes: its first steps take a few seconds on a fresh cluster.
         let probe = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-        #expect(try await Self.waitUntil(timeout: .seconds(60)) {
+        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) {
             let listening = try probe.query("SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'").single()
                 .decode(Int.self, at: 0)
             let applied = try await Self.projectionStatus("skan_devices", conninfo: conninfo)?["eventsApplied"] as? Int ?? 0
@@ -188,7 +178,7 @@ struct ServeRestartTests {
         try await TestDatabase.offThePool { try cluster.restart(mode: .immediate) }
         let restartTook = ContinuousClock.now - restartStarted
         let beforeSecond = load.count
-        #expect(try await Self.waitUntil(timeout: .seconds(60)) { load.count >= beforeSecond + 50 }, "appends after the restart")
+        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) { load.count >= beforeSecond + 50 }, "appends after the restart")
         let appendsBackAfterRestart = ContinuousClock.now - restartStarted
         #expect(server.process.isRunning)
 
@@ -196,9 +186,9 @@ struct ServeRestartTests {
         // runner has met it (its one warning), then started.
         let stopped = ContinuousClock.now
         try await TestDatabase.offThePool { try cluster.stop(mode: .immediate) }
-        #expect(try await Self.waitUntil(timeout: .seconds(30)) { await Self.ready(server) == 503 }, "/ready during the outage")
+        #expect(try await waitUntil(timeout: .seconds(30), every: .milliseconds(25)) { await Self.ready(server) == 503 }, "/ready during the outage")
         let notReadyAfter = ContinuousClock.now - stopped
-        #expect(try await Self.waitUntil(timeout: .seconds(30)) {
+        #expect(try await waitUntil(timeout: .seconds(30), every: .milliseconds(25)) {
             server.lines(loop: "projection runner", level: "warning").count >= 1
         }, "the projection runner met the outage")
         #expect(server.process.isRunning)
@@ -206,9 +196,9 @@ struct ServeRestartTests {
         let starting = ContinuousClock.now
         try await TestDatabase.offThePool { try cluster.start() }
         let started = ContinuousClock.now
-        #expect(try await Self.waitUntil(timeout: .seconds(60)) { await Self.ready(server) == 200 }, "/ready after the outage")
+        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) { await Self.ready(server) == 200 }, "/ready after the outage")
         let readyAfterStart = ContinuousClock.now - started
-        #expect(try await Self.waitUntil(timeout: .seconds(60)) { load.count >= ackedDuringOutage + 50 }, "appends after the outage")
+        #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) { load.count >= ackedDuringOutage + 50 }, "appends after the outage")
         let appendsBackAfterStart = ContinuousClock.now - started
 
         load.stop.store(true, ordering: .relaxed)
@@ -230,7 +220,7 @@ struct ServeRestartTests {
             .decode(Int.self, at: 0)
         let catchUpStarted = ContinuousClock.now
         var status: [String: Any]?
-        let caughtUp = try await Self.waitUntil(timeout: .seconds(60)) {
+        let caughtUp = try await waitUntil(timeout: .seconds(60), every: .milliseconds(25)) {
             status = try await Self.projectionStatus("skan_devices", conninfo: conninfo)
             return status?["eventsBehind"] as? Int == 0 && status?["eventsApplied"] as? Int == inLog
         }
@@ -251,7 +241,7 @@ struct ServeRestartTests {
         // SIGTERM still stops it promptly, cleanly.
         let stopping = ContinuousClock.now
         server.process.terminate()
-        let exited = try await Self.waitUntil(timeout: .seconds(30)) { !server.process.isRunning }
+        let exited = try await waitUntil(timeout: .seconds(30), every: .milliseconds(25)) { !server.process.isRunning }
         #expect(exited)
         if exited {
             #expect(server.process.terminationReason == .exit && server.process.terminationStatus == 0, "\(server.log())")

@@ -34,15 +34,6 @@ struct WorkerCrashTests {
     }
 
     /// Polls `condition` every 5 ms for at most `timeout`; returns whether it held.
-    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        return try await condition()
-    }
-
     @Test func killedWorkersLoseNothingAndRecordEveryCall() async throws {
         try await TestDatabase.with { database in
             let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
@@ -101,12 +92,12 @@ struct WorkerCrashTests {
                     let callsBefore = fakes.apple.requestCount + fakes.branch.requestCount
                     let freeCalls = Int.random(in: 1...60, using: &generator)
                     let worker = try Self.startWorker(conninfo: database.conninfo, fakes: fakes, id: "crash-\(round)")
-                    #expect(try await Self.waitUntil(timeout: .seconds(120)) {
+                    #expect(try await waitUntil(timeout: .seconds(120), every: .milliseconds(5)) {
                         fakes.apple.requestCount + fakes.branch.requestCount - callsBefore >= freeCalls
                     }, "round \(round): the worker made its calls")
                     let held = FakeGate()
                     fakes.apple.hold(held)
-                    #expect(try await Self.waitUntil(timeout: .seconds(60)) { held.held > 0 }, "round \(round): a call is out")
+                    #expect(try await waitUntil(timeout: .seconds(60), every: .milliseconds(5)) { held.held > 0 }, "round \(round): a call is out")
                     kill(worker.processIdentifier, SIGKILL)
                     worker.waitUntilExit()
                     #expect(worker.terminationReason == .uncaughtSignal && worker.terminationStatus == SIGKILL)
@@ -119,14 +110,14 @@ struct WorkerCrashTests {
                 // worker set up its handlers (while it reads its configuration) is not what this test
                 // is about.
                 let last = try Self.startWorker(conninfo: database.conninfo, fakes: fakes, id: "finisher")
-                #expect(try await Self.waitUntil(timeout: .seconds(120)) {
+                #expect(try await waitUntil(timeout: .seconds(120), every: .milliseconds(5)) {
                     try await Self.count("""
                         SELECT count(*) FROM pg_locks
                         WHERE locktype = 'advisory' AND granted
                           AND ((classid::bigint << 32) | objid::bigint) = hashtextextended('ledger.worker.finisher', 0)
                         """, pool) > 0
                 })
-                #expect(try await Self.waitUntil(timeout: .seconds(240)) {
+                #expect(try await waitUntil(timeout: .seconds(240), every: .milliseconds(5)) {
                     try await Self.count("SELECT count(*) FROM send_queue", pool) == 0
                 })
                 kill(last.processIdentifier, SIGTERM)

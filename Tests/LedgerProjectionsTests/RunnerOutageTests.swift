@@ -10,16 +10,6 @@ import Testing
 /// The runner's loop (``ProjectionRunner/run()``) through a database outage.
 @Suite("Projection runner through a database outage")
 struct RunnerOutageTests {
-    /// Waits for `condition`, at most `timeout`; returns whether it held.
-    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
-
     /// Appends a SKAN registration for each of `devices` new devices.
     static func register(_ devices: Range<Int>, store: EventStore) async throws {
         for index in devices {
@@ -47,21 +37,21 @@ struct RunnerOutageTests {
             }
 
             try await Self.register(0..<10, store: store)
-            #expect(try await Self.waitUntil(timeout: .seconds(60)) { try await applied() == 10 })
+            #expect(try await waitUntil(timeout: .seconds(60)) { try await applied() == 10 })
 
             try await TestDatabase.offThePool { try database.refuseConnections() }
             let loop = { logs.entries(where: "db.loop", is: "projection runner") }
-            #expect(try await Self.waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the runner met the outage")
+            #expect(try await waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the runner met the outage")
             try await TestDatabase.offThePool { try database.acceptConnections() }
 
             try await Self.register(10..<25, store: store)
-            #expect(try await Self.waitUntil(timeout: .seconds(60)) { try await applied() == 25 }, "caught up after the outage")
+            #expect(try await waitUntil(timeout: .seconds(60)) { try await applied() == 25 }, "caught up after the outage")
             #expect(!running.isCancelled)
             let rows = try await store.pool.query("SELECT count(*) FROM skan_devices").single().decode(Int.self, at: 0)
             #expect(rows == 25)
 
             #expect(loop().filter { $0.level == .warning }.count == 1, "\(loop())")
-            #expect(try await Self.waitUntil(timeout: .seconds(10)) { loop().contains { $0.level == .notice } })
+            #expect(try await waitUntil(timeout: .seconds(10)) { loop().contains { $0.level == .notice } })
             #expect(logs.all.filter { $0.level >= .warning }.allSatisfy {
                 !$0.line.contains("SELECT") && !$0.line.contains("INSERT") && !$0.line.contains("outage1")
             }, "\(logs.all)")

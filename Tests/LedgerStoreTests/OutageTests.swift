@@ -9,16 +9,6 @@ import Testing
 /// refused for a while (``TestDatabase/Handle/refuseConnections()``), as during a server restart.
 @Suite("Store loops through a database outage")
 struct OutageTests {
-    /// Waits for `condition`, at most `timeout`; returns whether it held.
-    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return try await condition()
-    }
-
     /// A store on `database` whose pool and store log to `logs`.
     static func store(_ database: TestDatabase.Handle, logs: LogCapture) -> EventStore {
         EventStore(pool: PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: logs.logger()), logger: logs.logger())
@@ -42,7 +32,7 @@ struct OutageTests {
             }
             try await TestDatabase.offThePool { try database.refuseConnections() }
             let loop = { logs.entries(where: "db.loop", is: "subscription") }
-            #expect(try await Self.waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the subscription met the outage")
+            #expect(try await waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the subscription met the outage")
             try await TestDatabase.offThePool { try database.acceptConnections() }
             let after = sampleEvent(1)
             try await store.append([after], to: "device-app1-sub")
@@ -64,16 +54,16 @@ struct OutageTests {
             }
             let sealing = Task { await store.sealPeriodically(every: .milliseconds(20)) }
             for n in 0..<5 { try await store.append([sampleEvent(n)], to: "device-app1-seal") }
-            #expect(try await Self.waitUntil(timeout: .seconds(60)) { try sealed() == 5 })
+            #expect(try await waitUntil(timeout: .seconds(60)) { try sealed() == 5 })
 
             try await TestDatabase.offThePool { try database.refuseConnections() }
             let loop = { logs.entries(where: "db.loop", is: "sealer") }
-            #expect(try await Self.waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the sealer met the outage")
+            #expect(try await waitUntil(timeout: .seconds(30)) { !loop().isEmpty }, "the sealer met the outage")
             try await TestDatabase.offThePool { try database.acceptConnections() }
 
             let observerAgain = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             for n in 5..<10 { try await store.append([sampleEvent(n)], to: "device-app1-seal") }
-            #expect(try await Self.waitUntil(timeout: .seconds(60)) {
+            #expect(try await waitUntil(timeout: .seconds(60)) {
                 try observerAgain.query("SELECT coalesce(sum(event_count), 0)::bigint FROM seals").single().decode(Int64.self, at: 0) == 10
             })
             #expect(loop().filter { $0.level == .warning }.count == 1, "\(loop())")
