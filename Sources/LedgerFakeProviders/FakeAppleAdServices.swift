@@ -3,7 +3,7 @@ import LedgerDomain
 import LedgerProviders
 import Synchronization
 
-/// Apple AdServices attribution lookups (seed 002), faked: `POST /api/v1/` with the token alone as a
+/// Apple AdServices attribution lookups (Apple AdServices attribution API), faked: `POST /api/v1/` with the token alone as a
 /// `text/plain` body.
 ///
 /// Every request is checked first; a bad one is refused and noted (rule in parentheses):
@@ -52,7 +52,7 @@ public final class FakeAppleAdServices: FakeProvider {
         case custom(String)
     }
 
-    /// A token's lifetime: "The token has a time to live (TTL) of 24 hours" (seed 002).
+    /// A token's lifetime: "The token has a time to live (TTL) of 24 hours" (Apple AdServices attribution API).
     public static let tokenLifetime: TimeInterval = 86_400
 
     /// Which provider this fakes.
@@ -148,13 +148,13 @@ public final class FakeAppleAdServices: FakeProvider {
         answer(request, check: check, model: lookup)
     }
 
-    /// "The token is invalid" (seed 002's 400).
+    /// "The token is invalid" (Apple AdServices attribution API's 400).
     private static func invalid(_ rule: String, _ detail: String) -> FakeRefusal {
-        FakeRefusal(rule: rule, detail: detail + " (seed 002)", reply: .text(400, "Bad Request"))
+        FakeRefusal(rule: rule, detail: detail + " (Apple AdServices attribution API)", reply: .text(400, "Bad Request"))
     }
 
     func check(_ request: RecordedRequest) -> FakeRefusal? {
-        guard request.method == "POST" else { return .wrongMethod(request, expected: "POST", document: "seed 002") }
+        guard request.method == "POST" else { return .wrongMethod(request, expected: "POST", document: "Apple AdServices attribution API") }
         guard request.rawQuery.isEmpty else {
             return Self.invalid("unknown_parameter", "the lookup takes no query, got '\(request.rawQuery)'")
         }
@@ -191,7 +191,7 @@ public final class FakeAppleAdServices: FakeProvider {
             }
         }
         if pastTTL {
-            note(request, "token_ttl", "the token is past its 24-hour TTL (seed 002)")
+            note(request, "token_ttl", "the token is past its 24-hour TTL (Apple AdServices attribution API)")
         }
         switch status {
         case 200: return .respond(200, json: Self.payload(outcome))

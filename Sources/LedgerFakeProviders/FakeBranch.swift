@@ -2,7 +2,7 @@ import Foundation
 import LedgerProviders
 import Synchronization
 
-/// Branch's server-to-server `POST /v1/open` (seed 003), faked.
+/// Branch's server-to-server `POST /v1/open` (Branch v1/open server-to-server guide), faked.
 ///
 /// Every request is checked against the document's endpoint specification and body table first; a
 /// bad one is refused with `400` and `{"error":{"code":400,"message":…}}` naming the rule (the
@@ -120,7 +120,8 @@ public final class FakeBranch: FakeProvider {
         answer(request, check: check, model: open)
     }
 
-    /// The body's keys in seed 003's table (and `model`, in both of its examples), by JSON kind.
+    /// The body's keys in the Branch v1/open server-to-server guide's table (and `model`, in both of its examples), by JSON
+    /// kind.
     static let stringKeys: Set<String> = [
         "branch_key", "branch_secret", "app_version", "os", "user_agent", "hardware_id", "hardware_id_type", "ios_vendor_id",
         "google_advertising_id", "local_ip", "link_identifier", "universal_link_url", "android_app_link_url",
@@ -150,12 +151,12 @@ public final class FakeBranch: FakeProvider {
 
     private static func refuse(_ rule: String, _ detail: String) -> FakeRefusal {
         FakeRefusal(
-            rule: rule, detail: detail + " (seed 003)",
+            rule: rule, detail: detail + " (Branch v1/open server-to-server guide)",
             reply: .respond(400, json: #"{"error":{"code":400,"message":\#(jsonString("\(rule): \(detail)"))}}"#))
     }
 
     func check(_ request: RecordedRequest) -> FakeRefusal? {
-        guard request.method == "POST" else { return .wrongMethod(request, expected: "POST", document: "seed 003") }
+        guard request.method == "POST" else { return .wrongMethod(request, expected: "POST", document: "Branch v1/open server-to-server guide") }
         guard request.rawQuery.isEmpty else { return Self.refuse("unknown_parameter", "v1/open takes no query") }
         let contentType = request.headerValue("Content-Type")?.lowercased() ?? ""
         guard contentType == "application/json" || contentType.hasPrefix("application/json;") else {
@@ -279,7 +280,7 @@ public final class FakeBranch: FakeProvider {
             note(request, "no_device_id", "no hardware_id, ios_vendor_id, google_advertising_id or token")
         }
         if let token = body["apple_attribution_token"]?.text, apple.isPastTTL(token: token) {
-            note(request, "apple_attribution_token_expired", "apple_attribution_token is past its 24 h TTL (seed 003)")
+            note(request, "apple_attribution_token_expired", "apple_attribution_token is past its 24 h TTL (Branch v1/open server-to-server guide)")
         }
 
         enum Decision {
@@ -321,7 +322,7 @@ public final class FakeBranch: FakeProvider {
                     if sentToken == nil {
                         anomalies.append(
                             ("missing_randomized_bundle_token",
-                             "a later open of a known device must carry randomized_bundle_token \(issued) (seed 003)"))
+                             "a later open of a known device must carry randomized_bundle_token \(issued) (Branch v1/open server-to-server guide)"))
                         model.tokenCounter += 1
                         device.bundleToken = Self.token(model.tokenCounter, salt: 0)
                     } else if sentToken != issued {

@@ -221,12 +221,14 @@ public struct FakeAnswer: Sendable {
     /// needs.
     public static func held(by gate: FakeGate) -> FakeAnswer { FakeAnswer(.model, gate: gate) }
 
-    /// Singular's error answer: `200 {"status":"error","reason":…}` (seed 004, "Possíveis erros").
+    /// Singular's error answer: `200 {"status":"error","reason":…}` (Singular SKAdNetwork 4 implementation guide,
+    /// "Possíveis erros").
     public static func singularError(_ reason: String) -> FakeAnswer {
         .json(200, #"{"status":"error","reason":\#(jsonString(reason))}"#)
     }
 
-    /// Google's answer carrying machine-readable error codes (seed 000's "request contained errors").
+    /// Google's answer carrying machine-readable error codes (Google App Conversion Tracking API's "request contained
+    /// errors").
     public static func googleErrors(_ codes: [String]) -> FakeAnswer {
         .json(200, #"{"ad_events":[],"errors":[\#(codes.map(jsonString).joined(separator: ","))],"attributed":false}"#)
     }

@@ -2,7 +2,7 @@ import Foundation
 import LedgerProviders
 import Synchronization
 
-/// Google app conversion tracking (seed 000), faked.
+/// Google app conversion tracking (Google App Conversion Tracking API), faked.
 ///
 /// Every request is checked against the document first; a bad one is refused and noted (rule in
 /// parentheses), answered as the document answers "a conversion tracking request [that] contained
@@ -105,10 +105,10 @@ public final class FakeGoogle: FakeProvider {
         "dev_token", "link_id", "app_event_type", "rdid", "id_type", "lat", "app_version", "os_version", "sdk_version",
         "timestamp",
     ]
-    /// Every query parameter seed 000 names for a conversion request (`gbraid` from the
+    /// Every query parameter the Google App Conversion Tracking API names for a conversion request (`gbraid` from the
     /// provider-rules digest's facts beyond the seeds).
     static let conversionQuery = Set(requiredQuery + ["app_event_name", "value", "currency_code", "gclid", "gbraid"])
-    /// seed 000's `app_event_type` enumeration.
+    /// Google App Conversion Tracking API's `app_event_type` enumeration.
     static let eventTypes: Set<String> = [
         "first_open", "session_start", "in_app_purchase", "view_item_list", "view_item", "view_search_results", "add_to_cart",
         "ecommerce_purchase", "custom",
@@ -124,17 +124,17 @@ public final class FakeGoogle: FakeProvider {
 
     private static func refuse(_ rule: String, _ code: String, _ detail: String) -> FakeRefusal {
         FakeRefusal(
-            rule: rule, detail: detail + " (seed 000)",
+            rule: rule, detail: detail + " (Google App Conversion Tracking API)",
             reply: .respond(400, json: #"{"ad_events":[],"errors":[\#(jsonString(code))],"attributed":false}"#))
     }
 
     func check(_ request: RecordedRequest) -> FakeRefusal? {
         guard request.method == "POST" else {
-            return .wrongMethod(request, expected: "POST", document: "seed 000")
+            return .wrongMethod(request, expected: "POST", document: "Google App Conversion Tracking API")
         }
         if request.body.isEmpty, request.headerValue("Content-Length") == nil, request.headerValue("Transfer-Encoding") == nil {
             return FakeRefusal(
-                rule: "content_length_required", detail: "a POST without a body must carry Content-Length: 0 (seed 000)",
+                rule: "content_length_required", detail: "a POST without a body must carry Content-Length: 0 (Google App Conversion Tracking API)",
                 reply: .text(411, "Length Required"))
         }
         if let refusal = checkHeaders(request) ?? checkBody(request) ?? checkQuery(request) { return refusal }
@@ -166,7 +166,7 @@ public final class FakeGoogle: FakeProvider {
     }
 
     /// The operating system an app User-Agent names (`iOS`, `Android`, …), or `nil` when it is not
-    /// in seed 000's form with `; Proxy` (the ledger builds it server side).
+    /// in Google App Conversion Tracking API's form with `; Proxy` (the ledger builds it server side).
     static func appUserAgentOS(_ text: String) -> String? {
         guard let open = text.firstIndex(of: "("), text.hasSuffix("; Proxy)") else { return nil }
         let product = text[..<open]
@@ -215,7 +215,7 @@ public final class FakeGoogle: FakeProvider {
         let allowed = request.path == GoogleConversionRequestBuilder.crossNetworkPath
             ? Self.conversionQuery.union(["ad_event_id", "attributed"]) : Self.conversionQuery
         if let unknown = names.first(where: { !allowed.contains($0) }) {
-            return Self.refuse("unknown_parameter", "INVALID_PARAMETER", "\(unknown) is not a parameter of seed 000")
+            return Self.refuse("unknown_parameter", "INVALID_PARAMETER", "\(unknown) is not a parameter of the Google App Conversion Tracking API")
         }
         for name in Self.requiredQuery where FakeChecks.isBlank(request.queryValue(name)) {
             return Self.refuse("missing_parameter", "MISSING_\(name.uppercased())", "\(name) is required")

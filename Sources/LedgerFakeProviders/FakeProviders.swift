@@ -78,13 +78,13 @@ public final class FakeProviders: Sendable {
     /// The address the server binds: loopback only, so nothing outside the machine can reach it.
     public static let host = "127.0.0.1"
 
-    /// Google conversion tracking (seed 000).
+    /// Google conversion tracking (Google App Conversion Tracking API).
     public let google: FakeGoogle
-    /// Apple AdServices attribution lookups (seed 002).
+    /// Apple AdServices attribution lookups (Apple AdServices attribution API).
     public let apple: FakeAppleAdServices
-    /// Branch server-to-server `v1/open` (seed 003).
+    /// Branch server-to-server `v1/open` (Branch v1/open server-to-server guide).
     public let branch: FakeBranch
-    /// Singular's SKAN 4 conversion value API (seed 004).
+    /// Singular's SKAN 4 conversion value API (Singular SKAdNetwork 4 implementation guide).
     public let singular: FakeSingular
 
     /// The settings this server was made with.

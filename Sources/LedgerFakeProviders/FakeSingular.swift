@@ -2,7 +2,7 @@ import Foundation
 import LedgerProviders
 import Synchronization
 
-/// Singular's SKAdNetwork 4 conversion value API (seed 004), faked:
+/// Singular's SKAdNetwork 4 conversion value API (Singular SKAdNetwork 4 implementation guide), faked:
 /// `GET /api/v2/conversion_value`.
 ///
 /// Every request is checked against the document first; a bad one is answered as the document
@@ -27,7 +27,8 @@ import Synchronization
 ///   `skan_total_admon_revenue_by_currency`, all currencies summed): `0` none, `1` below
 ///   ``highRevenueThreshold``, `2` at or above;
 /// - `postback_sequence_index` by the time since `skan_first_call_to_skadnetwork_timestamp` on the
-///   fake's clock: `0` before 48 h, `1` before 7 days, `2` before 35 days (seed 004's windows), and
+///   fake's clock: `0` before 48 h, `1` before 7 days, `2` before 35 days (Singular SKAdNetwork 4 implementation
+///   guide's windows), and
 ///   "Invalid measurement period: 3" from 35 days on;
 /// - `skan_updated_lock_window_value` always `false`.
 ///
@@ -79,7 +80,7 @@ public final class FakeSingular: FakeProvider {
 
     private static func invalidParameter(_ rule: String, _ name: String, _ detail: String) -> FakeRefusal {
         FakeRefusal(
-            rule: rule, detail: "\(name): \(detail) (seed 004)",
+            rule: rule, detail: "\(name): \(detail) (Singular SKAdNetwork 4 implementation guide)",
             reply: error("Conversion management: Invalid parameter \(name) given"))
     }
 
@@ -101,15 +102,15 @@ public final class FakeSingular: FakeProvider {
         "p0_window_lock", "p1_window_lock", "p2_window_lock", "skan_first_call_to_skadnetwork_timestamp",
         "skan_last_call_to_skadnetwork_timestamp",
     ]
-    /// Every parameter seed 004 names.
+    /// Every parameter the Singular SKAdNetwork 4 implementation guide names.
     static let known = Set(required + ["idfa"] + fineValues + coarseValues + revenues + timestamps)
 
     func check(_ request: RecordedRequest) -> FakeRefusal? {
-        guard request.method == "GET" else { return .wrongMethod(request, expected: "GET", document: "seed 004") }
+        guard request.method == "GET" else { return .wrongMethod(request, expected: "GET", document: "Singular SKAdNetwork 4 implementation guide") }
         guard request.body.isEmpty else {
             return FakeRefusal(
-                rule: "body_not_allowed", detail: "the request has no body, only query parameters (seed 004)",
-                reply: .text(400, "body_not_allowed: GET with query parameters only (seed 004)"))
+                rule: "body_not_allowed", detail: "the request has no body, only query parameters (Singular SKAdNetwork 4 implementation guide)",
+                reply: .text(400, "body_not_allowed: GET with query parameters only (Singular SKAdNetwork 4 implementation guide)"))
         }
         let names = request.query.map(\.name)
         if let repeated = names.first(where: { name in names.filter { $0 == name }.count > 1 }) {
@@ -120,7 +121,7 @@ public final class FakeSingular: FakeProvider {
         }
         if request.queryValue("p") != "iOS" {
             return FakeRefusal(
-                rule: "platform_ios", detail: "p must be iOS (seed 004), got '\(request.queryValue("p") ?? "")'",
+                rule: "platform_ios", detail: "p must be iOS (Singular SKAdNetwork 4 implementation guide), got '\(request.queryValue("p") ?? "")'",
                 reply: Self.error("Unknown platform error - non-iOS platform"))
         }
         for name in Self.required where FakeChecks.isBlank(request.queryValue(name)) {
@@ -128,7 +129,7 @@ public final class FakeSingular: FakeProvider {
         }
         if request.queryValue("a") != sdkKey {
             return FakeRefusal(
-                rule: "wrong_credential", detail: "a is not the configured SDK key (seed 004)",
+                rule: "wrong_credential", detail: "a is not the configured SDK key (Singular SKAdNetwork 4 implementation guide)",
                 reply: Self.error("Conversion management: Conversion model not found for app: \(request.queryValue("i") ?? "")"))
         }
         return checkValues(request)
