@@ -109,12 +109,7 @@ public struct SKANPostbackIngestor: Sendable {
         let postback: SKANPostback
         do throws(SKANPostbackError) {
             postback = try Self.parseWithoutNUL(raw)
-            if let app, postback.appID != app.rawValue {
-                throw SKANPostbackError(.otherApp, field: "app-id", rule: "postback_of_this_app",
-                                        message: "The postback's app-id is not the app that sent it.")
-            }
         } catch {
-            if error.kind == .otherApp { throw error }
             var refused = error
             refused.rejectedEventID = try await storeRefused(raw, network: network, receivedAt: receivedAt,
                                                              reportedValues: reportedValues, error: error, eventID: eventID,
@@ -122,6 +117,10 @@ public struct SKANPostbackIngestor: Sendable {
             logger.notice("SKAN postback refused", metadata: [
                 "skan.network": "\(network)", "skan.rule": "\(error.rule)", "skan.field": "\(error.field ?? "-")"])
             throw refused
+        }
+        if let app, postback.appID != app.rawValue {
+            throw SKANPostbackError(.otherApp, field: "app-id", rule: "postback_of_this_app",
+                                    message: "The postback's app-id is not the app that sent it.")
         }
         let valid = verifier.isValid(postback)
         let (check, mismatches) = SKANUnsignedCheck.compare(postback, with: reportedValues)

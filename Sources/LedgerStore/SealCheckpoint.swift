@@ -40,8 +40,8 @@ public struct SealCheckpoint: Codable, Sendable, Hashable {
         upToTransaction = String(seal.upTo.transactionID)
         upToPosition = seal.upTo.position
         eventCount = seal.eventCount
-        previousDigest = seal.previousDigest.map(Self.hex)
-        digest = Self.hex(seal.digest)
+        previousDigest = seal.previousDigest.map(Hex.text)
+        digest = Hex.text(seal.digest)
         signature = seal.signature?.base64EncodedString()
         signingKeyID = seal.signingKeyID
         self.publicKey = seal.signature == nil ? nil : publicKey?.base64
@@ -53,10 +53,10 @@ public struct SealCheckpoint: Codable, Sendable, Hashable {
     public func seal() throws(SealCheckpointError) -> Seal {
         guard format == Self.currentFormat else { throw .invalid(field: "format") }
         guard let transaction = UInt64(upToTransaction) else { throw .invalid(field: "up_to_transaction") }
-        guard let digest = Self.bytes(hex: digest), digest.count == 32 else { throw .invalid(field: "digest") }
+        guard let digest = Hex.bytes(digest), digest.count == 32 else { throw .invalid(field: "digest") }
         var previous: Data?
         if let text = previousDigest {
-            guard let bytes = Self.bytes(hex: text), bytes.count == 32 else { throw .invalid(field: "previous_digest") }
+            guard let bytes = Hex.bytes(text), bytes.count == 32 else { throw .invalid(field: "previous_digest") }
             previous = bytes
         }
         var signatureBytes: Data?
@@ -80,21 +80,6 @@ public struct SealCheckpoint: Codable, Sendable, Hashable {
         case signingKeyID = "signing_key_id"
         case publicKey = "public_key"
         case sealedAt = "sealed_at"
-    }
-
-    static func hex(_ data: Data) -> String { data.map { String(format: "%02x", $0) }.joined() }
-
-    static func bytes(hex: String) -> Data? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var bytes = Data(capacity: digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(byte)
-            index += 2
-        }
-        return bytes
     }
 }
 

@@ -82,7 +82,7 @@ public struct SealPublicKey: Sendable, Hashable {
 
     /// A short name of the key stored beside each signature: the first 16 hex digits of the
     /// SHA-256 of the key's bytes.
-    public var keyID: String { SHA256.hash(data: raw).prefix(8).map { String(format: "%02x", $0) }.joined() }
+    public var keyID: String { Hex.text(SHA256.hash(data: raw).prefix(8)) }
 
     /// Whether `signature` is this key's signature of `seal`.
     public func isValid(_ signature: Data, for seal: Seal) -> Bool {
@@ -116,10 +116,9 @@ extension Seal {
     /// last transaction id and position it covers, its event count, the previous seal's digest
     /// and its own digest (both hex; the first seal's previous digest is empty).
     public var signedBytes: Data {
-        let hex = { (data: Data?) in data.map { $0.map { String(format: "%02x", $0) }.joined() } ?? "" }
         return Data([
             "attribution-ledger seal v1", String(number), String(upTo.transactionID), String(upTo.position), String(eventCount),
-            hex(previousDigest), hex(digest),
+            previousDigest.map(Hex.text) ?? "", Hex.text(digest),
         ].joined(separator: "\n").utf8)
     }
 }

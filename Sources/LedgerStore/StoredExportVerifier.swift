@@ -85,7 +85,7 @@ public struct StoredExportVerifier {
             case "event":
                 guard let event = try? decoder.decode(StoredExportLine.Event.self, from: bytes),
                     let eventID = UUID(uuidString: event.eventID), let transaction = UInt64(event.transactionID),
-                    let stored = Self.bytes(hex: event.hash), stored.count == 32
+                    let stored = Hex.bytes(event.hash), stored.count == 32
                 else { return fail("an event line with a missing or malformed field") }
                 guard report.sealsChecked == 0 else { return fail("an event after the seals") }
                 if let last = globalOrder.last, (transaction, event.position) <= (last.transaction, last.position) {
@@ -101,7 +101,8 @@ public struct StoredExportVerifier {
                 pending[event.streamID, default: [:]][event.streamVersion] = PendingEvent(
                     line: number, event: event, eventID: eventID, hash: stored)
                 // Chain every event of the stream that is now next in version order.
-                while let state = Optional(streams[event.streamID]), let waiting = pending[event.streamID]?[(state?.version ?? 0) + 1] {
+                while let waiting = pending[event.streamID]?[(streams[event.streamID]?.version ?? 0) + 1] {
+                    let state = streams[event.streamID]
                     pending[event.streamID]?[waiting.event.streamVersion] = nil
                     if let problem = chain(waiting, after: state) {
                         var failed = report
@@ -187,5 +188,4 @@ public struct StoredExportVerifier {
     }
 
 
-    static func bytes(hex: String) -> Data? { SealCheckpoint.bytes(hex: hex) }
 }

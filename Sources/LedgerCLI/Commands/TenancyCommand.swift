@@ -47,10 +47,8 @@ struct TenancyCheckCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.tenancy")
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger, connections: 1)
             defer { pool.close() }
-            let store = EventStore(pool: pool, logger: logger)
             let legacy = try await store.legacyPerAppStreams()
             let knownApps = Set(try await pool.query(
                 "SELECT DISTINCT metadata ->> 'app_id' FROM events WHERE metadata ? 'app_id'"

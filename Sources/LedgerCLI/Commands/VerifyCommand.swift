@@ -56,10 +56,8 @@ struct VerifyCommand: AsyncParsableCommand {
                 try verifyExport(path: export, key: key, checkpoint: saved)
                 return
             }
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger, connections: 1)
             defer { pool.close() }
-            let store = EventStore(pool: pool, logger: logger)
             let bar: ProgressBar? = json ? nil : ProgressBar(label: "verify", unit: "events")
             let progress: (@Sendable (Int, Int) -> Void)? = bar.map { bar in
                 { @Sendable done, total in bar.update(done: done, total: total) }
@@ -182,10 +180,9 @@ struct SealCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = makeLogger("ledger.seal")
             let key = try loadSealSigningKey()
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger, connections: 1)
             defer { pool.close() }
-            if let seal = try await EventStore(pool: pool, logger: logger).seal(signedBy: key) {
+            if let seal = try await store.seal(signedBy: key) {
                 print("seal \(seal.number): \(seal.eventCount) events through position \(seal.upTo.position)"
                     + (key == nil ? " (unsigned: no LEDGER_SEAL_SIGNING_KEY)" : ", signed by \(key!.publicKey.keyID)"))
             } else {
@@ -222,10 +219,8 @@ struct CheckpointCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = makeLogger("ledger.checkpoint")
             let key = try loadSealSigningKey()
-            let target = try database.resolve(logger: logger)
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
+            let (pool, store) = try database.openStore(logger: logger, connections: 1)
             defer { pool.close() }
-            let store = EventStore(pool: pool, logger: logger)
             try await store.seal(signedBy: key)
             guard let seal = try await store.latestSeal() else {
                 throw CLIFailure(exitCode: .failure, message: "nothing to checkpoint: the log holds no readable event")

@@ -52,7 +52,7 @@ public struct MasterKeys: Sendable {
         var hasher = SHA256()
         hasher.update(data: Data("ledger-master-key".utf8))
         key.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-        return "mk-" + hasher.finalize().prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "mk-" + Hex.text(hasher.finalize().prefix(8))
     }
 
     /// A key from its base64 text; `source` names where it came from in errors.
