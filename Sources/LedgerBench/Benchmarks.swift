@@ -88,19 +88,25 @@ func storeAppend(conninfo: String) -> SingleWrite {
     return { connection, stream, n in _ = try store.append([event(n)], to: stream, on: connection) }
 }
 
-/// The same row as the baseline's, inserted by plain libpq into the real `events` table, hash
-/// given: what the table's own rules cost (its domains and partial indexes), with none of the
-/// store's work. The ledger's single append can come no nearer the baseline than this.
+/// The same row as the baseline's, inserted by plain libpq into the real `events` table, its hash
+/// chained in the statement (the database checks every chain, schema/0016): what the table's own
+/// rules cost (its domains, partial indexes and the check), with none of the store's work. The
+/// ledger's single append can come no nearer the baseline than this.
 let eventsTableInsert: SingleWrite = { connection, stream, n in
     // Stream `n % 50` gets every 50th event: versions 1, 2, 3, … per stream.
-    try connection.execute("""
+    try connection.execute(PostgresQuery(sql: """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, hash)
-        VALUES (\(stream), \(Int64(n / 50 + 1)), \(UUID()), \("SessionStarted"), \(1),
-                \(PostgresJSONB(String(decoding: payload, as: UTF8.self))),
-                \(PostgresJSONB(String(decoding: metadata, as: UTF8.self))),
-                \(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))), clock_timestamp(), \(hashBytes))
-        """, prepare: true)
+        SELECT $1::text, $2::bigint, $3::uuid, 'SessionStarted', 1, $4::jsonb, $5::jsonb, $6::timestamptz, t,
+               ledger_event_hash(p.hash, $1::text, $2::bigint, $3::uuid, 'SessionStarted', 1, $4::jsonb, $5::jsonb,
+                                 $6::timestamptz, t)
+        FROM (SELECT clock_timestamp() AS t) AS clock
+        LEFT JOIN events AS p ON p.stream_id = $1::text AND p.stream_version = $2::bigint - 1
+        """, binds: [
+            .text(stream), .int64(Int64(n / 50 + 1)), .uuid(UUID()),
+            .jsonb(String(decoding: payload, as: UTF8.self)), .jsonb(String(decoding: metadata, as: UTF8.self)),
+            .timestamptz(Date(timeIntervalSince1970: 1_763_000_000 + Double(n))),
+        ]), prepare: true)
 }
 
 /// Writes the first event of every stream `benchSingleAppends` (`name`, `writers`, `rounds`)

@@ -98,6 +98,14 @@ extension PostgresConnection {
         return fresh
     }
 
+    /// Drops this session's reading of the server's clock, so that the next
+    /// ``serverClock()`` measures it again: for when the server refused a time stamped with it
+    /// (its clock was stepped since the reading).
+    public func forgetServerClock() {
+        measuredClock = nil
+        clockMeasuredAt = nil
+    }
+
     /// Runs `settings` (trusted SQL, may be empty) and `SELECT clock_timestamp()` in one round
     /// trip, timed by this machine's monotonic clock; the server's clock as that reading gives
     /// it, or nil when it does not read as a timestamp.

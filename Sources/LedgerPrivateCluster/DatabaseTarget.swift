@@ -46,6 +46,46 @@ public struct DatabaseTarget: Sendable {
     }
 }
 
+extension DatabaseTarget {
+    /// The login role the private cluster makes for the long-running processes.
+    public static let serviceRole = "ledger_service"
+
+    /// The conninfo `ledger serve` and `ledger worker` connect with. With `LEDGER_DATABASE_URL`
+    /// it is that one: its role is the operator's choice (docs/operations.md, "Roles"). In the
+    /// private cluster it is ``serviceRole``, a login role that is a member of `ledger_app` and
+    /// `ledger_sealer` and nothing else, so that the service cannot disable the ledger's
+    /// triggers; the role is made here when missing, once the migrations have made those two.
+    /// Before them (an unmigrated database) it is the owner's, whose statements then fail as they
+    /// would.
+    public func serviceConninfo(logger: Logger) throws(PostgresError) -> String {
+        guard let cluster else { return conninfo }
+        let admin = try PostgresConnection(conninfo: conninfo, logger: logger)
+        let roles = try admin.query(
+            "SELECT count(*) FROM pg_roles WHERE rolname IN ('ledger_app', 'ledger_sealer')"
+        ).single().decode(Int64.self, at: 0)
+        guard roles == 2 else { return conninfo }
+        let role = PostgresQuery.quoteIdentifier(Self.serviceRole)
+        do {
+            try admin.run(script: """
+                DO $$ BEGIN
+                    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(Self.serviceRole)') THEN
+                        CREATE ROLE \(role) LOGIN;
+                    END IF;
+                END $$;
+                GRANT ledger_app, ledger_sealer TO \(role);
+                """)
+        } catch where error.sqlState == "42710" || error.sqlState == SQLState.uniqueViolation {
+            // Another process made it at the same moment.
+        }
+        return "host=\(cluster.socketDirectory) port=\(cluster.port) user=\(Self.serviceRole) dbname=\(database)"
+    }
+
+    /// The database this target names (`dbname` in the private cluster's conninfo).
+    var database: String {
+        conninfo.split(separator: " ").first { $0.hasPrefix("dbname=") }.map { String($0.dropFirst("dbname=".count)) } ?? "ledger"
+    }
+}
+
 extension PrivateCluster {
     /// Creates a database unless it exists; safe when several processes race to create it.
     public func createDatabaseIfMissing(_ name: String, template: String? = nil, logger: Logger) throws(PostgresError) {

@@ -275,7 +275,7 @@ extension EventStore {
             switch attempt {
             case .success(let returned):
                 rows = returned
-            case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
+            case .failure(let error) where EventStore.lostRace(error):
                 // A concurrent append took some of our versions; nothing of ours is stored.
                 if inTransaction || expected != .any {
                     let actual = inTransaction ? -1 : try Self.currentVersion(stream, on: connection)
@@ -305,6 +305,13 @@ extension EventStore {
         }
         throw EventStoreError.wrongExpectedVersion(stream: stream, expected: expected,
                                                    actual: try Self.currentVersion(stream, on: connection))
+    }
+
+    /// Whether a statement failed because a concurrent append took versions it needed: its
+    /// statements' LE001, or the database's chain check (LE005, schema/0016) meeting the other
+    /// append's event where the statement's own was to be.
+    static func lostRace(_ error: PostgresError) -> Bool {
+        error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion || error.sqlState == EventStoreError.SQLStates.unchained
     }
 
     /// The SQLSTATEs with which jsonb refuses a payload's text.

@@ -145,6 +145,13 @@ extension EventStore {
             // as a wrong guess either way, which errs towards reading heads.
             if insert.form == .guessedFirst { insert.odds?.note(wasNew: false) }
             return nil
+        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.recordedAtRefused
+            || error.sqlState == EventStoreError.SQLStates.unchained:
+            // The database refused the time this session's reading of its clock gave (the clock
+            // was stepped since), or the hint's chain: measure again, and let the statements
+            // that read the head and stamp the time decide.
+            connection.forgetServerClock()
+            return nil
         case .failure(let error): throw Self.diagnosed(error, batch.events)
         }
         guard rows.count == 1 else {

@@ -115,7 +115,7 @@ extension EventStore {
         switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(query, prepare: true) }) {
         case .success(let rows):
             return rows
-        case .failure(let error) where error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion:
+        case .failure(let error) where Self.lostRace(error):
             throw EventStoreError.wrongExpectedVersion(stream: "(several)", expected: .any, actual: -1)
         case .failure(let error):
             throw Self.diagnosed(error, appends.flatMap(\.events))

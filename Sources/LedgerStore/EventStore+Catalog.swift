@@ -39,6 +39,6 @@ extension EventStore {
 
     /// A store that checks every payload against the catalog before appending.
     public init(pool: PostgresPool, catalog: EventCatalog, logger: Logger = Logger(label: "ledger.store")) {
-        self.init(pool: pool, validator: Self.catalogValidator(catalog), logger: logger)
+        self.init(pool: pool, validator: Self.catalogValidator(catalog), catalog: catalog, privacy: nil, logger: logger)
     }
 }

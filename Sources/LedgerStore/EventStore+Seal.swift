@@ -43,7 +43,8 @@ extension EventStore {
     /// log's tail is detected without a cron job. A seal that loses its connection (a server
     /// restart) is tried again with back-off until the database is back (``ConnectionLossRetry``,
     /// loop `sealer`: logged once); any other failure is logged and tried again at the next
-    /// interval. Several processes may run this at once (seals are made one at a time).
+    /// interval. Several processes may run this at once (seals are made one at a time). A role
+    /// that may not write seals (not a member of `ledger_sealer`) is logged once and ends the loop.
     public func sealPeriodically(every interval: Duration, signedBy key: SealSigningKey? = nil) async {
         let outage = ConnectionLossRetry(loop: "sealer", logger: logger)
         while !Task.isCancelled {
@@ -52,6 +53,13 @@ extension EventStore {
                     logger.debug("sealed", metadata: ["seal": "\(made.number)", "events": "\(made.eventCount)"])
                 }
             } catch is CancellationError {
+                return
+            } catch let error as PostgresError where error.sqlState == SQLState.insufficientPrivilege {
+                // Seals are the sealer's role's to write (schema/0017): this process is not it.
+                logger.warning("""
+                    not sealing: this session's role is not a member of ledger_sealer; seal from a process that \
+                    logs in as one (`ledger seal`, docs/operations.md "Roles")
+                    """, metadata: ["error": "\(error.message)"])
                 return
             } catch {
                 logger.error("sealing failed; trying again next interval", metadata: ["error": "\(error)"])

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import LedgerDomain
 import LedgerPostgres
 import Logging
 
@@ -16,6 +17,9 @@ public struct VerificationReport: Sendable, Hashable {
     /// Unsigned seals before the first signed one (made before the ledger had a key), accepted
     /// because the first signed seal's digest chains over them.
     public var sealsUnsignedBeforeFirstSigned: Int = 0
+    /// Events checked against the store's catalog (0 for a store without one). Events whose
+    /// personal fields were erased are checked as far as what is left allows: not counted.
+    public var eventsCatalogChecked: Int = 0
     /// Events after the last seal: checked for their hash chains, but nothing outside their own
     /// streams yet commits to them (a removed tail among them cannot be seen until sealed).
     public var unsealedEvents: Int = 0
@@ -50,6 +54,10 @@ public struct VerificationProblem: Sendable, Hashable, CustomStringConvertible {
         /// The log does not extend the checkpoint given: the checkpoint's seal is missing or
         /// differs, so events it covered were changed, removed or reordered since.
         case checkpointMismatch = "checkpoint_mismatch"
+        /// An event the store's catalog refuses (an unknown type or schema version, a payload
+        /// or metadata that does not decode, a broken domain rule): the store never appends
+        /// one, so it was written around the store.
+        case catalog = "catalog"
     }
     /// What kind of break.
     public var kind: Kind
@@ -102,6 +110,8 @@ extension EventStore {
             try connection.transaction(isolation: .repeatableRead) { connection in
                 var report = try Self.verifyChains(on: connection, progress: progress)
                 guard report.isIntact else { return report }
+                report.problem = try verifyCatalog(on: connection, report: &report)
+                guard report.isIntact else { return report }
                 report.problem = try Self.verifySeals(on: connection, publicKey: publicKey, report: &report)
                 if report.problem == nil, let checkpoint {
                     report.checkpointSeal = checkpoint.sealNumber
@@ -111,6 +121,54 @@ extension EventStore {
             }
         }
     }
+
+    /// Checks every event, its personal fields opened where their key still exists, with the
+    /// store's validator (the catalog's rules, as at append): the first it refuses is named.
+    func verifyCatalog(on connection: PostgresConnection, report: inout VerificationReport) throws -> VerificationProblem? {
+        guard let validator else { return nil }
+        var after: Int64 = 0
+        while true {
+            var query = PostgresQuery(sql: "SELECT \(Self.columns) FROM events WHERE position > ")
+            query.append(bind: after)
+            query.append(sql: " ORDER BY events.position LIMIT 2000")
+            var events = try connection.query(query, prepare: true).map(Self.record)
+            guard let last = events.last else { return nil }
+            after = last.position
+            try privacy.reveal(&events, on: connection)
+            for event in events {
+                let erased = event.data.range(of: Self.erasedMarker) != nil
+                do {
+                    try validator(0, NewEvent(id: event.id, type: event.type, schemaVersion: event.schemaVersion,
+                                              data: event.data, metadata: event.metadata, occurredAt: event.occurredAt))
+                } catch let EventStoreError.invalidEvent(_, type, field, rule, message) {
+                    // An erased event lacks its personal fields: only what is left is judged.
+                    if erased, rule == RuleViolation.requiredRule { continue }
+                    let id = event.id.uuidString.lowercased()
+                    return VerificationProblem(
+                        kind: .catalog, streamID: event.streamID, eventID: event.id, position: event.position,
+                        streamVersion: event.streamVersion,
+                        message: "event \(id) (\(type), stream \(event.streamID), version \(event.streamVersion), position "
+                            + "\(event.position)) fails the catalog at \(field): \(message) [\(rule)]: the store never "
+                            + "appends such an event")
+                }
+                if let expected = catalog?.entry(named: event.type, schemaVersion: event.schemaVersion)?.streamCategory,
+                    (try? StreamID(event.streamID))?.category != expected.rawValue
+                {
+                    let id = event.id.uuidString.lowercased()
+                    return VerificationProblem(
+                        kind: .catalog, streamID: event.streamID, eventID: event.id, position: event.position,
+                        streamVersion: event.streamVersion,
+                        message: "event \(id) (\(event.type), stream \(event.streamID), version \(event.streamVersion), position "
+                            + "\(event.position)) is in a stream that is not a \(expected.rawValue) stream, where the catalog keeps "
+                            + "\(event.type) [stream_category]: the store never appends such an event")
+                }
+                if !erased { report.eventsCatalogChecked += 1 }
+            }
+        }
+    }
+
+    /// `"ledger_erased"` as a key: an event whose personal fields' key was destroyed.
+    private static let erasedMarker = Data("\"\(PersonalDataProtection.erasedMarkerKey)\"".utf8)
 
     static func verifyChains(on connection: PostgresConnection, progress: (@Sendable (Int, Int) -> Void)?) throws
         -> VerificationReport

@@ -23,6 +23,9 @@ public struct EventStore: Sendable {
     public let pool: PostgresPool
     /// Checks payloads against the event catalog before appending (nil: envelopes only).
     public let validator: EventValidator?
+    /// The catalog the validator checks with, when the store was made with one: `verify` also
+    /// checks each event's stream against its type's stream category.
+    public let catalog: EventCatalog?
     /// Seals personal fields on append and opens them on read (see ``PersonalDataProtection``).
     public let privacy: PersonalDataProtection
     let logger: Logger
@@ -38,8 +41,14 @@ public struct EventStore: Sendable {
     ///   environment for this pool's database (``PersonalDataProtection/configured(conninfo:environment:catalog:)``).
     public init(pool: PostgresPool, validator: EventValidator? = nil, privacy: PersonalDataProtection? = nil,
                 logger: Logger = Logger(label: "ledger.store")) {
+        self.init(pool: pool, validator: validator, catalog: nil, privacy: privacy, logger: logger)
+    }
+
+    init(pool: PostgresPool, validator: EventValidator?, catalog: EventCatalog?, privacy: PersonalDataProtection?,
+         logger: Logger) {
         self.pool = pool
         self.validator = validator
+        self.catalog = catalog
         self.privacy = privacy ?? .configured(conninfo: pool.configuration.conninfo)
         self.logger = logger
         self.notifier = AppendNotifier(conninfo: pool.configuration.conninfo, logger: logger)

@@ -31,11 +31,18 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         }
     }
 
-    /// Custom SQLSTATEs raised by `ledger_append` (schema/0001_event_store.sql).
+    /// Custom SQLSTATEs raised by the append statements and the database's checks (schema/).
     enum SQLStates {
         static let wrongExpectedVersion = "LE001"
         static let eventIDConflict = "LE002"
         static let badBatch = "LE003"
+        /// The database's check of an inserted event (schema/0016): its previous version is
+        /// missing or its hash does not chain to it. From the store's own statements only when a
+        /// concurrent append took the version before it: a lost race, as LE001.
+        static let unchained = "LE005"
+        /// The database's check of an inserted event's `recorded_at` (schema/0016): before its
+        /// stream's previous event, or away from the server's clock by more than the tolerance.
+        static let recordedAtRefused = "LE006"
         static let appendOnly = "LE100"
     }
 }

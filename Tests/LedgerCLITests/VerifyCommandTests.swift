@@ -16,7 +16,7 @@ struct VerifyCommandTests {
         let store = EventStore(pool: pool, logger: TestDatabase.quietLogger)
         var ids: [UUID] = []
         for n in 0..<10 {
-            let event = NewEvent(type: "SessionStarted", data: Data("{\"n\":\(n)}".utf8), occurredAt: Date())
+            let event = try Self.session(n)
             ids.append(event.id)
             try await store.append([event], to: "device-app-\(n % 3)")
         }
@@ -60,6 +60,17 @@ struct VerifyCommandTests {
         Issue.record("the horizon stayed behind the events for 60 s")
     }
 
+    /// A session as the catalog has it (`ledger verify` checks every event against it), with
+    /// text that JSON escapes and bytes beyond ASCII.
+    static func session(_ n: Int) throws -> NewEvent {
+        try NewEvent(SessionStarted(device: DeviceContext(
+            platform: .ios, idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334", limitAdTracking: true, ip: "203.0.113.\(n % 250)",
+            userAgent: UserAgentParts(appName: "Game", appVersion: "1.\(n)", osName: "iOS", osVersion: "17.4",
+                                      locale: "en_US", deviceModel: "iPhone15,2", build: "21E236"),
+            osVersion: "17.4", appVersion: "1.\(n)", bundleID: "com.example.game", customUserID: "joueur é \"/\(n)")),
+                         occurredAt: Date())
+    }
+
     /// A database with a device whose first open holds personal data, and signed seals over it.
     static func sealedLedger(_ database: TestDatabase.Handle, key: SealSigningKey) async throws {
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
@@ -73,8 +84,7 @@ struct VerifyCommandTests {
         try await store.append([try NewEvent(open, occurredAt: Date())], to: "device-com.example.game/export-1")
         let plain = EventStore(pool: pool, logger: TestDatabase.quietLogger)
         for n in 0..<5 {
-            try await plain.append([NewEvent(type: "TestNote", data: Data("{\"n\":\(n), \"t\": \"é\\\"/\"}".utf8), occurredAt: Date())],
-                                   to: "device-com.example.game/export-\(n % 2)")
+            try await plain.append([try Self.session(n)], to: "device-com.example.game/export-\(n % 2)")
         }
         try await Self.waitUntilReadable(pool)
         let sealed = try await LedgerProcess.runDetached(["seal", "--database-url", database.conninfo],
@@ -107,8 +117,8 @@ struct VerifyCommandTests {
 
         // One byte of an event's data changed (its third line): that line is named.
         var edited = lines
-        let target = try #require(edited.firstIndex { $0.contains(#"\"n\": 1,"#) })
-        edited[target] = edited[target].replacingOccurrences(of: #"\"n\": 1,"#, with: #"\"n\": 7,"#)
+        let target = try #require(edited.firstIndex { $0.contains(#"\"app_version\": \"1.1\""#) })
+        edited[target] = edited[target].replacingOccurrences(of: #"\"app_version\": \"1.1\""#, with: #"\"app_version\": \"1.7\""#)
         try edited.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
         let broken = try await LedgerProcess.runDetached(offline + ["--json"])
         #expect(broken.status == 5)
@@ -148,7 +158,7 @@ struct VerifyCommandTests {
         let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
         defer { pool.close() }
         try await EventStore(pool: pool, logger: TestDatabase.quietLogger).append(
-            [NewEvent(type: "SessionStarted", data: Data("{}".utf8), occurredAt: Date())], to: "device-com.example.game/later")
+            [try Self.session(99)], to: "device-com.example.game/later")
         try await Self.waitUntilReadable(pool)
         let resealed = try await LedgerProcess.runDetached(["seal", "--database-url", database.conninfo],
                                                            environment: ["LEDGER_SEAL_SIGNING_KEY": key.base64])

@@ -322,7 +322,11 @@ struct SendQueueTests {
                 try connection.execute("""
                     INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
                                         recorded_at, hash)
-                    VALUES (\(stream), 2, \(UUID()), 'SendCancelled', 1, '{}', now(), now(), \(Data(repeating: 1, count: 32)))
+                    SELECT stream_id, 2, id, 'SendCancelled', 1, '{}', now(), t,
+                           ledger_event_hash(hash, stream_id, 2, id, 'SendCancelled', 1, '{}', '{}', now(), t)
+                    FROM events, (SELECT \(UUID()) AS id, greatest(now(), max(recorded_at)) AS t FROM events
+                                  WHERE stream_id = \(stream)) AS x
+                    WHERE stream_id = \(stream) AND stream_version = 1
                     """)
             }
             // (On events partitioned by time, the key table's trigger refuses it with the store's LE004:

@@ -47,8 +47,14 @@ struct IntegrityTests {
                 #expect(error?.sqlState == SQLState.insufficientPrivilege, "\(extra)")
             }
             #expect(try eventCount(database) == 0)
-            // The event's own columns go in, and the database fills in the rest.
-            try connection.execute(PostgresQuery(sql: "INSERT INTO events (\(columns)) VALUES (\(values))"))
+            // The event's own columns go in (hashed by the rule the database checks, schema/0016),
+            // and the database fills in the rest.
+            try connection.execute(PostgresQuery(sql: """
+                INSERT INTO events (\(columns))
+                SELECT 'device-app1/cols', 1, id, 'SessionStarted', 1, '{}', '{}', t, t,
+                       ledger_event_hash(NULL, 'device-app1/cols', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                FROM (SELECT gen_random_uuid() AS id, now() AS t) AS x
+                """))
             #expect(try eventCount(database) == 1)
         }
     }
@@ -108,10 +114,14 @@ struct IntegrityTests {
                 #expect(error?.message.contains(rule) == true, "\(column) = \(value): \(error?.message ?? "")")
             }
             #expect(try eventCount(database) == 0)
-            // The valid row itself goes in.
-            let names = valid.keys.sorted()
-            try connection.execute(PostgresQuery(sql: "INSERT INTO events (event_id, occurred_at, recorded_at, \(names.joined(separator: ", "))) "
-                + "VALUES (gen_random_uuid(), now(), now(), \(names.map { valid[$0]! }.joined(separator: ", ")))"))
+            // The valid row itself goes in, hashed by the rule the database checks (schema/0016).
+            try connection.execute(PostgresQuery(sql: """
+                INSERT INTO events (event_id, occurred_at, recorded_at, stream_id, stream_version, event_type, schema_version,
+                                    data, metadata, hash)
+                SELECT id, t, t, 'device-app1/x', 1, 'SessionStarted', 1, '{}', '{}',
+                       ledger_event_hash(NULL, 'device-app1/x', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                FROM (SELECT gen_random_uuid() AS id, now() AS t) AS x
+                """))
             #expect(try eventCount(database) == 1)
         }
     }

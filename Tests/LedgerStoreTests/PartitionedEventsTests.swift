@@ -38,7 +38,9 @@ struct PartitionedEventsTests {
             try faraway.execute("SELECT set_config('TimeZone', \(zone), false)")  // the wrapper's sessions start in UTC
             try faraway.run(script: "BEGIN;\n" + (try TestDatabase.partitionScript()) + "\nCOMMIT;")
             try faraway.run(script: "SET TimeZone = 'UTC'")
-            try faraway.run(script: "BEGIN")
+            // Next month's rows are ahead of the clock, which the database refuses (schema/0016):
+            // its check is off for this transaction, which is rolled back.
+            try faraway.run(script: "BEGIN; ALTER TABLE events DISABLE TRIGGER events_checked")
             let routed = try faraway.query("""
                 WITH month AS (SELECT (date_trunc('month', now() AT TIME ZONE 'UTC') + interval '1 month') AT TIME ZONE 'UTC' AS t)
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
@@ -98,8 +100,9 @@ struct PartitionedEventsTests {
             let inserted = try admin.query("""
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
                                     recorded_at, hash)
-                VALUES ('device-app1/direct', 1, \(before[0].id), 'SessionStarted', 1, '{}', now(), now(),
-                        \(Data(repeating: 1, count: 32)))
+                SELECT 'device-app1/direct', 1, id, 'SessionStarted', 1, '{}', now(), now(),
+                       ledger_event_hash(NULL, 'device-app1/direct', 1, id, 'SessionStarted', 1, '{}', '{}', now(), now())
+                FROM (SELECT \(before[0].id) AS id) AS x
                 RETURNING position
                 """)
             #expect(inserted.count == 0)
@@ -125,7 +128,12 @@ struct PartitionedEventsTests {
             }
             #expect(try eventCount(database) == 105)
 
-            _ = try await sealCovering(app, count: 105)
+            // Sealed by the sealer's role (schema/0017), verified by the application's.
+            let sealer = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_sealer'",
+                                                       maxConnections: 1, logger: TestDatabase.quietLogger),
+                                    logger: TestDatabase.quietLogger)
+            defer { sealer.pool.close() }
+            _ = try await sealCovering(sealer, count: 105)
             let report = try await app.verify()
             #expect(report.isIntact && report.eventsChecked == 105 && report.sealsChecked >= 1)
 

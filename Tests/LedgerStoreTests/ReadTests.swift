@@ -79,8 +79,9 @@ struct ReadTests {
                 try admin.execute("""
                     INSERT INTO events (transaction_id, stream_id, stream_version, event_id, event_type, schema_version,
                                         data, occurred_at, recorded_at, hash)
-                    VALUES (\(String(transaction))::xid8, \(stream), 1, \(UUID()), 'SessionStarted', 1, '{}', now(), now(),
-                            sha256(''::bytea))
+                    SELECT \(String(transaction))::xid8, \(stream)::text, 1, id, 'SessionStarted', 1, '{}', now(), now(),
+                           ledger_event_hash(NULL, \(stream)::text, 1, id, 'SessionStarted', 1, '{}', '{}', now(), now())
+                    FROM (SELECT \(UUID()) AS id) AS x
                     """)
             }
             let first = try await store.readAll(limit: 1)

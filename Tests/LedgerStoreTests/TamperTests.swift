@@ -1,8 +1,10 @@
 import Foundation
 import Synchronization
+import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestSupport
+import Logging
 import Testing
 
 /// Tampering directly in PostgreSQL, as the database owner with the immutability triggers
@@ -119,26 +121,116 @@ struct TamperTests {
         }
     }
 
-    @Test("as the application role: an event inserted back-dated with a valid hash is named by verify")
-    func backDatedInsert() async throws {
+    /// An insert of version `version` of `stream` after its stored version `version - 1` (or as
+    /// a first event), with `recordedAt` (SQL) and its hash chained by the database's own rule
+    /// unless `hash` (SQL, may read `p.hash` and `x.t`) says otherwise.
+    static func directInsert(stream: String, version: Int64, recordedAt: String, hash: String? = nil) -> PostgresQuery {
+        let chained = """
+            ledger_event_hash(p.hash, '\(stream)', \(version), x.id, 'SessionStarted', 1, '{"n": 4}', '{}', x.t, x.t)
+            """
+        return PostgresQuery(sql: """
+            INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
+                                recorded_at, hash)
+            SELECT '\(stream)', \(version), x.id, 'SessionStarted', 1, '{"n": 4}', '{}', x.t, x.t, \(hash ?? chained)
+            FROM (SELECT gen_random_uuid() AS id, \(recordedAt) AS t) AS x
+            LEFT JOIN events AS p ON p.stream_id = '\(stream)' AND p.stream_version = \(version - 1)
+            """)
+    }
+
+    @Test("as the application role: the database refuses an event back-dated, ahead of its clock, unchained or after a gap")
+    func applicationRoleCannotForgeTimeOrChain() async throws {
         try await withStore { store, database throws in
             for n in 0..<3 { try await store.append([sampleEvent(n)], to: "device-app1/late") }
+            let app = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try app.run(script: "SET ROLE ledger_app")
+            let attempts: [(String, PostgresQuery, String)] = [
+                ("back-dated along its stream", Self.directInsert(stream: "device-app1/late", version: 4,
+                                                                  recordedAt: "'2020-01-01T00:00:00Z'::timestamptz"), "LE006"),
+                ("back-dated as a new stream", Self.directInsert(stream: "device-app1/new", version: 1,
+                                                                 recordedAt: "now() - interval '1 day'"), "LE006"),
+                ("ahead of the server's clock", Self.directInsert(stream: "device-app1/late", version: 4,
+                                                                  recordedAt: "clock_timestamp() + interval '1 day'"), "LE006"),
+                ("a hash that does not chain", Self.directInsert(stream: "device-app1/late", version: 4, recordedAt: "now()",
+                                                                 hash: "sha256('forged'::bytea)"), "LE005"),
+                ("after a missing version", Self.directInsert(stream: "device-app1/late", version: 5, recordedAt: "now()"), "LE005"),
+            ]
+            for (what, query, code) in attempts {
+                let refused = #expect(throws: PostgresError.self, "\(what)") { try app.execute(query) }
+                #expect(refused?.sqlState == code, "\(what): \(refused?.message ?? "")")
+            }
+            // What the rules allow still goes in: the next version, now, chained.
+            try app.execute(Self.directInsert(stream: "device-app1/late", version: 4, recordedAt: "clock_timestamp()"))
+            #expect(try await store.readStream("device-app1/late").count == 4)
+            #expect(try await store.readStream("device-app1/new").isEmpty)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
+    @Test("as the application role: a forged event, hashed and timed by the rules, fails the catalog in verify (payload, stream, type)",
+          arguments: [("send-app1/forged", "SendSucceeded", #"{"attempt": 0}"#),
+                      ("device-app1/forged", "SendSucceeded", #"{"attempt": 1}"#),
+                      ("decision-app1/forged", "AttributionDecided", #"{"winner": "google"}"#),
+                      ("device-app1/forged", "Forged", #"{"n": 1}"#)])
+    func forgedEventFailsTheCatalog(stream: String, type: String, data: String) async throws {
+        try await withStore { _, database throws in
+            let store = EventStore(pool: PostgresPool(conninfo: database.conninfo, maxConnections: 2, logger: TestDatabase.quietLogger),
+                                   catalog: .standard, logger: TestDatabase.quietLogger)
+            defer { store.pool.close() }
             let app = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try app.run(script: "SET ROLE ledger_app")
             let forged = UUID()
             try app.execute("""
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
                                     recorded_at, hash)
-                SELECT 'device-app1/late', 4, \(forged), 'SessionStarted', 1, '{"n": 4}', '{}', '2020-01-01T00:00:00Z',
-                       '2020-01-01T00:00:00Z',
-                       ledger_event_hash(hash, 'device-app1/late', 4, \(forged), 'SessionStarted', 1, '{"n": 4}', '{}',
-                                         '2020-01-01T00:00:00Z', '2020-01-01T00:00:00Z')
-                FROM events WHERE stream_id = 'device-app1/late' AND stream_version = 3
+                SELECT \(stream)::text, 1, \(forged), \(type)::text, 1, \(data)::jsonb, '{}', t, t,
+                       ledger_event_hash(NULL, \(stream)::text, 1, \(forged), \(type)::text, 1, \(data)::jsonb, '{}', t, t)
+                FROM (SELECT clock_timestamp() AS t) AS x
                 """)
             let report = try await store.verify()
-            #expect(report.problem?.kind == .timeOrder)
+            #expect(report.problem?.kind == .catalog, "\(report.problem?.message ?? "intact")")
             #expect(report.problem?.eventID == forged)
+            #expect(report.problem?.streamID == stream)
+            #expect(report.problem?.message.contains(type) == true)
+        }
+    }
+
+    @Test("as the owner with the database's check disabled: an event inserted back-dated is named by verify")
+    func backDatedInsertPastTheCheck() async throws {
+        try await withStore { store, database throws in
+            for n in 0..<3 { try await store.append([sampleEvent(n)], to: "device-app1/late") }
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_checked")
+            try admin.execute(Self.directInsert(stream: "device-app1/late", version: 4, recordedAt: "'2020-01-01T00:00:00Z'::timestamptz"))
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_checked")
+            let forged = try #require(try await store.readStream("device-app1/late").last)
+            let report = try await store.verify()
+            #expect(report.problem?.kind == .timeOrder)
+            #expect(report.problem?.eventID == forged.id)
             #expect(report.problem?.streamVersion == 4)
+        }
+    }
+
+    @Test("the application's role writes no seals: its sealing loop says so once and ends; the sealer's role seals",
+          .timeLimit(.minutes(2)))
+    func sealsAreTheSealersToWrite() async throws {
+        try await withStore { store, database throws in
+            try await store.append([sampleEvent(1)], to: "device-app1/s")
+            try await waitForHorizon(store, count: 1)
+            let logs = LogCapture()
+            let app = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_app'",
+                                                    maxConnections: 1, logger: TestDatabase.quietLogger),
+                                 logger: logs.logger(label: "ledger.store"))
+            defer { app.pool.close() }
+            let refused = await #expect(throws: PostgresError.self) { try await app.seal() }
+            #expect(refused?.sqlState == SQLState.insufficientPrivilege)
+            await app.sealPeriodically(every: .milliseconds(10))  // returns: this role never will seal
+            #expect(logs.all.filter { $0.level == .warning && $0.message.contains("not sealing") }.count == 1)
+            let sealer = EventStore(pool: PostgresPool(conninfo: database.conninfo + " options='-c role=ledger_sealer'",
+                                                       maxConnections: 1, logger: TestDatabase.quietLogger),
+                                    logger: TestDatabase.quietLogger)
+            defer { sealer.pool.close() }
+            #expect(try await sealer.seal() != nil)
+            #expect(try await store.verify().isIntact)
         }
     }
 
@@ -158,6 +250,28 @@ struct TamperTests {
             #expect(report.problem?.kind == .sealMismatch)
             #expect(report.problem?.positions != nil)
             #expect(report.problem?.message.contains("covers 6 events but 5 are there now") == true)
+        }
+    }
+
+    @Test("sealed events reordered (their transaction ids swapped by the owner): the seal is named with the positions it covers")
+    func reorderedSealedEvents() async throws {
+        try await withStore { store, database throws in
+            var positions: [Int64] = []
+            for n in 0..<4 { positions.append(try await store.append([sampleEvent(n)], to: "device-app1/r\(n)").events[0].position) }
+            try await waitForHorizon(store, count: 4)
+            let seals = try await sealCovering(store, count: 4)
+            try #require(seals.count == 1)
+            let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try admin.run(script: "ALTER TABLE events DISABLE TRIGGER events_immutable")
+            try admin.execute("""
+                UPDATE events e SET transaction_id = o.transaction_id
+                FROM events o WHERE (e.position, o.position) IN ((\(positions[1]), \(positions[2])), (\(positions[2]), \(positions[1])))
+                """)
+            try admin.run(script: "ALTER TABLE events ENABLE TRIGGER events_immutable")
+            let report = try await store.verify()
+            #expect(report.problem?.kind == .sealMismatch, "\(report.problem?.message ?? "intact")")
+            #expect(report.problem?.sealNumber == seals[0].number)
+            #expect(report.problem?.positions?.contains(positions[1]) == true)
         }
     }
 

@@ -51,6 +51,10 @@ BEGIN
     IF to_regclass('event_key_rows') IS NULL THEN
         RAISE EXCEPTION 'run ledger migrate first: schema/0014 is not applied' USING ERRCODE = 'LE200';
     END IF;
+    -- The trigger that checks each event (schema/0016) and the sealer's role (0017) move over too.
+    IF to_regprocedure('ledger_check_appended_event()') IS NULL OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ledger_sealer') THEN
+        RAISE EXCEPTION 'run ledger migrate first: schema/0017 is not applied' USING ERRCODE = 'LE200';
+    END IF;
 END
 $$;
 
@@ -85,7 +89,7 @@ SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed',
 --
 -- It records NEW's final values (event_keys keeps recorded_at and hash for the appends' head
 -- reads), so it must stay the last BEFORE INSERT trigger on events (they fire in name order;
--- it is the only one).
+-- the only other, events_checked, checks the row's chain and time first: schema/0016).
 --
 -- SECURITY DEFINER, so that the application's role needs no right to write the key tables: a key
 -- inserted without its event would block that id or version for good.
@@ -137,6 +141,7 @@ BEGIN
     EXECUTE format('ALTER TABLE events RENAME TO %I', first_name);
     EXECUTE format('ALTER TABLE %I ALTER COLUMN position DROP IDENTITY', first_name);
     EXECUTE format('DROP TRIGGER events_immutable ON %I', first_name);  -- the parent's is cloned onto it
+    EXECUTE format('DROP TRIGGER events_checked ON %I', first_name);    -- likewise (schema/0016)
     EXECUTE format('ALTER TABLE %I DROP CONSTRAINT events_pkey', first_name);  -- the parent's key replaces it
     -- Its indexes keep working for it under its own name; the parent's take the old names.
     FOR index_name IN SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename = first_name LOOP
@@ -196,6 +201,7 @@ BEGIN
 END
 $$;
 
+CREATE TRIGGER events_checked BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION ledger_check_appended_event();
 CREATE TRIGGER events_keys BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION ledger_claim_event_keys();
 CREATE TRIGGER events_immutable BEFORE UPDATE OR DELETE ON events FOR EACH ROW EXECUTE FUNCTION ledger_refuse_change();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_change();
@@ -239,5 +245,6 @@ GRANT SELECT ON events TO ledger_app;
 GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
               recorded_at, hash) ON events TO ledger_app;
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
+GRANT SELECT ON events TO ledger_sealer;
 
 ANALYZE events, event_keys, event_send_ends;

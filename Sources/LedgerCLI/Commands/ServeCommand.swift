@@ -171,8 +171,10 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
-            try privilege.check(target.conninfo, command: "serve")
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: connections, logger: logger)
+            // In the private cluster, as its service role (a member of ledger_app and ledger_sealer only).
+            let conninfo = try target.serviceConninfo(logger: logger)
+            try privilege.check(conninfo, command: "serve")
+            let pool = PostgresPool(conninfo: conninfo, maxConnections: connections, logger: logger)
             defer { pool.close() }
             let registry = LedgerMetricsBackend.prometheus
             let ledger = AttributionLedger(pool: pool, defaultActor: "http-api", logger: logger)

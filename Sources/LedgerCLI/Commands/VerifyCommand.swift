@@ -122,6 +122,8 @@ struct VerifyCommand: AsyncParsableCommand {
         var lines = ["OK: \(report.eventsChecked) events in \(report.streamsChecked) streams and \(report.sealsChecked) seals verified"
             + (signed ? ", every seal's signature checked" : " (signatures not checked: give --public-key)")]
         if let seal = report.checkpointSeal { lines.append("the log extends the checkpoint (seal \(seal))") }
+        lines.append("\(report.eventsCatalogChecked) events checked against the catalog"
+            + (report.eventsCatalogChecked < report.eventsChecked ? " (the others erased: checked as far as what is left allows)" : ""))
         if let range = report.unsealedPositions {
             lines.append("unsealed: \(report.unsealedEvents) events (positions \(range.lowerBound)–\(range.upperBound)) "
                 + "after the last seal; seal them to have them covered")
@@ -134,6 +136,7 @@ struct VerifyCommand: AsyncParsableCommand {
             "intact": "\(report.isIntact)", "events_checked": "\(report.eventsChecked)",
             "streams_checked": "\(report.streamsChecked)", "seals_checked": "\(report.sealsChecked)",
             "seal_signatures_checked": "\(report.sealsSignatureChecked)", "unsealed_events": "\(report.unsealedEvents)",
+            "events_catalog_checked": "\(report.eventsCatalogChecked)",
         ]
         if let range = report.unsealedPositions { output["unsealed_positions"] = "\(range.lowerBound)-\(range.upperBound)" }
         if let seal = report.checkpointSeal { output["checkpoint_seal"] = "\(seal)" }

@@ -103,15 +103,17 @@ struct WorkerCommand: AsyncParsableCommand {
             let settings = try loadAttributionSettings()
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
-            try privilege.check(target.conninfo, command: "worker")
+            // In the private cluster, as its service role (a member of ledger_app and ledger_sealer only).
+            let conninfo = try target.serviceConninfo(logger: logger)
+            try privilege.check(conninfo, command: "worker")
             // The send worker's own pool, whose sessions plan generically (SendWorker.sessionSettings),
             // and another for the rest (the decider's projection reads, the queue rebuild), which
             // keep PostgreSQL's usual choice of plans.
-            let pool = PostgresPool(conninfo: target.conninfo, maxConnections: slots + 2,
+            let pool = PostgresPool(conninfo: conninfo, maxConnections: slots + 2,
                                     sessionSettings: SendWorker.sessionSettings, logger: logger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
-            let otherPool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
+            let otherPool = PostgresPool(conninfo: conninfo, maxConnections: 2, logger: logger)
             defer { otherPool.close() }
             let otherStore = EventStore(pool: otherPool, catalog: .standard, logger: logger)
             if rebuildQueue {
