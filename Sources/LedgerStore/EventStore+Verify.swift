@@ -137,9 +137,11 @@ extension EventStore {
             try privacy.reveal(&events, on: connection)
             for event in events {
                 let erased = event.data.range(of: Self.erasedMarker) != nil
+                // An erased event is judged without the marker that lists its erased fields.
+                let data = erased ? Self.withoutErasedMarker(event.data) : event.data
                 do {
                     try validator(0, NewEvent(id: event.id, type: event.type, schemaVersion: event.schemaVersion,
-                                              data: event.data, metadata: event.metadata, occurredAt: event.occurredAt))
+                                              data: data, metadata: event.metadata, occurredAt: event.occurredAt))
                 } catch let EventStoreError.invalidEvent(_, type, field, rule, message) {
                     // An erased event lacks its personal fields: only what is left is judged.
                     if erased, rule == RuleViolation.requiredRule { continue }
@@ -165,6 +167,13 @@ extension EventStore {
                 if !erased { report.eventsCatalogChecked += 1 }
             }
         }
+    }
+
+    /// `data` without its top-level erased marker (``PersonalDataProtection/erasedMarkerKey``).
+    static func withoutErasedMarker(_ data: Data) -> Data {
+        guard var object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return data }
+        object.removeValue(forKey: PersonalDataProtection.erasedMarkerKey)
+        return (try? JSONSerialization.data(withJSONObject: object)) ?? data
     }
 
     /// `"ledger_erased"` as a key: an event whose personal fields' key was destroyed.
