@@ -1,10 +1,32 @@
 // swift-tools-version: 6.2
 //
-// The attribution ledger. One module per layer; arrows point down:
+// The attribution ledger. One module per layer; every target, top to bottom, with the modules it
+// imports, each of them further down (arrows a longer path implies are left out; the targets
+// below list every direct dependency; docs/architecture.md draws the same graph):
 //
-//   ledger (CLI) ─▶ LedgerMigrations ─▶ LedgerPostgres ─▶ CLedgerPQ (libpq-fe.h)
-//                ─▶ LedgerPrivateCluster (initdb/pg_ctl harness, used by the CLI default and tests)
-//   LedgerProviders: pure request builders and parsers for Google, Apple, Branch, Singular.
+//   LedgerCLI (ledger)          ─▶ LedgerHTTPAPI, LedgerHTTPTransport, LedgerFakeProviders,
+//                                  LedgerMigrations, LedgerPrivateCluster
+//   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
+//                                  LedgerTestSupport
+//   LedgerHTTPAPI               ─▶ AttributionLedger
+//   AttributionLedger           ─▶ LedgerAttribution, LedgerSKANPostbacks
+//   LedgerAttribution           ─▶ LedgerDispatch
+//   LedgerHTTPTransport         ─▶ LedgerDispatch
+//   LedgerSKANPostbacks         ─▶ LedgerProjections
+//   LedgerDispatch              ─▶ LedgerProjections
+//   LedgerProjections           ─▶ LedgerStore, LedgerProviders
+//   LedgerTestKit               ─▶ LedgerFakeProviders
+//   LedgerFakeProviders         ─▶ LedgerProviders
+//   LedgerTestSupport           ─▶ LedgerMigrations, LedgerPrivateCluster
+//   LedgerStore                 ─▶ LedgerPostgres, LedgerDomain
+//   LedgerProviders             ─▶ LedgerDomain
+//   LedgerMigrations            ─▶ LedgerPostgres
+//   LedgerPrivateCluster        ─▶ LedgerPostgres
+//   LedgerPostgres              ─▶ CLedgerPQ (libpq-fe.h)
+//   LedgerDomain, CLedgerPQ        import no other module of the ledger
+//
+// Test targets import their module, what they need below it, LedgerTestSupport for a fresh
+// database and LedgerTestKit for fake providers whose anomalies fail the test.
 import PackageDescription
 
 /// Strict from day one: Swift 6 mode (the tools default), and every warning is an error.

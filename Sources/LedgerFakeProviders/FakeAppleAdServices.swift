@@ -148,7 +148,7 @@ public final class FakeAppleAdServices: FakeProvider {
         answer(request, check: check, model: lookup)
     }
 
-    /// "The token is invalid" (Apple AdServices attribution API's 400).
+    /// "The token is invalid" (the Apple AdServices attribution API's 400).
     private static func invalid(_ rule: String, _ detail: String) -> FakeRefusal {
         FakeRefusal(rule: rule, detail: detail + " (Apple AdServices attribution API)", reply: .text(400, "Bad Request"))
     }

@@ -15,7 +15,8 @@ enum FakeChecks {
     static func isBlank(_ text: String?) -> Bool { text?.allSatisfy(\.isWhitespace) ?? true }
 
     /// Standard Base64 (`A–Z a–z 0–9 + /`), `=` padding only at the end (at most two), nothing
-    /// else — no whitespace anywhere. Unpadded text is accepted (Apple AdServices attribution API's sample is unpadded).
+    /// else — no whitespace anywhere. Unpadded text is accepted (the Apple AdServices attribution
+    /// API's sample is unpadded).
     static func isBase64(_ text: String) -> Bool {
         guard !text.isEmpty else { return false }
         let bytes = Array(text.utf8)

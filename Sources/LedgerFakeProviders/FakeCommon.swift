@@ -227,8 +227,8 @@ public struct FakeAnswer: Sendable {
         .json(200, #"{"status":"error","reason":\#(jsonString(reason))}"#)
     }
 
-    /// Google's answer carrying machine-readable error codes (Google App Conversion Tracking API's "request contained
-    /// errors").
+    /// Google's answer carrying machine-readable error codes (the Google App Conversion Tracking
+    /// API's "request contained errors").
     public static func googleErrors(_ codes: [String]) -> FakeAnswer {
         .json(200, #"{"ad_events":[],"errors":[\#(codes.map(jsonString).joined(separator: ","))],"attributed":false}"#)
     }

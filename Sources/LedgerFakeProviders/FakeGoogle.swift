@@ -100,13 +100,13 @@ public final class FakeGoogle: FakeProvider {
     /// Forgets answers, issued ids and reported cross-network decisions.
     public func resetModel() { model.withLock { $0 = Model() } }
 
-    /// Seed 000's required query parameters ("Required").
+    /// The Google App Conversion Tracking API's required query parameters ("Required").
     static let requiredQuery = [
         "dev_token", "link_id", "app_event_type", "rdid", "id_type", "lat", "app_version", "os_version", "sdk_version",
         "timestamp",
     ]
     /// Every query parameter the Google App Conversion Tracking API names for a conversion request (`gbraid` from the
-    /// provider-rules digest's facts beyond the seeds).
+    /// provider-rules digest's facts beyond the providers' documents).
     static let conversionQuery = Set(requiredQuery + ["app_event_name", "value", "currency_code", "gclid", "gbraid"])
     /// Google App Conversion Tracking API's `app_event_type` enumeration.
     static let eventTypes: Set<String> = [

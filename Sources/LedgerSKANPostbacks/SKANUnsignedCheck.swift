@@ -2,7 +2,8 @@ import LedgerDomain
 
 /// The cross-check of the fields Apple does not sign (`conversion-value`,
 /// `coarse-conversion-value`, geo) against what the forwarding network reports having received
-/// (seed 004: "a secure set-up with networks to verify the parameters that are not signed").
+/// (Singular SKAdNetwork 4 implementation guide: "a secure set-up with networks to verify the
+/// parameters that are not signed").
 public enum SKANUnsignedCheck {
     /// Compares `postback` with `reported`: without a report the values are unconfirmed; a
     /// reported value that differs from the postback's (or that the postback lacks) is a mismatch,

@@ -139,7 +139,8 @@ import Testing
 
     /// Google's click (the fake stamps its ad event an hour before the conversion) is later than
     /// Apple's (a day before): Google wins, and the cross-network report says `attributed=1`
-    /// (seed 000: "the consumer MUST send a cross-network attribution request after deciding").
+    /// (Google App Conversion Tracking API: "the consumer MUST send a cross-network attribution
+    /// request after deciding").
     @Test func googleWinsAndIsToldAttributedOne() async throws {
         try await Self.withRig { rig in
             rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 24 * 60, install: rig.start))
@@ -197,7 +198,7 @@ import Testing
         settings.defaults.decisionDeadline = 3600
         try await Self.withRig(settings: settings) { rig in
             rig.fakes.apple.register(token: Self.token, outcome: Self.appleClick(minutesBeforeInstall: 10, install: rig.start))
-            rig.fakes.apple.enqueue(.status(500))  // seed 002: 500 → retry later while the token lives
+            rig.fakes.apple.enqueue(.status(500))  // Apple AdServices attribution API: 500 → retry later while the token lives
             _ = try await rig.install()
             try await rig.drainAll()
             #expect(try await rig.decider.decidePending(now: Date()).isEmpty)  // Apple still pending, deadline ahead
@@ -276,9 +277,10 @@ import Testing
         }
     }
 
-    /// Seed 000's obligation holds for every affirmative answer, an in-app purchase's too: it is
-    /// reported against the device's decision, `attributed=1` when Google's winning campaign
-    /// brought the user who bought, `0` when another source won the install.
+    /// The Google App Conversion Tracking API's obligation holds for every affirmative answer, an
+    /// in-app purchase's too: it is reported against the device's decision, `attributed=1` when
+    /// Google's winning campaign brought the user who bought, `0` when another source won the
+    /// install.
     @Test(arguments: [(24 * 60, "1"), (10, "0")])
     func inAppConversionsAreReportedAgainstTheInstallDecision(appleMinutesBefore: Int, expected: String) async throws {
         try await Self.withRig { rig in
@@ -311,10 +313,10 @@ import Testing
         }
     }
 
-    /// Seed 000: "the cross-network attribution request is identical to the original conversion
-    /// tracking request". A purchase recorded without the device's IP and user agent is sent
-    /// with the last launch's (a session after the install's decision); its report, caused by
-    /// that earlier decision, carries the same ones.
+    /// Google App Conversion Tracking API: "the cross-network attribution request is identical to
+    /// the original conversion tracking request". A purchase recorded without the device's IP and
+    /// user agent is sent with the last launch's (a session after the install's decision); its
+    /// report, caused by that earlier decision, carries the same ones.
     @Test func aReportCarriesTheConversionsStandInDevice() async throws {
         try await Self.withRig { rig in
             _ = try await rig.install()
@@ -379,9 +381,10 @@ import Testing
         return owed
     }
 
-    /// Seed 000: a report Google refused for good (a 400) leaves its obligation open, still owed
-    /// for ops to see, but the decider does not request it again by itself, and its passes no
-    /// longer read the device for it; ops can request it again (`ledger decisions report-again`).
+    /// Google App Conversion Tracking API: a report Google refused for good (a 400) leaves its
+    /// obligation open, still owed for ops to see, but the decider does not request it again by
+    /// itself, and its passes no longer read the device for it; ops can request it again
+    /// (`ledger decisions report-again`).
     @Test func aReportRefusedForGoodIsRequestedAgainOnlyByOps() async throws {
         try await Self.withRig { rig in
             try await refusedReport(rig)

@@ -5,8 +5,8 @@ import LedgerProjections
 import LedgerStore
 import Testing
 
-/// Seed 001 (iAd): "If you receive ADClientErrorUnknown, wait a few seconds and try again";
-/// ADClientErrorLimitAdTracking means no data will ever come.
+/// Apple Search Ads Attribution API (iAd): "If you receive ADClientErrorUnknown, wait a few seconds
+/// and try again"; ADClientErrorLimitAdTracking means no data will ever come.
 @Suite("iAd answers and the install's wait")
 struct IAdWaitTests {
     static let device = "device-app1/dev1"

@@ -5,9 +5,10 @@ import Testing
 @testable import LedgerAttribution
 
 /// The last-click rule, table-driven. Windows: Apple AdServices "tap-through 30 days; view-through
-/// 24 hours after the view; clicks beat views; pre-orders 90 days (click) / 61 days (view)" (seed
-/// 002); Google's default install lookback, 30 days; Google's ad event `timestamp` is the one to
-/// use for last click (seed 000); iAd "tapped within 30 days before download" (seed 001).
+/// 24 hours after the view; clicks beat views; pre-orders 90 days (click) / 61 days (view)" (Apple
+/// AdServices attribution API); Google's default install lookback, 30 days; Google's ad event
+/// `timestamp` is the one to use for last click (Google App Conversion Tracking API); iAd "tapped
+/// within 30 days before download" (Apple Search Ads Attribution API).
 @Suite struct LastClickRuleTests {
     static let install = Date(timeIntervalSince1970: 1_700_000_000)
     static let hour: TimeInterval = 3600

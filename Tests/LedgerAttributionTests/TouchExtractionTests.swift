@@ -6,8 +6,9 @@ import Testing
 
 /// Touches from the providers' own example answers.
 @Suite struct TouchExtractionTests {
-    /// Seed 000: "An example of an affirmative conversion tracking response for a Universal App
-    /// Campaign"; the ad event's `timestamp` is the touch time ("use it for last-click").
+    /// Google App Conversion Tracking API: "An example of an affirmative conversion tracking
+    /// response for a Universal App Campaign"; the ad event's `timestamp` is the touch time ("use
+    /// it for last-click").
     @Test func googleAffirmativeUACExampleGivesOneClickAtItsTimestamp() throws {
         let body = Data("""
             {"ad_events": [{"ad_event_id": "Q2owS0VRancwZHk0QlJDdXVMX2U1TQ", "conversion_metric": "conversion",
@@ -27,12 +28,13 @@ import Testing
         #expect(touches.first?.position == 7)
     }
 
-    /// Seed 000: a non-affirmative answer (`ad_events` empty) offers nothing.
+    /// Google App Conversion Tracking API: a non-affirmative answer (`ad_events` empty) offers
+    /// nothing.
     @Test func googleNegativeAnswerOffersNothing() {
         #expect(TouchExtraction.google(Data(#"{"ad_events": [], "errors": [], "attributed": false}"#.utf8), position: 1).isEmpty)
     }
 
-    /// Seed 002's detailed tap-through payload: a click at `clickDate`.
+    /// The Apple AdServices attribution API's detailed tap-through payload: a click at `clickDate`.
     @Test func appleDetailedPayloadIsAClickAtClickDate() throws {
         let body = Data("""
             {"attribution": true, "orgId": 40669820, "campaignId": 542370539, "conversionType": "Download",
@@ -46,7 +48,8 @@ import Testing
         #expect(!candidate.isPreOrder)
     }
 
-    /// Seed 002's standard payload has no date: the touch is undated (placed by the rule).
+    /// The Apple AdServices attribution API's standard payload has no date: the touch is undated
+    /// (placed by the rule).
     @Test func appleStandardPayloadIsUndated() throws {
         let body = Data("""
             {"attribution": true, "orgId": 40669820, "campaignId": 542370539, "conversionType": "Download",
@@ -69,7 +72,8 @@ import Testing
         #expect(candidate.isPreOrder)
     }
 
-    /// Seed 003's example answer: `+clicked_branch_link` true at `+click_timestamp`.
+    /// The Branch v1/open server-to-server guide's example answer: `+clicked_branch_link` true at
+    /// `+click_timestamp`.
     @Test func branchClickedLinkExampleIsAClick() throws {
         let data = #"{"+click_timestamp": 1503684563, "+clicked_branch_link": true, "+is_first_session": false, "~campaign": "new launch", "~channel": "facebook"}"#
         let body = try JSONSerialization.data(withJSONObject: [
@@ -86,8 +90,9 @@ import Testing
         #expect(TouchExtraction.branch(notClicked, position: 9).isEmpty)
     }
 
-    /// Seed 001 plus the field facts: iAd dictionaries arrive wrapped, with string values; a true
-    /// `iad-attribution` with a click date is a tap; a false one offers nothing.
+    /// Apple Search Ads Attribution API plus the field facts: iAd dictionaries arrive wrapped, with
+    /// string values; a true `iad-attribution` with a click date is a tap; a false one offers
+    /// nothing.
     @Test func iAdWrappedDictionary() throws {
         let details: JSONValue = .object(["Version3.1": .object([
             "iad-attribution": .string("true"), "iad-click-date": .string("2020-06-29T18:50:16Z"),

@@ -11,8 +11,8 @@ import Testing
 struct ExplainCommandTests {
     static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
 
-    /// An install whose Google conversion was answered affirmatively (seed 000's UAC example,
-    /// stamped an hour before the install), decided by the decider.
+    /// An install whose Google conversion was answered affirmatively (Google App Conversion
+    /// Tracking API's UAC example, stamped an hour before the install), decided by the decider.
     static func decidedInstall(_ store: EventStore) async throws {
         var settings = AttributionSettings()
         settings.defaults.providers = [.google]

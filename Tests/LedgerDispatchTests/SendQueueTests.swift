@@ -75,9 +75,9 @@ struct SendQueueTests {
         }
     }
 
-    // provider-rules (Singular, facts beyond the seeds): "events must arrive in order, a session
-    // before its events". A device's Singular calls share a lane of their own: one at a time,
-    // oldest first, apart from the device's Branch lane and from sends without a lane.
+    // provider-rules (Singular, facts beyond the providers' documents): "events must arrive in
+    // order, a session before its events". A device's Singular calls share a lane of their own: one
+    // at a time, oldest first, apart from the device's Branch lane and from sends without a lane.
     @Test func singularLanesKeepADevicesCallsInOrder() async throws {
         try await withDispatchStore { store, _ in
             let device = "device-app1/s"

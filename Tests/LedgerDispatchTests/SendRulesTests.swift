@@ -7,7 +7,8 @@ import LedgerStore
 import Testing
 
 // ProviderSendRules: each provider's request built from typed, catalog-encoded events, and each
-// answer classified, as provider-rules.md (seeds 000, 002, 003, 004) and issue 6 item 3 require.
+// answer classified, as provider-rules.md (the Google, Apple AdServices, Branch and Singular
+// documents) and issue 6 item 3 require.
 
 /// One device's log built in memory, as the store would record it.
 private struct RulesLog {
@@ -140,12 +141,12 @@ private enum RulesFixture {
 
 @Suite("ProviderSendRules")
 struct SendRulesTests {
-    // MARK: Google (seed 000)
+    // MARK: Google (Google App Conversion Tracking API)
 
-    // seed 000: "first_open … should always be sent for attributing installs"; UA
-    // `name version (os_and_version; locale; device; build; Proxy)`; X-Forwarded-For = device IP;
-    // Content-Length: 0 without a body; dev_token is a credential.
-    @Test func googleFirstOpenFollowsSeed000() throws {
+    // Google App Conversion Tracking API: "first_open … should always be sent for attributing
+    // installs"; UA `name version (os_and_version; locale; device; build; Proxy)`; X-Forwarded-For
+    // = device IP; Content-Length: 0 without a body; dev_token is a credential.
+    @Test func googleFirstOpenFollowsTheDocument() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(link: DeepLink(url: "https://example.com/x", gclid: "Cj0KCQ-gclid")),
                                at: RulesFixture.t0)
@@ -167,7 +168,8 @@ struct SendRulesTests {
         #expect(request.queryValue("sdk_version") == "1.2.3")  // "pass the same value as app_version"
         #expect(request.queryValue("timestamp") == "1763000000.500000")  // the cause's occurred_at
         #expect(request.queryValue("gclid") == "Cj0KCQ-gclid")
-        // seed 000: name and version are "the analytics/ads product" (the ledger), built server side.
+        // Google App Conversion Tracking API: name and version are "the analytics/ads product" (the
+        // ledger), built server side.
         #expect(request.headerValue("User-Agent") == "AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)")
         #expect(request.headerValue("X-Forwarded-For") == RulesFixture.deviceIP)
         #expect(request.headerValue("Content-Length") == "0")
@@ -178,7 +180,8 @@ struct SendRulesTests {
         #expect(!stored.contains(RulesFixture.devToken))
     }
 
-    // provider-rules.md, "Facts beyond the seeds": iOS without IDFA sends the all-zero rdid with gbraid.
+    // provider-rules.md, facts beyond the providers' documents: iOS without IDFA sends the all-zero
+    // rdid with gbraid.
     @Test func googleWithoutIDFASendsAllZeroRdidAndGbraid() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(RulesFixture.ios(idfa: nil), link: DeepLink(url: "myapp://open", gbraid: "0AAAAAbCdE_gbraid")),
@@ -191,7 +194,8 @@ struct SendRulesTests {
         #expect(request.queryValue("gclid") == nil)
     }
 
-    // seed 000: "session_start … for reattributing sessions"; Android: rdid = GAID, id_type advertisingid, lat.
+    // Google App Conversion Tracking API: "session_start … for reattributing sessions"; Android:
+    // rdid = GAID, id_type advertisingid, lat.
     @Test func googleSessionStartOnAndroid() throws {
         var log = RulesLog()
         let session = try log.add(SessionStarted(device: RulesFixture.android()), at: RulesFixture.t0)
@@ -205,8 +209,9 @@ struct SendRulesTests {
         #expect(request.headerValue("User-Agent") == "AttributionLedger/1.0.0 (Android 14; de_DE; Pixel 8; Build/UQ1A.240105.004; Proxy)")
     }
 
-    // seed 000, "User-Agent components": name and version are those of "the analytics/ads product",
-    // "Specified by API consumer"; the app's bundle ID is the name only for a client-side User-Agent.
+    // Google App Conversion Tracking API, "User-Agent components": name and version are those of
+    // "the analytics/ads product", "Specified by API consumer"; the app's bundle ID is the name
+    // only for a client-side User-Agent.
     @Test func googleUserAgentNamesTheConfiguredProductNotTheApp() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
@@ -227,8 +232,8 @@ struct SendRulesTests {
         }
     }
 
-    // seed 000: app_event_name "required if app_event_type is custom"; value with currency_code;
-    // app_event_data as the body (no Content-Length: 0 then).
+    // Google App Conversion Tracking API: app_event_name "required if app_event_type is custom";
+    // value with currency_code; app_event_data as the body (no Content-Length: 0 then).
     @Test func googleInAppEventWithoutTypeIsCustomWithDataAndValue() throws {
         var log = RulesLog()
         let event = try log.add(
@@ -259,7 +264,8 @@ struct SendRulesTests {
         #expect(error?.rule == "device_user_agent_missing")
     }
 
-    // seed 000: google_event_type is sent as app_event_type; no app_event_name unless custom.
+    // Google App Conversion Tracking API: google_event_type is sent as app_event_type; no
+    // app_event_name unless custom.
     @Test func googleInAppEventWithTypeAndParameterOverride() throws {
         var log = RulesLog()
         let event = try log.add(InAppEventRecorded(device: RulesFixture.ios(), name: "cart", googleEventType: .addToCart), at: RulesFixture.t0)
@@ -274,7 +280,8 @@ struct SendRulesTests {
         #expect(request.queryValue("app_event_type") == "view_item")
     }
 
-    // seed 000: in_app_purchase for native store purchases; money with two decimals.
+    // Google App Conversion Tracking API: in_app_purchase for native store purchases; money with
+    // two decimals.
     @Test func googleRevenueIsInAppPurchase() throws {
         var log = RulesLog()
         let revenue = try log.add(
@@ -288,8 +295,9 @@ struct SendRulesTests {
         #expect(request.queryValue("currency_code") == "USD")
     }
 
-    // seed 000, cross-network: "identical to the original conversion tracking request" on
-    // /cross_network, plus ad_event_id and attributed (1 if Google got the credit, else 0).
+    // Google App Conversion Tracking API, cross-network: "identical to the original conversion
+    // tracking request" on /cross_network, plus ad_event_id and attributed (1 if Google got the
+    // credit, else 0).
     @Test(arguments: [("1", true), ("0", false)])
     func googleCrossNetworkDerivedFromConversion(attributed: String, expected: Bool) throws {
         var log = RulesLog()
@@ -355,13 +363,14 @@ struct SendRulesTests {
             == .failed(rule: "transport_invalid_request", detail: "bad url"))
 
         let (cross, _) = try log.request(.google, .crossNetwork, cause: open, at: RulesFixture.t0, parameters: ["ad_event_id": "A", "attributed": "0"])
-        // seed 000: "a generic 200 response with no response body".
+        // Google App Conversion Tracking API: "a generic 200 response with no response body".
         #expect(rules.classify(RulesFixture.response(200), context: RulesFixture.context(cross, cause: open)) == .succeeded)
     }
 
-    // MARK: Apple AdServices (seed 002)
+    // MARK: Apple AdServices (Apple AdServices attribution API)
 
-    // seed 002: POST the token alone, Content-Type text/plain, to https://api-adservices.apple.com/api/v1/.
+    // Apple AdServices attribution API: POST the token alone, Content-Type text/plain, to
+    // https://api-adservices.apple.com/api/v1/.
     @Test func adServicesLookupFromFirstOpenAndTokenReceived() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(tokenIssuedAt: RulesFixture.t0), at: RulesFixture.t0)
@@ -383,7 +392,8 @@ struct SendRulesTests {
         #expect(error?.rule == "cause_not_supported")
     }
 
-    // seed 002: 404 too soon → "retry every 5 s, at most 3 attempts"; the third try's 200 succeeds.
+    // Apple AdServices attribution API: 404 too soon → "retry every 5 s, at most 3 attempts"; the
+    // third try's 200 succeeds.
     @Test func adServices404404200() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(tokenIssuedAt: RulesFixture.t0), at: RulesFixture.t0)
@@ -408,8 +418,8 @@ struct SendRulesTests {
         }
     }
 
-    // seed 002: 400 "The token is invalid" is terminal; 500 "retry later" backs off while the token lives,
-    // and never schedules a try past the 24 h TTL.
+    // Apple AdServices attribution API: 400 "The token is invalid" is terminal; 500 "retry later"
+    // backs off while the token lives, and never schedules a try past the 24 h TTL.
     @Test func adServices400And500() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(tokenIssuedAt: RulesFixture.t0), at: RulesFixture.t0)
@@ -435,7 +445,8 @@ struct SendRulesTests {
         }
     }
 
-    // seed 002: "24-hour TTL" — 23:59:59 is live (call), 24:00:00 is expired (no call).
+    // Apple AdServices attribution API: "24-hour TTL" — 23:59:59 is live (call), 24:00:00 is
+    // expired (no call).
     @Test func adServicesPreflightAtTheTTLEdge() throws {
         var log = RulesLog()
         let received = try log.add(AdServicesTokenReceived(token: LedgerDomain.AdServicesToken(token: RulesFixture.token, issuedAt: RulesFixture.t0)),
@@ -453,10 +464,11 @@ struct SendRulesTests {
         #expect(RulesFixture.rules.preflight(RulesFixture.context(google, cause: received, now: RulesFixture.t0.addingTimeInterval(90_000))) == nil)
     }
 
-    // MARK: Branch (seed 003)
+    // MARK: Branch (Branch v1/open server-to-server guide)
 
-    // seed 003: POST /v1/open, JSON, X-IP-Override = the device's IP; first_session true; hardware_id
-    // IDFA; apple_attribution_token within 24 h; branch_key / branch_secret are credentials.
+    // Branch v1/open server-to-server guide: POST /v1/open, JSON, X-IP-Override = the device's IP;
+    // first_session true; hardware_id IDFA; apple_attribution_token within 24 h; branch_key /
+    // branch_secret are credentials.
     @Test func branchFirstOpen() throws {
         var log = RulesLog()
         let open = try log.add(
@@ -493,7 +505,8 @@ struct SendRulesTests {
         #expect(try RulesFixture.json(request.redacted())["branch_secret"] as? String == ProviderRequest.redactedMarker)
     }
 
-    // seed 003: apple_attribution_token "within its 24 h TTL"; limit ad tracking omits ad_tracking_enabled.
+    // Branch v1/open server-to-server guide: apple_attribution_token "within its 24 h TTL"; limit
+    // ad tracking omits ad_tracking_enabled.
     @Test func branchFirstOpenOmitsExpiredAttributionToken() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(RulesFixture.ios(lat: true), tokenIssuedAt: RulesFixture.t0), at: RulesFixture.t0)
@@ -504,9 +517,9 @@ struct SendRulesTests {
         #expect(body["ad_tracking_enabled"] == nil)
     }
 
-    // seed 003: "After the first request, this property must be hardcoded with the
-    // randomized_bundle_token received in the first network response" — taken from the identity
-    // state the first answer produced.
+    // Branch v1/open server-to-server guide: "After the first request, this property must be
+    // hardcoded with the randomized_bundle_token received in the first network response" — taken
+    // from the identity state the first answer produced.
     @Test func branchSecondOpenCarriesTokenFromFirstAnswer() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
@@ -538,10 +551,10 @@ struct SendRulesTests {
         #expect(body["universal_link_url"] == nil)  // a custom-scheme link is not a universal link
     }
 
-    // seed 003: the token goes in "all v1/open requests moving forward for that device" — a
-    // reinstall's first open (a second FirstOpen of the device) too, still `first_session` true
-    // ("Branch will check if we saw the user download the app before, and mark the session as a
-    // reinstall").
+    // Branch v1/open server-to-server guide: the token goes in "all v1/open requests moving forward
+    // for that device" — a reinstall's first open (a second FirstOpen of the device) too, still
+    // `first_session` true ("Branch will check if we saw the user download the app before, and mark
+    // the session as a reinstall").
     @Test func branchReinstallKeepsTheDevicesToken() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
@@ -560,7 +573,8 @@ struct SendRulesTests {
         #expect(body["randomized_bundle_token"] as? String == "RBT-1")
     }
 
-    // seed 003 on Android: hardware_id = ANDROID_ID, google_advertising_id, no hardware_id_type.
+    // Branch v1/open server-to-server guide on Android: hardware_id = ANDROID_ID,
+    // google_advertising_id, no hardware_id_type.
     @Test func branchAndroidOpen() throws {
         var log = RulesLog()
         let open = try log.add(FirstOpen(appID: try AppID("app1"), device: RulesFixture.android(),
@@ -595,8 +609,8 @@ struct SendRulesTests {
         #expect(body["randomized_bundle_token"] as? String == "RBT-9")
     }
 
-    // seed 003: 429 → back off minutes, Retry-After honoured; provider-rules.md: 5xx and timeouts
-    // retried 3 times, 4xx never.
+    // Branch v1/open server-to-server guide: 429 → back off minutes, Retry-After honoured;
+    // provider-rules.md: 5xx and timeouts retried 3 times, 4xx never.
     @Test func branchClassification() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
@@ -631,10 +645,11 @@ struct SendRulesTests {
         }
     }
 
-    // MARK: Singular (seed 004)
+    // MARK: Singular (Singular SKAdNetwork 4 implementation guide)
 
-    // seed 004: GET /api/v2/conversion_value with a (SDK key, a credential), p=iOS, v, i, app_v,
-    // n = __SESSION__ for sessions, idfa, idfv and the device's SKAN state.
+    // Singular SKAdNetwork 4 implementation guide: GET /api/v2/conversion_value with a (SDK key, a
+    // credential), p=iOS, v, i, app_v, n = __SESSION__ for sessions, idfa, idfv and the device's
+    // SKAN state.
     @Test func singularSessionCarriesSKANState() throws {
         var log = RulesLog()
         let open = try log.add(try RulesFixture.firstOpen(), at: RulesFixture.t0)
@@ -662,7 +677,8 @@ struct SendRulesTests {
         #expect(!RulesFixture.storedText(request).contains(RulesFixture.sdkKey))
     }
 
-    // seed 004: n is the event's name; revenue events use Singular's __iap__; parameters.n overrides.
+    // Singular SKAdNetwork 4 implementation guide: n is the event's name; revenue events use
+    // Singular's __iap__; parameters.n overrides.
     @Test func singularEventNames() throws {
         var log = RulesLog()
         try log.add(SKANRegistered(), at: RulesFixture.t0)
@@ -680,13 +696,15 @@ struct SendRulesTests {
             let request = try RulesFixture.rules.buildRequest(RulesFixture.context(send, cause: cause, skan: skan))
             #expect(request.queryValue("n") == expected)
         }
-        // seed 004: a device that never registered for SKAN has nothing to ask.
+        // Singular SKAdNetwork 4 implementation guide: a device that never registered for SKAN has
+        // nothing to ask.
         let (unregistered, _) = try log.request(.singular, .conversionValue, cause: session, at: RulesFixture.t0)
         let error = RulesFixture.buildError { () throws(SendBuildError) in try RulesFixture.rules.buildRequest(RulesFixture.context(unregistered, cause: session)) }
         #expect(error?.rule == "not_registered")
     }
 
-    // seed 004: status "ok" succeeds; status errors are recorded (terminal); 5xx back off.
+    // Singular SKAdNetwork 4 implementation guide: status "ok" succeeds; status errors are recorded
+    // (terminal); 5xx back off.
     @Test func singularClassification() throws {
         var log = RulesLog()
         let session = try log.add(SessionStarted(device: RulesFixture.ios()), at: RulesFixture.t0)
@@ -718,8 +736,9 @@ struct SendRulesTests {
         }
     }
 
-    // seed 003: X-IP-Override must be "the device's IP, and not your server's IP". The service's
-    // own addresses come from LEDGER_SERVER_PUBLIC_IPS; a malformed one stops the start-up.
+    // Branch v1/open server-to-server guide: X-IP-Override must be "the device's IP, and not your
+    // server's IP". The service's own addresses come from LEDGER_SERVER_PUBLIC_IPS; a malformed one
+    // stops the start-up.
     @Test func serverPublicIPsComeFromTheEnvironment() throws {
         let base = ["LEDGER_BRANCH_KEY": "key_live_x", "LEDGER_BRANCH_SECRET": "secret_live_x"]
         let configured = try ProviderConfiguration.fromEnvironment(

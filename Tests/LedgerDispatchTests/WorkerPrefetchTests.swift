@@ -69,8 +69,8 @@ extension WorkerTests {
         }
     }
 
-    // seed 002 (Apple AdServices): a token past its 24 h TTL is expired, no call — also when its
-    // send was claimed and recorded in time but waited for a slot past the TTL.
+    // Apple AdServices attribution API: a token past its 24 h TTL is expired, no call — also when
+    // its send was claimed and recorded in time but waited for a slot past the TTL.
     @Test func aSendRecordedAheadWhoseTokenExpiredWhileWaitingIsNotCalled() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
             // The tokens have 20 s to live when the sends are claimed. The fake keeps the same
@@ -137,8 +137,8 @@ extension WorkerTests {
         }
     }
 
-    // seed 002 (Apple AdServices): after 404s, "a maximum of three attempts" — three calls. A try
-    // that made no call (here its lease was too short once it had waited for a slot) is not one
+    // Apple AdServices attribution API: after 404s, "a maximum of three attempts" — three calls. A
+    // try that made no call (here its lease was too short once it had waited for a slot) is not one
     // of them: its send still gets three lookups before it fails, like the others.
     @Test func aTryThatMadeNoCallIsNotOneOfApplesThreeAttempts() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in
@@ -187,8 +187,8 @@ extension WorkerTests {
         try await rig.store.pool.query("SELECT count(*) FROM send_queue WHERE state = 'pending'").single().decode(Int.self, at: 0)
     }
 
-    // seed 003 (Branch `v1/open`): `apple_attribution_token` only within the token's 24 h TTL.
-    // A Branch open built with the token that waits for its slot past the TTL is not sent as
+    // Branch v1/open server-to-server guide: `apple_attribution_token` only within the token's 24 h
+    // TTL. A Branch open built with the token that waits for its slot past the TTL is not sent as
     // built: the try is retried at once, and the open that goes out has no token.
     @Test func aRequestThatChangedWhileItsSendWaitedIsNotSentAsRecorded() async throws {
         try await Self.withRig(slots: 2, prefetch: 1) { rig in

@@ -6,8 +6,9 @@ import LedgerStore
 import LedgerTestSupport
 import Testing
 
-/// Singular's conversion-value calls need the device's SKAN registration (seed 004): a send
-/// whose device has not registered yet waits for it instead of failing at once.
+/// Singular's conversion-value calls need the device's SKAN registration (Singular SKAdNetwork 4
+/// implementation guide): a send whose device has not registered yet waits for it instead of
+/// failing at once.
 extension WorkerTests {
     /// A first open without its SKAN registration, and its Singular session send's stream. The
     /// worker's clock is set to the real time: the fake Singular judges SKAN windows by it.
@@ -19,9 +20,10 @@ extension WorkerTests {
         return StreamID.send(id: send.sendID).rawValue
     }
 
-    // seed 004: "Register (first launch only)" comes before the first session's call. The
-    // registration is a fact of its own and may reach the ledger after the first open's send is
-    // claimed: the send waits for it, without a call, and goes out once it is recorded.
+    // Singular SKAdNetwork 4 implementation guide: "Register (first launch only)" comes before the
+    // first session's call. The registration is a fact of its own and may reach the ledger after
+    // the first open's send is claimed: the send waits for it, without a call, and goes out once it
+    // is recorded.
     @Test func aSingularSendWaitsForItsDevicesSKANRegistration() async throws {
         try await Self.withRig { rig in
             let stream = try await unregisteredSessionSend(rig)
@@ -43,9 +45,9 @@ extension WorkerTests {
         }
     }
 
-    // seed 004: a device that never registers gets no conversion value. Once the waits
-    // (`ProviderSendRules.singularRegistrationWaits`, 7: about 10 minutes) are over, the send
-    // fails `not_registered` as before, still without a call.
+    // Singular SKAdNetwork 4 implementation guide: a device that never registers gets no conversion
+    // value. Once the waits (`ProviderSendRules.singularRegistrationWaits`, 7: about 10 minutes)
+    // are over, the send fails `not_registered` as before, still without a call.
     @Test func aSingularSendWhoseDeviceNeverRegistersFailsAfterTheWait() async throws {
         try await Self.withRig { rig in
             let stream = try await unregisteredSessionSend(rig)

@@ -97,9 +97,9 @@ struct WorkerTests {
         return opens
     }
 
-    // seed 002: after a 404, "initiate retries at intervals of 5 seconds, with a maximum of three
-    // attempts": three 404s, whatever came before them. Two 500s first (retried with their own
-    // back-off) leave the lookup its three 404 attempts.
+    // Apple AdServices attribution API: after a 404, "initiate retries at intervals of 5 seconds,
+    // with a maximum of three attempts": three 404s, whatever came before them. Two 500s first
+    // (retried with their own back-off) leave the lookup its three 404 attempts.
     @Test func apple404sAreCountedApartFromEarlierServerErrors() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig)
@@ -117,7 +117,8 @@ struct WorkerTests {
         }
     }
 
-    // seed 002: 404 means "too soon" — retry every 5 s, at most 3 attempts; the third try's 200 settles it.
+    // Apple AdServices attribution API: 404 means "too soon" — retry every 5 s, at most 3 attempts;
+    // the third try's 200 settles it.
     @Test func apple404404200SucceedsOnTheThirdTry() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig)
@@ -176,7 +177,8 @@ struct WorkerTests {
         }
     }
 
-    // seed 002: a token is good for 24 hours; first tried after that, it is expired — no call is made.
+    // Apple AdServices attribution API: a token is good for 24 hours; first tried after that, it is
+    // expired — no call is made.
     @Test func aTokenFirstTriedAfter24HoursExpiresWithoutACall() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig)
@@ -193,8 +195,9 @@ struct WorkerTests {
         }
     }
 
-    // seed 003: with server_to_server_identity, a device's second open carries the
-    // randomized_bundle_token from the first answer, even when both opens were queued together.
+    // Branch v1/open server-to-server guide: with server_to_server_identity, a device's second open
+    // carries the randomized_bundle_token from the first answer, even when both opens were queued
+    // together.
     @Test func branchSecondOpenCarriesTheFirstAnswersToken() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig, token: nil)
@@ -212,7 +215,8 @@ struct WorkerTests {
         }
     }
 
-    // seed 003: a 429 backs off that device only; another device's open goes out.
+    // Branch v1/open server-to-server guide: a 429 backs off that device only; another device's
+    // open goes out.
     @Test func branch429DelaysOnlyThatDevice() async throws {
         try await Self.withRig { rig in
             let cause = try await install(rig, token: nil)

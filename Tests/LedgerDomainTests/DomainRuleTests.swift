@@ -95,10 +95,10 @@ struct DomainRuleTests {
         expectBroken(SessionStarted(device: device), field: "device.user_agent.device_model", rule: "no_control_characters")
     }
 
-    // Seed 000, "User-Agent components": the parts are written into `name/version (os version;
-    // locale; model; Build/build)`, so what the request builder would refuse at send time is
-    // refused when the event is appended.
-    @Test("user agent parts: no structuring characters, build without its Build/ prefix (seed 000)")
+    // Google App Conversion Tracking API, "User-Agent components": the parts are written into
+    // `name/version (os version; locale; model; Build/build)`, so what the request builder would
+    // refuse at send time is refused when the event is appended.
+    @Test("user agent parts: no structuring characters, build without its Build/ prefix (Google App Conversion Tracking API)")
     func userAgentParts() throws {
         let broken: [(WritableKeyPath<UserAgentParts, String>, String, String)] = [
             (\.appName, "My App", "app_name"), (\.appName, "App/2", "app_name"), (\.appVersion, "1.0 (beta)", "app_version"),
@@ -128,7 +128,8 @@ struct DomainRuleTests {
         event.adServicesToken?.token = ""
         expectBroken(event, field: "adservices_token.token", rule: "non_empty")
         expectBroken(AdServicesTokenReceived(token: AdServicesToken(token: "", issuedAt: Samples.launch)), field: "token", rule: "non_empty")
-        // Seed 002: "a Base64 encoded string" (the provider's builder would refuse anything else).
+        // Apple AdServices attribution API: "a Base64 encoded string" (the provider's builder would
+        // refuse anything else).
         for bad in ["adservices-token", "QUJD RA==", "QUJDR", "QU=JDRA=", "QUJDRA=", "===="] {
             expectBroken(AdServicesTokenReceived(token: AdServicesToken(token: bad, issuedAt: Samples.launch)), field: "token", rule: "base64")
         }

@@ -62,9 +62,9 @@ struct FakeRefusalTests {
         return copy
     }
 
-    // MARK: Google (seed 000)
+    // MARK: Google (Google App Conversion Tracking API)
 
-    @Test func googleRefusesWhatBreaksSeed000() async throws {
+    @Test func googleRefusesWhatBreaksItsDocument() async throws {
         try await withFakes { fakes, transport in
             let builder = GoogleSample.builder(fakes)
             let valid = try builder.conversionRequest(for: GoogleSample.event(.firstOpen))
@@ -125,8 +125,8 @@ struct FakeRefusalTests {
         }
     }
 
-    // seed 000: the cross-network request is "identical to the original conversion tracking
-    // request", for an ad event Google answered, with `attributed` 0 or 1.
+    // Google App Conversion Tracking API: the cross-network request is "identical to the original
+    // conversion tracking request", for an ad event Google answered, with `attributed` 0 or 1.
     @Test func googleRefusesACrossNetworkReportThatIsNotTheConversionsOwn() async throws {
         try await withFakes { fakes, transport in
             let builder = GoogleSample.builder(fakes)
@@ -157,9 +157,9 @@ struct FakeRefusalTests {
         }
     }
 
-    // MARK: Apple AdServices (seed 002)
+    // MARK: Apple AdServices (Apple AdServices attribution API)
 
-    @Test func appleRefusesWhatBreaksSeed002() async throws {
+    @Test func appleRefusesWhatBreaksItsDocument() async throws {
         try await withFakes { fakes, transport in
             let valid = try AppleSample.request(fakes, token: "dG9rZW4tcmVmdXNhbHM=")
             var get = valid
@@ -182,9 +182,9 @@ struct FakeRefusalTests {
         }
     }
 
-    // MARK: Branch (seed 003)
+    // MARK: Branch (Branch v1/open server-to-server guide)
 
-    @Test func branchRefusesWhatBreaksSeed003() async throws {
+    @Test func branchRefusesWhatBreaksItsDocument() async throws {
         try await withFakes { fakes, transport in
             fakes.branch.setRapidRepeatInterval(.zero)
             let valid = try BranchSample.open(firstSession: true).build(with: BranchSample.configuration(fakes))
@@ -230,9 +230,9 @@ struct FakeRefusalTests {
         }
     }
 
-    // MARK: Singular (seed 004)
+    // MARK: Singular (Singular SKAdNetwork 4 implementation guide)
 
-    @Test func singularRefusesWhatBreaksSeed004() async throws {
+    @Test func singularRefusesWhatBreaksItsDocument() async throws {
         try await withFakes { fakes, transport in
             let now = Date()
             let valid = try SingularSample.request(revenueUSD: "9.99", now: now).build(with: SingularSample.configuration(fakes), at: now)
@@ -272,7 +272,8 @@ struct FakeRefusalTests {
                               reason: .invalidParameter)
             #expect(fakes.singular.eventsSeen(idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334") == 0, "no refused request reached the model")
 
-            // seed 004: "Não forneça um corpo de pedido" (the transport sends no body with a GET).
+            // Singular SKAdNetwork 4 implementation guide: "Não forneça um corpo de pedido" (the
+            // transport sends no body with a GET).
             fakes.expectAnomaly(.singular, "body_not_allowed")
             let raw = try await rawExchange(
                 port: fakes.port,
@@ -316,7 +317,7 @@ struct FakeRefusalTests {
     }
 }
 
-/// seed 000's required query parameters, as the tests name them.
+/// The Google App Conversion Tracking API's required query parameters, as the tests name them.
 enum GoogleSampleRequired {
     static let names = [
         "dev_token", "link_id", "app_event_type", "rdid", "id_type", "lat", "app_version", "os_version", "sdk_version", "timestamp",

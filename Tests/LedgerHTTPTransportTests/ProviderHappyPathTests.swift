@@ -11,8 +11,9 @@ import Testing
 /// loopback by the production transport, answered by the fakes, read back by the real parsers.
 @Suite("Transport ↔ fakes: the documented exchanges")
 struct ProviderHappyPathTests {
-    // seed 000: conversion request without a body carries Content-Length: 0; an affirmative answer
-    // carries an ad_event_id; the cross-network request answers a bare 200 with an empty body.
+    // Google App Conversion Tracking API: conversion request without a body carries Content-Length:
+    // 0; an affirmative answer carries an ad_event_id; the cross-network request answers a bare 200
+    // with an empty body.
     @Test func googleConversionThenCrossNetwork() async throws {
         try await withFakes { fakes, transport in
             let builder = GoogleSample.builder(fakes)
@@ -51,7 +52,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 000's sample with app_event_data: the body arrives byte for byte.
+    // The Google App Conversion Tracking API's sample with app_event_data: the body arrives byte
+    // for byte.
     @Test func googleBodyArrivesByteForByte() async throws {
         try await withFakes { fakes, transport in
             let data = GoogleEventData(["item_id": .array([.string("Crayons"), .string("Markers")])])
@@ -67,7 +69,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 000: negative answers, errors[] codes and 5xx all come back as answers, not errors.
+    // Google App Conversion Tracking API: negative answers, errors[] codes and 5xx all come back as
+    // answers, not errors.
     @Test func googleNegativeErrorsAndServerErrors() async throws {
         try await withFakes { fakes, transport in
             let request = try GoogleSample.builder(fakes).conversionRequest(for: GoogleSample.event(.sessionStart))
@@ -93,7 +96,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 002: 404 too soon after the token was made, twice, then the record: scripted.
+    // Apple AdServices attribution API: 404 too soon after the token was made, twice, then the
+    // record: scripted.
     @Test func appleScripted404404Then200() async throws {
         try await withFakes { fakes, transport in
             let request = try AppleSample.request(fakes, token: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo=")
@@ -117,8 +121,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 002: the same sequence from the model (ready after two lookups), then 400, 500 and
-    // attribution false.
+    // Apple AdServices attribution API: the same sequence from the model (ready after two lookups),
+    // then 400, 500 and attribution false.
     @Test func appleReadinessInvalidServerErrorAndNoMatch() async throws {
         try await withFakes { fakes, transport in
             let token = "dG9rZW4tb25l"
@@ -158,9 +162,9 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 002: "The token has a time to live (TTL) of 24 hours": by the fake's clock, 23:59:59 after
-    // the token was made the record is found; at 24:00:00 and later Apple answers 404, and a client
-    // sending such a token is noted.
+    // Apple AdServices attribution API: "The token has a time to live (TTL) of 24 hours": by the
+    // fake's clock, 23:59:59 after the token was made the record is found; at 24:00:00 and later
+    // Apple answers 404, and a client sending such a token is noted.
     @Test func appleTokenPastItsTTLIs404() async throws {
         try await withFakes { fakes, transport in
             let issued = Date(timeIntervalSince1970: 1_700_000_000)
@@ -181,8 +185,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 003: the first open gets a randomized_bundle_token; the next open carries it; an open
-    // without it is an anomaly (and Branch issues a new identity).
+    // Branch v1/open server-to-server guide: the first open gets a randomized_bundle_token; the
+    // next open carries it; an open without it is an anomaly (and Branch issues a new identity).
     @Test func branchTokenIssuedThenRequired() async throws {
         try await withFakes { fakes, transport in
             fakes.branch.setRapidRepeatInterval(.zero)
@@ -217,8 +221,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 003: "we will return 429 responses if the app starts sending requests for the same user
-    // in rapid succession".
+    // Branch v1/open server-to-server guide: "we will return 429 responses if the app starts
+    // sending requests for the same user in rapid succession".
     @Test func branch429OnRapidRepeats() async throws {
         try await withFakes { fakes, transport in
             fakes.branch.setRapidRepeatInterval(.seconds(30))
@@ -243,7 +247,8 @@ struct ProviderHappyPathTests {
         }
     }
 
-    // seed 004: the conversion value API answers the fake's model; status errors on demand.
+    // Singular SKAdNetwork 4 implementation guide: the conversion value API answers the fake's
+    // model; status errors on demand.
     @Test func singularConversionValues() async throws {
         try await withFakes { fakes, transport in
             let now = Date()

@@ -6,9 +6,10 @@ import LedgerProviders
 import LedgerTestKit
 import Testing
 
-/// The credentials of the documents' samples, which the fakes accept in these tests: seed 000's
-/// `dev_token` and `link_id`, seed 003's iOS example keys as a live account would have them, seed
-/// 004's `sdk_key_here`.
+/// The credentials of the documents' samples, which the fakes accept in these tests: the Google App
+/// Conversion Tracking API's `dev_token` and `link_id`, the Branch v1/open server-to-server guide's
+/// iOS example keys as a live account would have them, the Singular SKAdNetwork 4 implementation
+/// guide's `sdk_key_here`.
 let sampleCredentials = FakeProviders.Credentials(
     googleDevToken: "Z_eErE4DkvcKjDM1OVE4c4", googleLinkID: "31FF8D67E5BB5DD5029DCC2734C2F884", branchKey: "key_live_k3y",
     branchSecret: "secret_live_s3cr3t", singularSDKKey: "sdk_key_here")
@@ -64,7 +65,7 @@ func sendExpectingError(
     }
 }
 
-/// Seed 000's sample values.
+/// The Google App Conversion Tracking API's sample values.
 enum GoogleSample {
     static let link = GoogleAppLink(devToken: sampleCredentials.googleDevToken, linkID: sampleCredentials.googleLinkID)
     static let userAgent = GoogleAppUserAgent(
@@ -86,7 +87,7 @@ enum GoogleSample {
     }
 }
 
-/// Seed 003's iOS example, pointed at the fakes.
+/// The Branch v1/open server-to-server guide's iOS example, pointed at the fakes.
 enum BranchSample {
     static func configuration(_ fakes: FakeProviders) -> BranchConfiguration {
         BranchConfiguration(branchKey: sampleCredentials.branchKey, branchSecret: sampleCredentials.branchSecret,
@@ -106,7 +107,7 @@ enum BranchSample {
     }
 }
 
-/// Seed 004's example device, registered at `now`.
+/// The Singular SKAdNetwork 4 implementation guide's example device, registered at `now`.
 enum SingularSample {
     static func request(idfv: String = "21DB6612-09B3-4ECC-84AC-B353B0AF1334", revenueUSD: String? = nil, now: Date)
         -> SingularConversionValueRequest
@@ -124,7 +125,8 @@ enum SingularSample {
     }
 }
 
-/// Seed 002's lookup of `token`, registered with the fake Apple as a token a device made.
+/// The Apple AdServices attribution API's lookup of `token`, registered with the fake Apple as a
+/// token a device made.
 enum AppleSample {
     static func request(_ fakes: FakeProviders, token: String = "c3RhbGw=") throws -> ProviderRequest {
         fakes.apple.register(token: token)

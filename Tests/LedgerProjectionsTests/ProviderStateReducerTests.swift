@@ -5,8 +5,9 @@ import LedgerProviders
 import LedgerStore
 import Testing
 
-/// AdServices tokens (seed 002), Branch identity (seed 003) and Google obligations (seed 000),
-/// checked by replaying histories through their reducers.
+/// AdServices tokens (Apple AdServices attribution API), Branch identity (Branch v1/open
+/// server-to-server guide) and Google obligations (Google App Conversion Tracking API), checked by
+/// replaying histories through their reducers.
 @Suite("Provider states")
 struct ProviderStateReducerTests {
     let start = History.epoch
@@ -18,7 +19,8 @@ struct ProviderStateReducerTests {
                         at: start)
     }
 
-    // seed 002: a token lives 24 h; 404 is "retry every 5 s, at most 3 attempts"; 200 settles it.
+    // Apple AdServices attribution API: a token lives 24 h; 404 is "retry every 5 s, at most 3
+    // attempts"; 200 settles it.
     @Test func tokenLookup404404200IsAttributed() throws {
         var history = History()
         let cause = try install(&history)
@@ -42,8 +44,8 @@ struct ProviderStateReducerTests {
         #expect(token.nextRetryAt == nil)
     }
 
-    // seed 002's "at most 3 attempts" counts lookups: a try that made no call (its lease was too
-    // short once it waited for a slot) is not one.
+    // The Apple AdServices attribution API's "at most 3 attempts" counts lookups: a try that made
+    // no call (its lease was too short once it waited for a slot) is not one.
     @Test func aTryThatMadeNoCallIsNoLookup() throws {
         var history = History()
         let cause = try install(&history)
@@ -57,7 +59,8 @@ struct ProviderStateReducerTests {
         #expect(token.attempts == 1 && token.lastStatus == 404)
     }
 
-    // seed 002: 24 h TTL — at 23:59:59 a waiting token is still waiting; at 24:00:00 it has expired.
+    // Apple AdServices attribution API: 24 h TTL — at 23:59:59 a waiting token is still waiting; at
+    // 24:00:00 it has expired.
     @Test func tokenExpiryEdge() throws {
         var history = History()
         _ = try install(&history)
@@ -67,7 +70,8 @@ struct ProviderStateReducerTests {
         #expect(token.effectiveState(at: start.addingTimeInterval(86_400)) == .expired)
     }
 
-    // seed 002: 400 means an invalid token, terminal; the same token sent twice (cached ~5 min) is one token.
+    // Apple AdServices attribution API: 400 means an invalid token, terminal; the same token sent
+    // twice (cached ~5 min) is one token.
     @Test func invalidTokenAndTheSameTokenTwice() throws {
         var history = History()
         let cause = try install(&history)
@@ -81,7 +85,8 @@ struct ProviderStateReducerTests {
         #expect(state.tokens.values.first?.state == .invalid)
     }
 
-    // seed 002: a failure past the TTL is `expired`; the worker fails it without a call.
+    // Apple AdServices attribution API: a failure past the TTL is `expired`; the worker fails it
+    // without a call.
     @Test func tokenFailedAfterTTLIsExpired() throws {
         var history = History()
         let cause = try install(&history)
@@ -92,7 +97,8 @@ struct ProviderStateReducerTests {
 
     static let branchAnswer = #"{"session_id":"123","randomized_bundle_token":"RBT-1","randomized_device_token":"RDT-1","identity":"user-9","link":"https://x.app.link/?%24identity_id=1","data":"{\"+clicked_branch_link\":true,\"+is_first_session\":true}"}"#
 
-    // seed 003: the first randomized_bundle_token wins; a different later one is an anomaly, never an overwrite.
+    // Branch v1/open server-to-server guide: the first randomized_bundle_token wins; a different
+    // later one is an anomaly, never an overwrite.
     @Test func branchFirstTokenWinsAndConflictsAreRecorded() throws {
         var history = History()
         let cause = try install(&history)
@@ -116,8 +122,9 @@ struct ProviderStateReducerTests {
 
     static let googleAffirmative = #"{"ad_events":[{"ad_event_id":"Q0owS0NRandom","conversion_metric":"conversion","interaction_type":null,"campaign_type":"UAC","campaign_id":123456789,"campaign_name":"My UAC campaign","ad_type":"ClickToDownload","external_customer_id":123456789,"location":21144,"network_type":"Search","network_subtype":"GoogleSearch","video_id":null,"keyword":null,"match_type":null,"placement":null,"ad_group_id":null,"creative_id":null,"timestamp":1432681913.123456}],"errors":[],"attributed":true}"#
 
-    // seed 000: an affirmative answer opens an obligation per ad_event_id; the cross-network send closes it
-    // on Google's 200 — here after a first cross-network send that failed for good.
+    // Google App Conversion Tracking API: an affirmative answer opens an obligation per
+    // ad_event_id; the cross-network send closes it on Google's 200 — here after a first
+    // cross-network send that failed for good.
     @Test func obligationSurvivesAFailedCrossNetworkSendAndClosesOn200() throws {
         var history = History()
         let cause = try install(&history, token: nil)
@@ -148,7 +155,7 @@ struct ProviderStateReducerTests {
         #expect(obligation.crossNetworkSends == [firstReport, secondReport] && obligation.attributed == "1")
     }
 
-    // seed 000: a negative answer (no ad events) opens nothing.
+    // Google App Conversion Tracking API: a negative answer (no ad events) opens nothing.
     @Test func negativeGoogleAnswerOpensNoObligation() throws {
         var history = History()
         let cause = try install(&history, token: nil)

@@ -5,9 +5,10 @@ import LedgerProviders
 import LedgerStore
 import Testing
 
-/// The SKAN 4 projection's rules (seed 004 and `provider-rules.md`, "Singular SKAdNetwork 4"),
-/// checked by replaying histories through the reducer.
-@Suite("SKAN device state (seed 004)")
+/// The SKAN 4 projection's rules (Singular SKAdNetwork 4 implementation guide and
+/// `provider-rules.md`, "Singular SKAdNetwork 4"), checked by replaying histories through the
+/// reducer.
+@Suite("SKAN device state (Singular SKAdNetwork 4 implementation guide)")
 struct SKANReducerTests {
     let reducer = SKANDeviceReducer()
     let start = History.epoch
@@ -25,7 +26,8 @@ struct SKANReducerTests {
                         kind: kind, transactionID: transaction)
     }
 
-    // seed 004, registerAppForAdNetworkAttribution: fine value 0, first and last call set; registering again changes nothing.
+    // Singular SKAdNetwork 4 implementation guide, registerAppForAdNetworkAttribution: fine value
+    // 0, first and last call set; registering again changes nothing.
     @Test func registrationSetsFineZeroAndTimestampsOnce() throws {
         var history = try registered()
         try history.add(SKANRegistered(), at: start.addingTimeInterval(hour))
@@ -35,7 +37,8 @@ struct SKANReducerTests {
         #expect(state.skan.lastCallTimestamp == Int64(start.timeIntervalSince1970))
     }
 
-    // seed 004, getCurrentSkanWindow: p0 is [0, 48 h) with a strict `<`: 47:59:59 is p0, 48:00:00 is p1.
+    // Singular SKAdNetwork 4 implementation guide, getCurrentSkanWindow: p0 is [0, 48 h) with a
+    // strict `<`: 47:59:59 is p0, 48:00:00 is p1.
     @Test func the48HourEdge() throws {
         var before = try registered()
         try before.add(SKANConversionValueUpdated(fineValue: 5, coarseValue: .medium), at: start.addingTimeInterval(48 * hour - 1))
@@ -50,7 +53,7 @@ struct SKANReducerTests {
         #expect(p1.conversionValue == 0 && p1.p0Coarse == nil && p1.p1Coarse == .medium)
     }
 
-    // seed 004: p1 is [48 h, 7 d), p2 is [7 d, 35 d).
+    // Singular SKAdNetwork 4 implementation guide: p1 is [48 h, 7 d), p2 is [7 d, 35 d).
     @Test func theSevenDayEdge() throws {
         var history = try registered()
         try history.add(SKANConversionValueUpdated(coarseValue: .low), at: start.addingTimeInterval(7 * day - 1))
@@ -61,7 +64,8 @@ struct SKANReducerTests {
         #expect(skan.p2PreviousCoarse == nil)
     }
 
-    // seed 004: after 35 days the SKAN window is over and nothing updates (isSkanWindowOver).
+    // Singular SKAdNetwork 4 implementation guide: after 35 days the SKAN window is over and
+    // nothing updates (isSkanWindowOver).
     @Test func theThirtyFiveDayEdge() throws {
         var history = try registered()
         try history.add(SKANConversionValueUpdated(coarseValue: .low), at: start.addingTimeInterval(35 * day - 1))
@@ -76,7 +80,8 @@ struct SKANReducerTests {
         #expect(state.skan.p2TotalIAPRevenue.isEmpty)
     }
 
-    // seed 004 valuesHasBeenUpdated: lockWindow records the lock; Apple ignores later updates in that window.
+    // Singular SKAdNetwork 4 implementation guide valuesHasBeenUpdated: lockWindow records the
+    // lock; Apple ignores later updates in that window.
     @Test func aLockedWindowIgnoresLaterUpdates() throws {
         var history = try registered()
         try history.add(SKANConversionValueUpdated(fineValue: 9, coarseValue: .low, lockWindow: true), at: start.addingTimeInterval(hour))
@@ -91,7 +96,8 @@ struct SKANReducerTests {
         #expect(state.skan.p1Coarse == .medium)
     }
 
-    // seed 004: p0 keeps the previous fine and coarse values (prev_fine_value, p0_prev_coarse_value).
+    // Singular SKAdNetwork 4 implementation guide: p0 keeps the previous fine and coarse values
+    // (prev_fine_value, p0_prev_coarse_value).
     @Test func previousValuesAreKept() throws {
         var history = try registered()
         try history.add(SKANConversionValueUpdated(fineValue: 3, coarseValue: .low), at: start.addingTimeInterval(hour))
@@ -101,8 +107,9 @@ struct SKANReducerTests {
         #expect(skan.p0Coarse == .high && skan.p0PreviousCoarse == .low)
     }
 
-    // seed 004 updateRevenue: totals by currency, IAP and ad monetization apart, overall and per window;
-    // zero amounts ignored; a retried event (same store transaction) never counts twice.
+    // Singular SKAdNetwork 4 implementation guide updateRevenue: totals by currency, IAP and ad
+    // monetization apart, overall and per window; zero amounts ignored; a retried event (same store
+    // transaction) never counts twice.
     @Test func revenueByCurrencyKindAndWindow() throws {
         var history = try registered()
         try history.add(try revenue("15.53", "KRW", transaction: "t1"), at: start.addingTimeInterval(hour))
@@ -121,7 +128,8 @@ struct SKANReducerTests {
         #expect(state.revenueNotCounted["ignored_zero_amount"] == 1)
     }
 
-    // seed 004: an update before registration is refused and counted, not applied.
+    // Singular SKAdNetwork 4 implementation guide: an update before registration is refused and
+    // counted, not applied.
     @Test func updatesBeforeRegistrationAreRefused() throws {
         var history = History()
         try history.add(SKANConversionValueUpdated(fineValue: 4), at: start)
@@ -130,8 +138,9 @@ struct SKANReducerTests {
         #expect(state.updatesIgnored["not_registered"] == 1)
     }
 
-    // seed 004: Singular's answer is applied as the snippet applies it (valuesHasBeenUpdated:), "Illegal
-    // values" are refused, and the app echoing the same values is a confirmation, not a second update.
+    // Singular SKAdNetwork 4 implementation guide: Singular's answer is applied as the snippet
+    // applies it (valuesHasBeenUpdated:), "Illegal values" are refused, and the app echoing the
+    // same values is a confirmation, not a second update.
     @Test func singularAnswersUpdateTheStateOnce() throws {
         var history = try registered()
         let session = try history.add(SessionStarted(device: iosDevice()), at: start.addingTimeInterval(hour))
@@ -164,8 +173,9 @@ struct SKANReducerTests {
         #expect(state.skan.p0Coarse == .high && state.updatesApplied == 3)
     }
 
-    // seed 004's snippet reads `conversion_value` first and looks at `status` only without one:
-    // the projection applies what the worker's classifier counted as a success.
+    // The Singular SKAdNetwork 4 implementation guide's snippet reads `conversion_value` first and
+    // looks at `status` only without one: the projection applies what the worker's classifier
+    // counted as a success.
     @Test func aSingularValueCountsWhateverTheStatus() throws {
         var history = try registered()
         let session = try history.add(SessionStarted(device: iosDevice()), at: start.addingTimeInterval(hour))
@@ -180,10 +190,11 @@ struct SKANReducerTests {
         #expect(state.singularErrors == ["Conversion model not found": 1])
     }
 
-    // seed 004, "Exemplos de pedidos": the projection's state yields the conversion-value request. The
-    // example's own timestamps (first = last call) cannot hold p1/p2 coarse values, so this history
-    // starts at the curl example's first call (1510040127) and reaches the example's values.
-    @Test func replayYieldsTheSeedExampleQuery() throws {
+    // Singular SKAdNetwork 4 implementation guide, "Exemplos de pedidos": the projection's state
+    // yields the conversion-value request. The example's own timestamps (first = last call) cannot
+    // hold p1/p2 coarse values, so this history starts at the curl example's first call
+    // (1510040127) and reaches the example's values.
+    @Test func replayYieldsTheGuidesExampleQuery() throws {
         let first = Date(timeIntervalSince1970: 1_510_040_127)
         var history = History()
         try history.add(SKANRegistered(), at: first)

@@ -11,13 +11,14 @@ import Testing
 /// The per-provider fuzz suites feed each provider's samples to that provider's parsers. This suite
 /// closes the gaps between them: one registry of *every* entry point of the module that reads
 /// outside bytes or text (answer parsers, text validators, classifiers at every status, stored-form
-/// decoders), fed the samples of *all five* seeds, their truncations and mutations, huge numbers
-/// swapped into every number, and deep nesting planted inside otherwise valid documents.
+/// decoders), fed the samples of *all five* providers' documents, their truncations and mutations,
+/// huge numbers swapped into every number, and deep nesting planted inside otherwise valid
+/// documents.
 @Suite("Every parser of every provider under hostile input (issue 4)")
 struct AllProvidersFuzzTests {
     static let now = Date(timeIntervalSince1970: 1_700_000_000)
 
-    /// Every valid sample of seeds 000–004 (answers, plus the request bodies).
+    /// Every valid sample of the five providers' documents (answers, plus the request bodies).
     static var samples: [String] {
         AppleGoogleFuzzTests.valid + BranchSingularFuzzTests.validSamples + [
             BranchOpenRequestTests.iOSExample, BranchOpenRequestTests.androidExample,
@@ -119,7 +120,7 @@ struct AllProvidersFuzzTests {
         _ = try? decoder.decode(ProviderRequest.self, from: data)
     }
 
-    @Test("all five seeds' samples and the hostile corpora, fed to every parser of every provider")
+    @Test("all five providers' documents' samples and the hostile corpora, fed to every parser of every provider")
     func samplesAndHostileInputsEverywhere() async {
         let inputs = Self.samples + AppleGoogleFuzzTests.hostile + BranchSingularFuzzTests.nastyInputs
         for input in inputs { Self.feedEverything(Data(input.utf8)) }
@@ -289,6 +290,6 @@ struct AllProvidersFuzzTests {
 }
 
 extension GoogleResponseSamples {
-    /// seed 000's six sample answers.
+    /// The Google App Conversion Tracking API's six sample answers.
     static var all: [String] { [errorSample, negativeSample, uacSample, searchSample, displaySample, youTubeSample] }
 }

@@ -4,10 +4,10 @@ import Testing
 @testable import LedgerProviders
 
 /// Issue 4: "Every rule above has a test that breaks it and gets a typed error naming the field and
-/// the rule" — here the type rules of every documented answer field: each field of each seed's
+/// the rule" — here the type rules of every documented answer field: each field of each document's
 /// sample, in turn, given a value of the wrong JSON type (or a huge or fractional number where an
 /// integer belongs) must give a `ProviderError` naming exactly that field.
-@Suite("Wrong types in every documented answer field (seeds 000-004)")
+@Suite("Wrong types in every documented answer field (all five providers' documents)")
 struct AllProvidersWrongTypeTests {
     enum Kind { case string, integer, timestamp, bool, date }
 
@@ -47,8 +47,8 @@ struct AllProvidersWrongTypeTests {
         }
     }
 
-    // seed 000, "Conversion Tracking Response": every ad event property with its documented type
-    // ("string", "number"); "Always present" ones may not be null.
+    // Google App Conversion Tracking API, "Conversion Tracking Response": every ad event property
+    // with its documented type ("string", "number"); "Always present" ones may not be null.
     static let googleFields: [(key: String, kind: Kind, optional: Bool)] = [
         ("ad_event_id", .string, false), ("conversion_metric", .string, false), ("timestamp", .timestamp, false),
         ("campaign_type", .string, false), ("campaign_id", .integer, false), ("campaign_name", .string, false),
@@ -58,7 +58,7 @@ struct AllProvidersWrongTypeTests {
         ("ad_group_id", .integer, true), ("creative_id", .integer, true), ("interaction_type", .string, true),
     ]
 
-    @Test("seed 000 ad event fields: wrong type, fraction, huge number or a null where \"Always present\" → named error")
+    @Test("Google App Conversion Tracking API ad event fields: wrong type, fraction, huge number or a null where \"Always present\" → named error")
     func googleAdEventFields() throws {
         for field in Self.googleFields {
             let path = "ad_events[0].\(field.key)"
@@ -83,9 +83,10 @@ struct AllProvidersWrongTypeTests {
         }
     }
 
-    // seed 002, "Attribution payload descriptions": adGroupId/adId/campaignId/keywordId/orgId long,
-    // attribution boolean, claimType/conversionType/countryOrRegion string, clickDate/impressionDate
-    // date strings; with attribution true the record's identifiers are required.
+    // Apple AdServices attribution API, "Attribution payload descriptions":
+    // adGroupId/adId/campaignId/keywordId/orgId long, attribution boolean,
+    // claimType/conversionType/countryOrRegion string, clickDate/impressionDate date strings; with
+    // attribution true the record's identifiers are required.
     static let adServicesFields: [(key: String, kind: Kind, optional: Bool)] = [
         ("attribution", .bool, false), ("orgId", .integer, false), ("campaignId", .integer, false),
         ("adGroupId", .integer, false), ("keywordId", .integer, true), ("adId", .integer, true),
@@ -93,7 +94,7 @@ struct AllProvidersWrongTypeTests {
         ("clickDate", .date, true),
     ]
 
-    @Test("seed 002 payload fields: wrong type, fraction, huge number, or a missing required field → named error")
+    @Test("Apple AdServices attribution API payload fields: wrong type, fraction, huge number, or a missing required field → named error")
     func adServicesFields() throws {
         let sample = AppleAdServicesSamples.detailedClick
         for field in Self.adServicesFields {
@@ -118,7 +119,7 @@ struct AllProvidersWrongTypeTests {
         }
     }
 
-    @Test("seed 001 iAd: known keys are lenient about strings and numbers, but arrays and objects are named errors")
+    @Test("Apple Search Ads Attribution API (iAd): known keys are lenient about strings and numbers, but arrays and objects are named errors")
     func iAdKnownKeys() throws {
         for key in IAdAttributionDetails.knownKeys.sorted() {
             for value in ["[]", "{}", #"[{"a":1}]"#] {
@@ -135,7 +136,7 @@ struct AllProvidersWrongTypeTests {
         }
     }
 
-    @Test("seed 003 answer: session ids, tokens, link and every typed data key given the wrong type → named error")
+    @Test("Branch v1/open server-to-server guide answer: session ids, tokens, link and every typed data key given the wrong type → named error")
     func branchFields() {
         for key in ["session_id", "randomized_bundle_token", "randomized_device_token", "identity"] {
             for value in ["true", "[]", "{}", "1.5"] {
@@ -162,7 +163,7 @@ struct AllProvidersWrongTypeTests {
         }
     }
 
-    @Test("seed 004 answer: every response parameter given the wrong type → named error")
+    @Test("Singular SKAdNetwork 4 implementation guide answer: every response parameter given the wrong type → named error")
     func singularFields() {
         let fields: [(String, Kind)] = [
             ("conversion_value", .integer), ("skan_updated_coarse_value", .integer), ("postback_sequence_index", .integer),

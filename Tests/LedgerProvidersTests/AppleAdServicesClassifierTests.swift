@@ -2,7 +2,7 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 002, "Response codes" and the token's 24-hour TTL.
+/// Apple AdServices attribution API, "Response codes" and the token's 24-hour TTL.
 struct AppleAdServicesClassifierTests {
     let issued = Date(timeIntervalSince1970: 1_728_400_000)
 
@@ -14,7 +14,7 @@ struct AppleAdServicesClassifierTests {
         ProviderResponse(status: status, body: Data(body.utf8))
     }
 
-    @Test("seed 002 \"24-hour TTL\": sent at 23:59:59, not at 24:00:00 (expired, no call)")
+    @Test("Apple AdServices attribution API \"24-hour TTL\": sent at 23:59:59, not at 24:00:00 (expired, no call)")
     func preflightEdge() {
         #expect(AdServicesClassifier.preflight(tokenIssuedAt: issued, now: at(23, 59, 59)) == nil)
         #expect(AdServicesClassifier.isTokenLive(issuedAt: issued, now: at(23, 59, 59)))
@@ -28,7 +28,7 @@ struct AppleAdServicesClassifierTests {
         #expect(AdServicesClassifier.preflight(tokenIssuedAt: issued, now: at(0, 0, -30)) == nil)  // clock skew
     }
 
-    @Test("seed 002 200: attribution=true or attribution=false both succeed")
+    @Test("Apple AdServices attribution API 200: attribution=true or attribution=false both succeed")
     func okAnswers() {
         #expect(AdServicesClassifier.classify(answer(200, AppleAdServicesSamples.detailedClick), tokenIssuedAt: issued, attempt: 1, now: at(0, 0, 3)) == .succeeded)
         #expect(AdServicesClassifier.classify(answer(200, #"{"attribution":false}"#), tokenIssuedAt: issued, attempt: 1, now: at(1)) == .succeeded)
@@ -39,7 +39,7 @@ struct AppleAdServicesClassifierTests {
         #expect(rule == "adservices_malformed_payload")
     }
 
-    @Test("seed 002 400: \"The token is invalid\" — terminal")
+    @Test("Apple AdServices attribution API 400: \"The token is invalid\" — terminal")
     func invalidToken() {
         guard case .failed(let rule, _) = AdServicesClassifier.classify(answer(400), tokenIssuedAt: issued, attempt: 1, now: at(0, 1)) else {
             Issue.record("400 must be terminal")
@@ -48,7 +48,7 @@ struct AppleAdServicesClassifierTests {
         #expect(rule == "adservices_400_invalid_token")
     }
 
-    @Test("seed 002 404: retry every 5 s, maximum three attempts — 404, 404, 200 succeeds")
+    @Test("Apple AdServices attribution API 404: retry every 5 s, maximum three attempts — 404, 404, 200 succeeds")
     func notFoundThenFound() {
         var now = at(0, 0, 1)
         #expect(
@@ -62,7 +62,7 @@ struct AppleAdServicesClassifierTests {
         #expect(AdServicesClassifier.classify(answer(200, AppleAdServicesSamples.standardClick), tokenIssuedAt: issued, attempt: 3, now: now) == .succeeded)
     }
 
-    @Test("seed 002 404: the third 404 gives up (terminal)")
+    @Test("Apple AdServices attribution API 404: the third 404 gives up (terminal)")
     func notFoundThreeTimes() {
         let third = AdServicesClassifier.classify(answer(404), tokenIssuedAt: issued, attempt: 3, now: at(0, 0, 11))
         guard case .failed(let rule, _) = third else {
@@ -72,7 +72,7 @@ struct AppleAdServicesClassifierTests {
         #expect(rule == "adservices_404_gave_up")
     }
 
-    @Test("seed 002 404 past 24 h: the token is past its TTL — terminal \"expired\", even on attempt 1")
+    @Test("Apple AdServices attribution API 404 past 24 h: the token is past its TTL — terminal \"expired\", even on attempt 1")
     func notFoundExpired() {
         for now in [at(24), at(30)] {
             guard case .failed(let rule, _) = AdServicesClassifier.classify(answer(404), tokenIssuedAt: issued, attempt: 1, now: now) else {
@@ -92,7 +92,7 @@ struct AppleAdServicesClassifierTests {
         #expect(rule == "adservices_token_expired")
     }
 
-    @Test("seed 002 500: retry later while the token lives; no answer is handled the same way")
+    @Test("Apple AdServices attribution API 500: retry later while the token lives; no answer is handled the same way")
     func serverErrors() {
         #expect(
             AdServicesClassifier.classify(answer(500), tokenIssuedAt: issued, attempt: 1, now: at(1))

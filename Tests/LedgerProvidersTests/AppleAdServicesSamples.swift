@@ -2,7 +2,8 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 002, "Attribution payload": the eight samples, copied verbatim (trailing spaces included).
+/// Apple AdServices attribution API, "Attribution payload": the eight samples, copied verbatim
+/// (trailing spaces included).
 ///
 /// As printed, the last sample's closing `}` falls outside its code block (after the closing
 /// fence); it is joined back here, which makes the sample valid JSON.
@@ -144,6 +145,7 @@ enum AppleAdServicesSamples {
         ("standardPreOrderImpression", standardPreOrderImpression, false, .impression, .preOrder),
     ]
 
-    /// seed 002's sample token exactly as printed (with the space that line wrapping left in it).
+    /// The Apple AdServices attribution API's sample token exactly as printed (with the space that
+    /// line wrapping left in it).
     static let printedToken = "G9i5hC8lQJeG0fmS+MFyc11/025oJEjtpZ+rs4AUkDEJh52fT8RrjwIR/ h+2J0pXz4MRdmtcemL8WTTHfNN"
 }

@@ -2,11 +2,11 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 002: AdServices token, request and attribution payloads.
+/// Apple AdServices attribution API: AdServices token, request and attribution payloads.
 struct AppleAdServicesTests {
     static let sampleToken = AppleAdServicesSamples.printedToken.replacingOccurrences(of: " ", with: "")
 
-    @Test("seed 002: the token is \"a Base64 encoded string\" — empty, non-Base64 and the printed sample's wrapped space refused")
+    @Test("Apple AdServices attribution API: the token is \"a Base64 encoded string\" — empty, non-Base64 and the printed sample's wrapped space refused")
     func tokenChecks() throws {
         gaExpectError(field: "token", rule: "required") { try AdServicesToken("") }
         gaExpectError(field: "token", rule: "required") { try AdServicesToken(" \n") }
@@ -21,7 +21,7 @@ struct AppleAdServicesTests {
         #expect(try AdServicesToken("QQ==").text == "QQ==")
     }
 
-    @Test("seed 002: POST https://api-adservices.apple.com/api/v1/, Content-Type text/plain, the single token as body")
+    @Test("Apple AdServices attribution API: POST https://api-adservices.apple.com/api/v1/, Content-Type text/plain, the single token as body")
     func request() throws {
         let token = try AdServicesToken(Self.sampleToken)
         let request = AdServicesRequestBuilder.attributionRequest(token: token)
@@ -44,7 +44,7 @@ struct AppleAdServicesTests {
         }
     }
 
-    @Test("seed 002: all eight payload samples parse with the right values", arguments: AppleAdServicesSamples.all.indices)
+    @Test("Apple AdServices attribution API: all eight payload samples parse with the right values", arguments: AppleAdServicesSamples.all.indices)
     func payloadSamples(index: Int) throws {
         let sample = AppleAdServicesSamples.all[index]
         let payload = try AdServicesAttribution.parse(Data(sample.json.utf8))
@@ -70,14 +70,14 @@ struct AppleAdServicesTests {
         #expect(try JSONDecoder().decode(AdServicesAttribution.self, from: data) == payload)
     }
 
-    @Test("seed 002: 200 with attribution=false is an acknowledged non-match")
+    @Test("Apple AdServices attribution API: 200 with attribution=false is an acknowledged non-match")
     func notAttributed() throws {
         let payload = try AdServicesAttribution.parse(Data(#"{"attribution":false}"#.utf8))
         #expect(payload == AdServicesAttribution(attribution: false))
         #expect(payload.kind == .standard)
     }
 
-    @Test("seed 002: keywordId absent with search match, adId absent before iOS 15.2; conversionType \"preorder\" spelling")
+    @Test("Apple AdServices attribution API: keywordId absent with search match, adId absent before iOS 15.2; conversionType \"preorder\" spelling")
     func optionalFields() throws {
         let text = #"""
             {"attribution": true, "orgId": 40669820, "campaignId": 542370539, "conversionType": "preorder",

@@ -2,12 +2,14 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 001: the legacy iAd `attributionDetails` dictionary and `ADClientError`.
+/// Apple Search Ads Attribution API: the legacy iAd `attributionDetails` dictionary and
+/// `ADClientError`.
 struct AppleIAdTests {
-    /// Seed 001 announces "Sample Returned Data … the structure that you can expect to receive" but
-    /// the seed ends right after that heading. This is Apple's published sample structure (the
-    /// `Version3.1` test payload), with values as strings as apps serialize the NSDictionary — the
-    /// shape the digest's "Facts beyond the seeds" describe (`"true"`, `"2020-06-29T18:50:16Z"`).
+    /// The Apple Search Ads Attribution API announces "Sample Returned Data … the structure that
+    /// you can expect to receive" but the document ends right after that heading. This is Apple's
+    /// published sample structure (the `Version3.1` test payload), with values as strings as apps
+    /// serialize the NSDictionary — the shape the provider-rules digest's facts beyond the
+    /// providers' documents describe (`"true"`, `"2020-06-29T18:50:16Z"`).
     static let sample = #"""
         {
           "Version3.1": {
@@ -34,7 +36,7 @@ struct AppleIAdTests {
         }
         """#
 
-    @Test("seed 001 \"Returned Values\": the sample dictionary parses, version wrapper unwrapped, raw kept")
+    @Test("Apple Search Ads Attribution API \"Returned Values\": the sample dictionary parses, version wrapper unwrapped, raw kept")
     func sampleParses() throws {
         let details = try IAdAttributionDetails.parse(Data(Self.sample.utf8))
         #expect(details.version == "Version3.1")
@@ -62,7 +64,7 @@ struct AppleIAdTests {
         #expect(details.otherFields.isEmpty)
     }
 
-    @Test("seed 001: \"pass the entire data object to your server\" — unknown keys kept, native JSON types accepted, no wrapper needed")
+    @Test("Apple Search Ads Attribution API: \"pass the entire data object to your server\" — unknown keys kept, native JSON types accepted, no wrapper needed")
     func unknownShape() throws {
         let text = #"{"iad-attribution": true, "iad-campaign-id": 542370539, "iad-conversion-type": "redownload", "iad-ad-id": 7, "iad-future": {"x": [1, "y"]}}"#
         let details = try IAdAttributionDetails.parse(Data(text.utf8))
@@ -74,7 +76,7 @@ struct AppleIAdTests {
         #expect(details.clickDate == nil)
     }
 
-    @Test("fact beyond the seeds: since 2023 answers are iad-attribution false; \"false\", false, 0 all read as false")
+    @Test("fact beyond the providers' documents: since 2023 answers are iad-attribution false; \"false\", false, 0 all read as false")
     func attributionFalse() throws {
         for value in [#""false""#, "false", "0", #""FALSE""#] {
             let details = try IAdAttributionDetails.parse(Data(#"{"Version4.0": {"iad-attribution": \#(value)}}"#.utf8))
@@ -104,7 +106,7 @@ struct AppleIAdTests {
         gaExpectError(field: "$", rule: "not_json") { try parse(#"{"Version3.1" = {"iad-attribution" = true;};}"#) }  // NSDictionary description is not JSON
     }
 
-    @Test("seed 001 error codes: 0 ADClientErrorUnknown → retry in a few seconds; 1 ADClientErrorLimitAdTracking → never any data")
+    @Test("Apple Search Ads Attribution API error codes: 0 ADClientErrorUnknown → retry in a few seconds; 1 ADClientErrorLimitAdTracking → never any data")
     func clientErrors() throws {
         let now = Date(timeIntervalSince1970: 1_600_000_000)
         #expect(IAdClientError(code: 0) == .unknown)

@@ -9,12 +9,13 @@ struct BranchClassifierTests {
         .response(ProviderResponse(status: status, headers: headers, body: Data(#"{"session_id":"1"}"#.utf8)))
     }
 
-    // seed 003: "the API will always return a 200 response".
+    // Branch v1/open server-to-server guide: "the API will always return a 200 response".
     @Test func status200Succeeds() {
         #expect(BranchClassifier.classify(Self.answer(200), attempt: 1, now: testNow) == .succeeded)
     }
 
-    // seed 003, "Rate limits on high-frequency pings": 429 → "wait a few minutes".
+    // Branch v1/open server-to-server guide, "Rate limits on high-frequency pings": 429 → "wait a
+    // few minutes".
     @Test func status429BacksOffMinutes() {
         let disposition = BranchClassifier.classify(Self.answer(429), attempt: 1, now: testNow)
         #expect(disposition == .retry(notBefore: testNow.addingTimeInterval(300), rule: "branch_429_backoff"))
@@ -27,7 +28,8 @@ struct BranchClassifierTests {
         }
     }
 
-    // Facts beyond the seeds: 429 honours Retry-After, in seconds or as an HTTP-date.
+    // Facts beyond the providers' documents: 429 honours Retry-After, in seconds or as an
+    // HTTP-date.
     @Test func status429HonoursRetryAfter() {
         let seconds = BranchClassifier.classify(Self.answer(429, [Header("Retry-After", "120")]), attempt: 1, now: testNow)
         #expect(seconds == .retry(notBefore: testNow.addingTimeInterval(120), rule: "branch_429_backoff"))
@@ -45,7 +47,8 @@ struct BranchClassifierTests {
         #expect(huge == .retry(notBefore: testNow.addingTimeInterval(86_400), rule: "branch_429_backoff"))
     }
 
-    // Facts beyond the seeds: Branch SDKs retry 5xx and timeouts 3 times, with back-off, never 4xx.
+    // Facts beyond the providers' documents: Branch SDKs retry 5xx and timeouts 3 times, with
+    // back-off, never 4xx.
     @Test func serverErrorsAndTimeoutsRetryThreeTimes() {
         for (answer, rule) in [
             (Self.answer(500), "branch_5xx_retry"), (Self.answer(503), "branch_5xx_retry"),

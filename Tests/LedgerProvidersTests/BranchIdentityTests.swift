@@ -3,11 +3,12 @@ import Testing
 
 @testable import LedgerProviders
 
-/// seed 003, `randomized_bundle_token`: "If server_to_server_identity is true, Branch returns a new
-/// identity value in any request that does not set randomized_bundle_token. After the first
-/// request, this property must be hardcoded with the randomized_bundle_token received in the first
-/// network response." Issue 4 item 4: "`randomized_bundle_token` once known".
-@Suite("Branch server-to-server identity: randomized_bundle_token once known (seed 003)")
+/// Branch v1/open server-to-server guide, `randomized_bundle_token`: "If server_to_server_identity
+/// is true, Branch returns a new identity value in any request that does not set
+/// randomized_bundle_token. After the first request, this property must be hardcoded with the
+/// randomized_bundle_token received in the first network response." Issue 4 item 4:
+/// "`randomized_bundle_token` once known".
+@Suite("Branch server-to-server identity: randomized_bundle_token once known (Branch v1/open server-to-server guide)")
 struct BranchIdentityTests {
     static func open(firstSession: Bool?, token: String?) -> BranchOpenRequest {
         var request = BranchOpenRequestTests.iOSRequest()
@@ -17,7 +18,8 @@ struct BranchIdentityTests {
         return request
     }
 
-    // seed 003: the first open does not set the token; Branch answers with one.
+    // Branch v1/open server-to-server guide: the first open does not set the token; Branch answers
+    // with one.
     @Test func firstOpenGoesWithoutToken() throws {
         let body = try Self.open(firstSession: true, token: nil).bodyFields(BranchOpenRequestTests.config)
         #expect(body["server_to_server_identity"] == .bool(true))
@@ -25,8 +27,9 @@ struct BranchIdentityTests {
         #expect(body["first_session"] == .bool(true))
     }
 
-    // seed 003: "After the first request, this property must be hardcoded …": a later open (first_session
-    // false) without the token is refused, naming the field and the rule.
+    // Branch v1/open server-to-server guide: "After the first request, this property must be
+    // hardcoded …": a later open (first_session false) without the token is refused, naming the
+    // field and the rule.
     @Test func laterOpenWithoutTokenIsRefused() {
         expectProviderError(field: "randomized_bundle_token", rule: "required_after_first_open", kind: .invalidRequest) {
             _ = try Self.open(firstSession: false, token: nil).build(with: BranchOpenRequestTests.config)
@@ -37,8 +40,9 @@ struct BranchIdentityTests {
         #expect(throws: Never.self) { _ = try plain.build(with: BranchOpenRequestTests.config) }
     }
 
-    // seed 003, "Example organic response, with server_to_server_identity enabled": the answer's token is
-    // what the next open carries; the digest's "Facts beyond the seeds" keep the device token too.
+    // Branch v1/open server-to-server guide, "Example organic response, with
+    // server_to_server_identity enabled": the answer's token is what the next open carries; the
+    // provider-rules digest's facts beyond the providers' documents keep the device token too.
     @Test func tokenFromTheFirstAnswerGoesIntoTheNextOpen() throws {
         let answer = try BranchOpenResponse.parse(Data(#"""
             {"session_id":"823602214081710808","randomized_bundle_token":"791040498773585647",

@@ -3,10 +3,12 @@ import Testing
 
 @testable import LedgerProviders
 
-/// Every body rule of seed 003 broken once, each giving a ProviderError that names the field and rule.
-@Suite("Branch v1/open body rules (seed 003, \"POST body parameters\")")
+/// Every body rule of the Branch v1/open server-to-server guide broken once, each giving a
+/// ProviderError that names the field and rule.
+@Suite("Branch v1/open body rules (Branch v1/open server-to-server guide, \"POST body parameters\")")
 struct BranchOpenRequestRuleTests {
-    // seed 003, os_version: "preferred default to NA. This cannot be blank."
+    // Branch v1/open server-to-server guide, os_version: "preferred default to NA. This cannot be
+    // blank."
     @Test func osVersionDefaultsToNAAndCannotBeBlank() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         request.osVersion = nil
@@ -16,7 +18,7 @@ struct BranchOpenRequestRuleTests {
         expectProviderError(field: "os_version", rule: "not_blank") { _ = try request.build(with: BranchOpenRequestTests.config) }
     }
 
-    // seed 003, os: "Only accepts Android or iOS".
+    // Branch v1/open server-to-server guide, os: "Only accepts Android or iOS".
     @Test func osOnlyIOSOrAndroid() throws {
         #expect(try BranchOpenRequest.OperatingSystem(validating: "iOS") == .iOS)
         #expect(try BranchOpenRequest.OperatingSystem(validating: "Android") == .android)
@@ -25,7 +27,8 @@ struct BranchOpenRequestRuleTests {
         }
     }
 
-    // seed 003: branch_key, branch_secret, app_version, user_agent are REQUIRED.
+    // Branch v1/open server-to-server guide: branch_key, branch_secret, app_version, user_agent are
+    // REQUIRED.
     @Test func requiredFields() {
         for (field, mutate) in [
             ("app_version", { (r: inout BranchOpenRequest) in r.appVersion = "" }),
@@ -41,7 +44,8 @@ struct BranchOpenRequestRuleTests {
         expectProviderError(field: "branch_secret", rule: "required") { _ = try BranchOpenRequestTests.iOSRequest().build(with: noSecret) }
     }
 
-    // seed 003, hardware_id: "iOS: IDFA if available, otherwise fallback to IDFV"; hardware_id_type idfa | vendor_id.
+    // Branch v1/open server-to-server guide, hardware_id: "iOS: IDFA if available, otherwise
+    // fallback to IDFV"; hardware_id_type idfa | vendor_id.
     @Test func iOSHardwareIDFallsBackToIDFV() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         request.idfa = nil
@@ -55,8 +59,9 @@ struct BranchOpenRequestRuleTests {
         #expect(body["hardware_id_type"] == .string("vendor_id"))
     }
 
-    // seed 003: "If no device ID is available, do not include"; hardware_id_type "do not include if
-    // hardware_id is not populated"; is_hardware_id_real "false if hardware_id cannot be populated".
+    // Branch v1/open server-to-server guide: "If no device ID is available, do not include";
+    // hardware_id_type "do not include if hardware_id is not populated"; is_hardware_id_real "false
+    // if hardware_id cannot be populated".
     @Test func noDeviceIDOmitsHardwareIDAndType() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         request.idfa = nil
@@ -74,7 +79,8 @@ struct BranchOpenRequestRuleTests {
         #expect(androidBody["is_hardware_id_real"] == .bool(false))
     }
 
-    // seed 003: hardware_id_type and ios_vendor_id are iOS ONLY; google_advertising_id and advertising_ids ANDROID ONLY.
+    // Branch v1/open server-to-server guide: hardware_id_type and ios_vendor_id are iOS ONLY;
+    // google_advertising_id and advertising_ids ANDROID ONLY.
     @Test func platformOnlyDeviceIDs() throws {
         #expect(try BranchOpenRequestTests.androidRequest().bodyFields(BranchOpenRequestTests.config)["hardware_id_type"] == nil)
         var android = BranchOpenRequestTests.androidRequest()
@@ -110,7 +116,8 @@ struct BranchOpenRequestRuleTests {
         expectProviderError(field: "google_advertising_id", rule: "uuid_format") { _ = try android.build(with: BranchOpenRequestTests.config) }
     }
 
-    // seed 003, ad_tracking_enabled: "If Limit Ad Tracking should be enabled, do not include in the request."
+    // Branch v1/open server-to-server guide, ad_tracking_enabled: "If Limit Ad Tracking should be
+    // enabled, do not include in the request."
     @Test func adTrackingEnabledOmittedUnderLimitAdTracking() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         request.limitAdTracking = true
@@ -121,8 +128,9 @@ struct BranchOpenRequestRuleTests {
         #expect(try request.bodyFields(BranchOpenRequestTests.config)["ad_tracking_enabled"] == .bool(true))
     }
 
-    // seed 003: install_referrer_extras, google_search_install_referrer, clicked_referrer_ts, install_begin_ts
-    // are "ANDROID ONLY ... Only include in the app's first session".
+    // Branch v1/open server-to-server guide: install_referrer_extras,
+    // google_search_install_referrer, clicked_referrer_ts, install_begin_ts are "ANDROID ONLY ...
+    // Only include in the app's first session".
     @Test func installReferrerFieldsAndroidFirstSessionOnly() throws {
         let setters: [(String, (inout BranchOpenRequest) -> Void)] = [
             ("install_referrer_extras", { $0.installReferrerExtras = "utm_source=x" }),
@@ -147,7 +155,8 @@ struct BranchOpenRequestRuleTests {
         expectProviderError(field: "install_begin_ts", rule: "non_negative") { _ = try negative.build(with: BranchOpenRequestTests.config) }
     }
 
-    // seed 003: apple_attribution_token, search_ad_encoded, gbraid are iOS ONLY; referrer_gclid ANDROID ONLY.
+    // Branch v1/open server-to-server guide: apple_attribution_token, search_ad_encoded, gbraid are
+    // iOS ONLY; referrer_gclid ANDROID ONLY.
     @Test func iOSOnlyAndAndroidOnlyOptionalFields() throws {
         let iOSOnly: [(String, (inout BranchOpenRequest) -> Void)] = [
             ("apple_attribution_token", { $0.appleAttributionToken = "c7ya5fQsXrqhCiG0eQTvpS8" }),
@@ -174,8 +183,8 @@ struct BranchOpenRequestRuleTests {
         expectProviderError(field: "search_ad_encoded", rule: "first_session_only") { _ = try iOS.build(with: BranchOpenRequestTests.config) }
     }
 
-    // seed 003: server_to_server_identity "Do not set this property if this feature will not be used";
-    // randomized_bundle_token and identity only make sense with it.
+    // Branch v1/open server-to-server guide: server_to_server_identity "Do not set this property if
+    // this feature will not be used"; randomized_bundle_token and identity only make sense with it.
     @Test func serverToServerIdentityRules() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         #expect(try request.bodyFields(BranchOpenRequestTests.config)["server_to_server_identity"] == nil)
@@ -199,7 +208,8 @@ struct BranchOpenRequestRuleTests {
         #expect(body["first_session"] == .bool(false))
     }
 
-    // seed 003: optional strings are omitted when missing; a blank value is refused rather than sent.
+    // Branch v1/open server-to-server guide: optional strings are omitted when missing; a blank
+    // value is refused rather than sent.
     @Test func optionalStringsCannotBeBlank() {
         let setters: [(String, (inout BranchOpenRequest) -> Void)] = [
             ("link_identifier", { $0.linkIdentifier = "" }),
@@ -216,7 +226,8 @@ struct BranchOpenRequestRuleTests {
         }
     }
 
-    // seed 003: universal_link_url / android_app_link_url / local_url hold "a Branch or non-Branch web url".
+    // Branch v1/open server-to-server guide: universal_link_url / android_app_link_url / local_url
+    // hold "a Branch or non-Branch web url".
     @Test func linkURLsMustBeWebURLs() throws {
         var request = BranchOpenRequestTests.iOSRequest()
         request.universalLinkURL = "https://branch.app.link/example?utm_medium=test"

@@ -3,11 +3,11 @@ import Testing
 
 @testable import LedgerProviders
 
-@Suite("Branch v1/open request (seed 003)")
+@Suite("Branch v1/open request (Branch v1/open server-to-server guide)")
 struct BranchOpenRequestTests {
     static let config = BranchConfiguration(branchKey: "key_live_k3y_SEEKRIT", branchSecret: "secret_live_s3cr3t_SEEKRIT")
 
-    /// The iOS `curl -d` example, as printed in seed 003.
+    /// The iOS `curl -d` example, as printed in the Branch v1/open server-to-server guide.
     static let iOSExample = """
         {
          "branch_key": "TODO",
@@ -32,7 +32,7 @@ struct BranchOpenRequestTests {
         }
         """
 
-    /// The Android `curl -d` example, as printed in seed 003.
+    /// The Android `curl -d` example, as printed in the Branch v1/open server-to-server guide.
     static let androidExample = """
         {
          "branch_key": "TODO",
@@ -106,7 +106,8 @@ struct BranchOpenRequestTests {
         return members
     }
 
-    // seed 003, "Example Requests / iOS": the curl -d body, minus credentials.
+    // Branch v1/open server-to-server guide, "Example Requests / iOS": the curl -d body, minus
+    // credentials.
     @Test func goldenIOSExampleBody() throws {
         let request = try Self.iOSRequest().build(with: Self.config)
         #expect(json(request.redacted().body) == .object(sortingKeysOf: Self.redactedExample(Self.iOSExample)))
@@ -116,10 +117,11 @@ struct BranchOpenRequestTests {
         #expect(request.headerValue("content-type") == "application/json")
     }
 
-    // seed 003, "Example Requests / Android". The example prints `"os_version": 26` (a number) although
-    // the table types os_version as String; we always send the String "26" (the table wins: "Will accept
-    // any value"). Everything else is reproduced as printed, including the install-referrer fields without
-    // first_session (so those fields are refused only when first_session is explicitly false).
+    // Branch v1/open server-to-server guide, "Example Requests / Android". The example prints
+    // `"os_version": 26` (a number) although the table types os_version as String; we always send
+    // the String "26" (the table wins: "Will accept any value"). Everything else is reproduced as
+    // printed, including the install-referrer fields without first_session (so those fields are
+    // refused only when first_session is explicitly false).
     @Test func goldenAndroidExampleBody() throws {
         let request = try Self.androidRequest().build(with: Self.config)
         var expected = Self.redactedExample(Self.androidExample)
@@ -142,7 +144,8 @@ struct BranchOpenRequestTests {
         }
     }
 
-    // seed 003: branch_secret is a credential; nothing of branch_key / branch_secret may survive redacted().
+    // Branch v1/open server-to-server guide: branch_secret is a credential; nothing of branch_key /
+    // branch_secret may survive redacted().
     @Test func redactedRemovesBothCredentials() throws {
         for request in [Self.iOSRequest(), Self.androidRequest()] {
             let built = try request.build(with: Self.config)
@@ -156,8 +159,8 @@ struct BranchOpenRequestTests {
         }
     }
 
-    // seed 003: "The device's public IP address must be set using X-IP-Override ... (it is critical this
-    // uses the device's IP, and not your server's IP)".
+    // Branch v1/open server-to-server guide: "The device's public IP address must be set using
+    // X-IP-Override ... (it is critical this uses the device's IP, and not your server's IP)".
     @Test func xIPOverrideIsTheDevicesPublicIP() throws {
         var request = Self.iOSRequest()
         request.devicePublicIP = "2001:4860:4860::8888"

@@ -4,9 +4,9 @@ import Testing
 
 @testable import LedgerProviders
 
-@Suite("Branch v1/open response (seed 003, \"Handling deep link data\")")
+@Suite("Branch v1/open response (Branch v1/open server-to-server guide, \"Handling deep link data\")")
 struct BranchOpenResponseTests {
-    // The four sample responses, verbatim from seed 003.
+    // The four sample responses, verbatim from the Branch v1/open server-to-server guide.
     static let organic = """
         {
            "session_id": "xxxx",
@@ -78,7 +78,7 @@ struct BranchOpenResponseTests {
             """
     }
 
-    // seed 003, "Example organic response".
+    // Branch v1/open server-to-server guide, "Example organic response".
     @Test func organicSampleParses() throws {
         let response = try BranchOpenResponse.parse(Data(Self.organic.utf8))
         #expect(response.sessionID == "xxxx")
@@ -90,9 +90,10 @@ struct BranchOpenResponseTests {
         #expect(response.data?.other.isEmpty == true)
     }
 
-    // seed 003, "Example organic response, with server_to_server_identity enabled". As printed it carries the
-    // key "randomized_device_tokenrandomized_device_token" (a doubled name, evidently a typo): it parses as
-    // printed, that key is kept raw, and randomized_device_token is absent.
+    // Branch v1/open server-to-server guide, "Example organic response, with
+    // server_to_server_identity enabled". As printed it carries the key
+    // "randomized_device_tokenrandomized_device_token" (a doubled name, evidently a typo): it
+    // parses as printed, that key is kept raw, and randomized_device_token is absent.
     @Test func organicWithIdentitySampleParses() throws {
         let response = try BranchOpenResponse.parse(Data(Self.organicWithIdentity.utf8))
         #expect(response.randomizedBundleToken == "xxxx")
@@ -104,7 +105,8 @@ struct BranchOpenResponseTests {
         #expect(try BranchOpenResponse.parse(Data(fixed.utf8)).randomizedDeviceToken == "xxxx")
     }
 
-    // seed 003, "Example response when session started by a non-Branch Deep Link".
+    // Branch v1/open server-to-server guide, "Example response when session started by a non-Branch
+    // Deep Link".
     @Test func nonBranchLinkSampleParses() throws {
         let response = try BranchOpenResponse.parse(Data(Self.nonBranchLink.utf8))
         #expect(response.sessionID == "823602214081710808")
@@ -114,9 +116,10 @@ struct BranchOpenResponseTests {
         #expect(response.data?.clickedBranchLink == false)
     }
 
-    // seed 003, "Example response when session started by a Branch Deep Link": NOT valid JSON as printed
-    // (the data string holds raw quotes and newlines), so it is refused as not_json; the form a real server
-    // sends — the same object escaped into a JSON string — parses with every field.
+    // Branch v1/open server-to-server guide, "Example response when session started by a Branch
+    // Deep Link": NOT valid JSON as printed (the data string holds raw quotes and newlines), so it
+    // is refused as not_json; the form a real server sends — the same object escaped into a JSON
+    // string — parses with every field.
     @Test func branchLinkSampleAsPrintedIsInvalidButAsSentParses() throws {
         expectProviderError(field: "$", rule: "not_json", kind: .malformedResponse) {
             _ = try BranchOpenResponse.parse(Data(Self.branchLinkAsPrinted.utf8))

@@ -10,14 +10,14 @@ struct GoogleClassifierTests {
         ProviderResponse(status: status, body: Data(body.utf8))
     }
 
-    @Test("2xx: negative and affirmative answers succeed (seed 000: \"A conversion tracking response will be returned for all conversion tracking requests\")")
+    @Test("2xx: negative and affirmative answers succeed (Google App Conversion Tracking API: \"A conversion tracking response will be returned for all conversion tracking requests\")")
     func successes() {
         for body in [GoogleResponseSamples.negativeSample, GoogleResponseSamples.uacSample, GoogleResponseSamples.youTubeSample] {
             #expect(GoogleResponseClassifier.classifyConversion(answer(200, body), attempt: 1, now: now, jitter: 0.5) == .succeeded)
         }
     }
 
-    @Test("errors[] codes are terminal, recorded as sent (seed 000 sample INVALID_CURRENCY_CODE; fact: timestamp_invalid)")
+    @Test("errors[] codes are terminal, recorded as sent (the Google App Conversion Tracking API's sample INVALID_CURRENCY_CODE; fact: timestamp_invalid)")
     func errorCodesTerminal() {
         #expect(
             GoogleResponseClassifier.classifyConversion(answer(200, GoogleResponseSamples.errorSample), attempt: 1, now: now, jitter: 0)
@@ -72,7 +72,7 @@ struct GoogleClassifierTests {
                 == .failed(rule: "google_unexpected_status", detail: "HTTP 302"))
     }
 
-    @Test("seed 000 cross-network: \"a generic 200 response with no response body\" succeeds")
+    @Test("Google App Conversion Tracking API cross-network: \"a generic 200 response with no response body\" succeeds")
     func crossNetwork() {
         #expect(GoogleResponseClassifier.classifyCrossNetwork(answer(200), attempt: 1, now: now, jitter: 0) == .succeeded)
         #expect(GoogleResponseClassifier.classifyCrossNetwork(answer(200, " \n"), attempt: 1, now: now, jitter: 0) == .succeeded)

@@ -2,9 +2,10 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// Seed 000's sample requests, copied verbatim, reproduced exactly.
+/// The Google App Conversion Tracking API's sample requests, copied verbatim, reproduced exactly.
 struct GoogleConversionRequestGoldenTests {
-    // seed 000, "Sample Request": "a valid conversion tracking request with a non-custom event type and revenue information"
+    // Google App Conversion Tracking API, "Sample Request": "a valid conversion tracking request
+    // with a non-custom event type and revenue information"
     static let purchaseSample = """
         POST /pagead/conversion/app/1.0
                ?dev_token=Z_eErE4DkvcKjDM1OVE4c4
@@ -26,7 +27,7 @@ struct GoogleConversionRequestGoldenTests {
         {"app_event_data":{"item_id":["Crayons","Markers"]}}
         """
 
-    // seed 000: "An example of a valid session start request"
+    // Google App Conversion Tracking API: "An example of a valid session start request"
     static let sessionStartSample = """
         POST /pagead/conversion/app/1.0
                ?dev_token=Z_eErE4DkvcKjDM1OVE4c4
@@ -45,8 +46,8 @@ struct GoogleConversionRequestGoldenTests {
         Content-Type: application/json; charset=utf-8
         """
 
-    // seed 000: "a valid session start reattribution request for a session which began from the deep link
-    // example://product/123?gclid=Cj0KEQjw0dy4BRCuuL_e5M"
+    // Google App Conversion Tracking API: "a valid session start reattribution request for a
+    // session which began from the deep link example://product/123?gclid=Cj0KEQjw0dy4BRCuuL_e5M"
     static let reattributionSample = """
         POST /pagead/conversion/app/1.0
                ?dev_token=Z_eErE4DkvcKjDM1OVE4c4
@@ -66,7 +67,8 @@ struct GoogleConversionRequestGoldenTests {
         Content-Type: application/json; charset=utf-8
         """
 
-    // seed 000, "Cross-network Attribution Request": "An example of a valid cross-network attribution request"
+    // Google App Conversion Tracking API, "Cross-network Attribution Request": "An example of a
+    // valid cross-network attribution request"
     static let crossNetworkSample = """
         POST /pagead/conversion/app/1.0/cross_network
                ?dev_token=Z_eErE4DkvcKjDM1OVE4c4
@@ -109,11 +111,12 @@ struct GoogleConversionRequestGoldenTests {
             #expect(request.headerValue(name) == expected, "\(name)", sourceLocation: sourceLocation)
         }
         #expect(request.body?.gaText == sample.body, sourceLocation: sourceLocation)
-        // seed 000: "if the request body is empty … explicitly set the Content-Length: 0 header"
+        // Google App Conversion Tracking API: "if the request body is empty … explicitly set the
+        // Content-Length: 0 header"
         #expect(request.headerValue("Content-Length") == (sample.body == nil ? "0" : nil), sourceLocation: sourceLocation)
     }
 
-    @Test("seed 000 \"Sample Request\": in_app_purchase with value, currency and app_event_data body, exactly")
+    @Test("Google App Conversion Tracking API \"Sample Request\": in_app_purchase with value, currency and app_event_data body, exactly")
     func purchaseSample() throws {
         let event = try GASamples.event(
             .inAppPurchase, value: "1.99", currency: "USD",
@@ -124,7 +127,7 @@ struct GoogleConversionRequestGoldenTests {
         #expect(request.headers.map(\.name) == ["User-Agent", "X-Forwarded-For", "Content-Type"])
     }
 
-    @Test("seed 000: session_start sample, no body, Content-Length: 0")
+    @Test("Google App Conversion Tracking API: session_start sample, no body, Content-Length: 0")
     func sessionStartSample() throws {
         let request = try GASamples.builder.conversionRequest(for: GASamples.event(.sessionStart))
         expectMatches(request, Self.sessionStartSample)
@@ -132,13 +135,13 @@ struct GoogleConversionRequestGoldenTests {
         #expect(request.headers.map(\.name) == ["User-Agent", "X-Forwarded-For", "Content-Type", "Content-Length"])
     }
 
-    @Test("seed 000: session_start reattribution sample carries the deep link's gclid")
+    @Test("Google App Conversion Tracking API: session_start reattribution sample carries the deep link's gclid")
     func reattributionSample() throws {
         let event = try GASamples.event(.sessionStart, gclid: "Cj0KEQjw0dy4BRCuuL_e5M")
         expectMatches(try GASamples.builder.conversionRequest(for: event), Self.reattributionSample)
     }
 
-    @Test("seed 000, \"Cross-network Attribution Request\": identical request on /cross_network plus ad_event_id and attributed")
+    @Test("Google App Conversion Tracking API, \"Cross-network Attribution Request\": identical request on /cross_network plus ad_event_id and attributed")
     func crossNetworkSample() throws {
         let event = try GASamples.event(.custom, name: "level_achieved", value: "1.99", currency: "USD")
         let request = try GASamples.builder.crossNetworkRequest(
@@ -154,7 +157,7 @@ struct GoogleConversionRequestGoldenTests {
         #expect(derived.headers == original.headers)
     }
 
-    @Test("seed 000: attributed is 0 when Google did not get the credit")
+    @Test("Google App Conversion Tracking API: attributed is 0 when Google did not get the credit")
     func crossNetworkNotAttributed() throws {
         let request = try GASamples.builder.crossNetworkRequest(
             for: GASamples.event(.firstOpen), adEventID: "Q2owS0VRancwZHk0QlJDdXVMX2U1TQ", attributed: false)
@@ -193,7 +196,7 @@ struct GoogleConversionRequestGoldenTests {
         #expect(request.queryValue("gbraid") == "0AAAAAoO+/Ab_cD")
     }
 
-    @Test("Fact beyond the seeds: iOS without IDFA sends the all-zero rdid with gbraid")
+    @Test("Fact beyond the providers' documents: iOS without IDFA sends the all-zero rdid with gbraid")
     func zeroRDIDWithGbraid() throws {
         var event = try GASamples.event(.firstOpen)
         event.rdid = "00000000-0000-0000-0000-000000000000"
@@ -205,7 +208,7 @@ struct GoogleConversionRequestGoldenTests {
         #expect(request.query.suffix(1) == [QueryItem("gbraid", "0AAAAAoOabc")])
     }
 
-    @Test("seed 000: id_type is advertisingid on Android; sdk_version defaults to app_version when no SDK")
+    @Test("Google App Conversion Tracking API: id_type is advertisingid on Android; sdk_version defaults to app_version when no SDK")
     func androidAndSDKVersion() throws {
         var event = try GASamples.event(.firstOpen)
         event.platform = .android

@@ -2,7 +2,8 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// Every rule of seed 000's parameter table, broken once, gets a `ProviderError` naming the field and rule.
+/// Every rule of the Google App Conversion Tracking API's parameter table, broken once, gets a
+/// `ProviderError` naming the field and rule.
 struct GoogleConversionRequestRuleTests {
     func build(_ change: (inout GoogleConversionEvent) -> Void) throws -> () throws(ProviderError) -> ProviderRequest {
         var event = try GASamples.event(.firstOpen)
@@ -11,7 +12,7 @@ struct GoogleConversionRequestRuleTests {
         return { () throws(ProviderError) -> ProviderRequest in try GASamples.builder.conversionRequest(for: frozen) }
     }
 
-    @Test("seed 000 dev_token and link_id: Required")
+    @Test("Google App Conversion Tracking API dev_token and link_id: Required")
     func credentialsRequired() throws {
         let event = try GASamples.event(.firstOpen)
         gaExpectError(field: "dev_token", rule: "required") {
@@ -22,7 +23,7 @@ struct GoogleConversionRequestRuleTests {
         }
     }
 
-    @Test("seed 000 app_event_name: \"This field is required if app_event_type is custom\"")
+    @Test("Google App Conversion Tracking API app_event_name: \"This field is required if app_event_type is custom\"")
     func customRequiresName() throws {
         gaExpectError(field: "app_event_name", rule: "required_for_custom", try build { $0.appEventType = .custom })
         gaExpectError(field: "app_event_name", rule: "required_for_custom", try build {
@@ -31,7 +32,7 @@ struct GoogleConversionRequestRuleTests {
         })
     }
 
-    @Test("seed 000 app_event_name: \"1 to 64 Unicode characters\" (counted as code points, not UTF-8 bytes)")
+    @Test("Google App Conversion Tracking API app_event_name: \"1 to 64 Unicode characters\" (counted as code points, not UTF-8 bytes)")
     func nameLength() throws {
         let sixtyFour = String(repeating: "é", count: 64)  // 128 UTF-8 bytes, 64 characters
         let request = try build {
@@ -45,7 +46,7 @@ struct GoogleConversionRequestRuleTests {
         })
     }
 
-    @Test("seed 000 app_event_name: a reserved app_event_type value → APP_EVENT_NAME_RESERVED_VALUE")
+    @Test("Google App Conversion Tracking API app_event_name: a reserved app_event_type value → APP_EVENT_NAME_RESERVED_VALUE")
     func reservedName() throws {
         for reserved in ["first_open", "custom", "Session_Start", "ECOMMERCE_PURCHASE"] {
             gaExpectError(field: "app_event_name", rule: "app_event_name_reserved_value", try build {
@@ -62,12 +63,12 @@ struct GoogleConversionRequestRuleTests {
         }
     }
 
-    @Test("seed 000 app_event_name names \"any custom app event\": refused on a non-custom type")
+    @Test("Google App Conversion Tracking API app_event_name names \"any custom app event\": refused on a non-custom type")
     func nameOnlyForCustom() throws {
         gaExpectError(field: "app_event_name", rule: "only_for_custom", try build { $0.appEventName = "level_achieved" })
     }
 
-    @Test("seed 000 app_event_type: the enumeration has exactly the nine documented values")
+    @Test("Google App Conversion Tracking API app_event_type: the enumeration has exactly the nine documented values")
     func eventTypeEnumeration() {
         #expect(GoogleAppEventType.allCases.map(\.rawValue) == [
             "first_open", "session_start", "in_app_purchase", "view_item_list", "view_item", "view_search_results",
@@ -75,7 +76,7 @@ struct GoogleConversionRequestRuleTests {
         ])
     }
 
-    @Test("seed 000 app_event_type \"will only accept the following values\"; id_type only advertisingid (Android) / idfa (iOS)")
+    @Test("Google App Conversion Tracking API app_event_type \"will only accept the following values\"; id_type only advertisingid (Android) / idfa (iOS)")
     func enumerations() throws {
         #expect(try GoogleAppEventType(validating: "in_app_purchase") == .inAppPurchase)
         gaExpectError(field: "app_event_type", rule: "enumeration") { try GoogleAppEventType(validating: "purchase") }
@@ -85,7 +86,7 @@ struct GoogleConversionRequestRuleTests {
         gaExpectError(field: "id_type", rule: "android_or_ios") { try GoogleDevicePlatform(validating: "windows") }
     }
 
-    @Test("seed 000 rdid: \"A valid UUID string\"")
+    @Test("Google App Conversion Tracking API rdid: \"A valid UUID string\"")
     func rdidUUID() throws {
         for bad in ["", "not-a-uuid", "0F7AB11F-DA50-498E-B225-21AC1977A85", "0F7AB11FXDA50-498E-B225-21AC1977A85D", "{0F7AB11F-DA50-498E-B225-21AC1977A85D}", "GF7AB11F-DA50-498E-B225-21AC1977A85D"] {
             gaExpectError(field: "rdid", rule: "uuid", try build { $0.rdid = bad })
@@ -93,14 +94,14 @@ struct GoogleConversionRequestRuleTests {
         #expect(GoogleConversionRequestBuilder.isUUID("00000000-0000-0000-0000-000000000000"))
     }
 
-    @Test("seed 000 app_version, os_version: Required; sdk_version, when given, not blank")
+    @Test("Google App Conversion Tracking API app_version, os_version: Required; sdk_version, when given, not blank")
     func versionsRequired() throws {
         gaExpectError(field: "app_version", rule: "required", try build { $0.appVersion = "" })
         gaExpectError(field: "os_version", rule: "required", try build { $0.osVersion = " " })
         gaExpectError(field: "sdk_version", rule: "required", try build { $0.sdkVersion = "" })
     }
 
-    @Test("seed 000 timestamp: Unix seconds \"with up to microseconds precision\", never an exponent")
+    @Test("Google App Conversion Tracking API timestamp: Unix seconds \"with up to microseconds precision\", never an exponent")
     func timestampRules() throws {
         for bad in ["1.432681913e9", "1432681913.1234567", "1,432,681,913", "1432681913.", ".5", "", " 1432681913", "1432681913,5"] {
             gaExpectError(field: "timestamp", rule: "unix_seconds_up_to_6_decimals") { try GoogleTimestamp(text: bad) }
@@ -112,7 +113,7 @@ struct GoogleConversionRequestRuleTests {
         gaExpectError(field: "timestamp", rule: "finite") { try GoogleTimestamp(Date(timeIntervalSince1970: .infinity)) }
     }
 
-    @Test("seed 000 value: \"machine-readable floating point value using a decimal point\" — no exponent, no grouping")
+    @Test("Google App Conversion Tracking API value: \"machine-readable floating point value using a decimal point\" — no exponent, no grouping")
     func valueFormat() throws {
         for bad in ["1,99", "2E+9", "1e-5", "1,000,000.00", "1.99 USD", "$1.99", "1.", ".99", "NaN", "1 000", "5", "-2"] {
             gaExpectError(field: "value", rule: "decimal_point_no_exponent_no_grouping", try build {
@@ -126,7 +127,7 @@ struct GoogleConversionRequestRuleTests {
         #expect(try GoogleConversionEvent.valueText(Decimal(string: "-0.5")!) == "-0.50")
     }
 
-    @Test("seed 000 currency_code: ISO 4217, \"required if the value parameter is provided and not blank\"")
+    @Test("Google App Conversion Tracking API currency_code: ISO 4217, \"required if the value parameter is provided and not blank\"")
     func currencyRules() throws {
         gaExpectError(field: "currency_code", rule: "required_with_value", try build { $0.value = "1.99" })
         for bad in ["usd", "US", "USDX", "U$D", ""] {
@@ -141,13 +142,13 @@ struct GoogleConversionRequestRuleTests {
         #expect(blank.queryValue("currency_code") == nil)
     }
 
-    @Test("seed 000 gclid / gbraid: when a deep link carried one, never blank")
+    @Test("Google App Conversion Tracking API gclid / gbraid: when a deep link carried one, never blank")
     func clickIDsNotBlank() throws {
         gaExpectError(field: "gclid", rule: "not_blank", try build { $0.gclid = "" })
         gaExpectError(field: "gbraid", rule: "not_blank", try build { $0.gbraid = " " })
     }
 
-    @Test("seed 000 X-Forwarded-For: \"The public IPv4 or IPv6 address of the device\"")
+    @Test("Google App Conversion Tracking API X-Forwarded-For: \"The public IPv4 or IPv6 address of the device\"")
     func forwardedFor() throws {
         for bad in ["", "256.1.1.1", "1.2.3", "01.2.3.4", "1.2.3.4, 5.6.7.8", "1.2.3.4:80", "[2607:f8b0::1]", "fe80::1%eth0", "1:2:3:4:5:6:7:8:9", "1::2::3", "12345::1", "gggg::1", "localhost", "1.2.3.4\r\nX-Evil: 1"] {
             gaExpectError(field: "X-Forwarded-For", rule: "ipv4_or_ipv6", try build { $0.deviceIP = bad })
@@ -163,7 +164,7 @@ struct GoogleConversionRequestRuleTests {
         #expect(GoogleDeviceIPAddress.family(of: "1.2.3.4") == .ipv4)
     }
 
-    @Test("seed 000: \"All requests must be sent via HTTPS\"; http only towards loopback")
+    @Test("Google App Conversion Tracking API: \"All requests must be sent via HTTPS\"; http only towards loopback")
     func httpsOnly() {
         gaExpectError(field: "scheme", rule: "https_only") { try GoogleEndpoint(scheme: "http", host: "www.googleadservices.com") }
         gaExpectError(field: "scheme", rule: "https_only") { try GoogleEndpoint(scheme: "http", host: "10.0.0.5") }
@@ -179,7 +180,7 @@ struct GoogleConversionRequestRuleTests {
         #expect(throws: (any Error).self) { try JSONDecoder().decode(GoogleEndpoint.self, from: data) }
     }
 
-    @Test("seed 000 cross-network: ad_event_id Required; derived only from a real, unredacted conversion request")
+    @Test("Google App Conversion Tracking API cross-network: ad_event_id Required; derived only from a real, unredacted conversion request")
     func crossNetworkRules() throws {
         let event = try GASamples.event(.firstOpen)
         gaExpectError(field: "ad_event_id", rule: "required") {

@@ -2,14 +2,14 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 000, "Event Data Encoding".
+/// Google App Conversion Tracking API, "Event Data Encoding".
 struct GoogleEventDataTests {
     func encoded(_ value: GoogleEventValue) throws -> String {
         let object = try GoogleEventData(["k": value]).encodedObject()
         return String(object.dropFirst(#"{"k":"#.count).dropLast())
     }
 
-    @Test("seed 000, \"Event Data Encoding\" Float: dot separator, no exponent, no grouping (-0.5, 2.99, 1000000.123)")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\" Float: dot separator, no exponent, no grouping (-0.5, 2.99, 1000000.123)")
     func floats() throws {
         #expect(try encoded(.float(Decimal(string: "-0.5")!)) == "-0.5")
         #expect(try encoded(.float(Decimal(string: "2.99")!)) == "2.99")
@@ -20,7 +20,7 @@ struct GoogleEventDataTests {
         gaExpectError(field: "app_event_data.k", rule: "finite_number") { try GoogleEventData(["k": .float(Decimal.nan)]).encodedObject() }
     }
 
-    @Test("seed 000, \"Event Data Encoding\": money has two decimals (2.99)")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\": money has two decimals (2.99)")
     func money() throws {
         #expect(try encoded(.money(Decimal(string: "2.99")!)) == "2.99")
         #expect(try encoded(.money(Decimal(3))) == "3.00")
@@ -31,7 +31,7 @@ struct GoogleEventDataTests {
         #expect(try encoded(.money(Decimal(string: "0.001")!)) == "0.00")
     }
 
-    @Test("seed 000, \"Event Data Encoding\" Integer: whole values, no decimals, no grouping (1000, -11, 0)")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\" Integer: whole values, no decimals, no grouping (1000, -11, 0)")
     func integers() throws {
         #expect(try encoded(.integer(1000)) == "1000")
         #expect(try encoded(.integer(-11)) == "-11")
@@ -39,7 +39,7 @@ struct GoogleEventDataTests {
         #expect(try encoded(.integer(Int64.max)) == "9223372036854775807")
     }
 
-    @Test("seed 000, \"Event Data Encoding\" Date: yyyy-mm-dd, always all digits (\"2016-09-23\", 5th → 05)")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\" Date: yyyy-mm-dd, always all digits (\"2016-09-23\", 5th → 05)")
     func dates() throws {
         #expect(try encoded(.date(GoogleDate(text: "2016-09-23"))) == #""2016-09-23""#)
         #expect(try encoded(.date(GoogleDate(year: 1990, month: 12, day: 31))) == #""1990-12-31""#)
@@ -52,14 +52,14 @@ struct GoogleEventDataTests {
         #expect(try GoogleDate(text: "2016-02-29").day == 29)
     }
 
-    @Test("seed 000, \"Event Data Encoding\" Timestamp: Unix UTC with up to µs (1478713087, 1073513982.123000)")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\" Timestamp: Unix UTC with up to µs (1478713087, 1073513982.123000)")
     func timestamps() throws {
         #expect(try encoded(.timestamp(GoogleTimestamp(text: "1478713087"))) == "1478713087")
         #expect(try encoded(.timestamp(GoogleTimestamp(text: "1073513982.123"))) == "1073513982.123000")
         #expect(try encoded(.timestamp(GoogleTimestamp(microsecondsSince1970: 1_073_513_982_123_000))) == "1073513982.123000")
     }
 
-    @Test("seed 000, \"Event Data Encoding\" Arrays: only arrays of primitives ([123, 456, 789], [\"abc\"])")
+    @Test("Google App Conversion Tracking API, \"Event Data Encoding\" Arrays: only arrays of primitives ([123, 456, 789], [\"abc\"])")
     func arrays() throws {
         #expect(try encoded(.array([.integer(123), .integer(456), .integer(789)])) == "[123,456,789]")
         #expect(try encoded(.array([.string("abc")])) == #"["abc"]"#)
@@ -72,7 +72,7 @@ struct GoogleEventDataTests {
         }
     }
 
-    @Test("seed 000: app_event_data is \"a simple JSON object\": nested objects refused")
+    @Test("Google App Conversion Tracking API: app_event_data is \"a simple JSON object\": nested objects refused")
     func nestedObjectsRefused() {
         gaExpectError(field: "app_event_data.k", rule: "nested_object_refused") {
             try GoogleEventData(["k": .object([GoogleEventField("a", .integer(1))])]).encodedObject()
@@ -96,7 +96,7 @@ struct GoogleEventDataTests {
         #expect(try GoogleEventData().requestBody() == nil)
     }
 
-    @Test("seed 000's own example {\"level\": 5, \"attempts\": 20} imports from JSON and is sent as is")
+    @Test("The Google App Conversion Tracking API's own example {\"level\": 5, \"attempts\": 20} imports from JSON and is sent as is")
     func importFromJSON() throws {
         let data = try GoogleEventData.fromJSON(Data(#"{"level": 5, "attempts": 20, "ratio": 1e-5, "ids": ["a", 2, true]}"#.utf8))
         #expect(data.fields.map(\.key) == ["level", "attempts", "ratio", "ids"])

@@ -2,7 +2,8 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 000, "Sample Responses": the six answers, copied verbatim from the document.
+/// Google App Conversion Tracking API, "Sample Responses": the six answers, copied verbatim from
+/// the document.
 enum GoogleResponseSamples {
     // "An example of a conversion tracking response when the request contained errors is:"
     static let errorSample = #"""

@@ -2,13 +2,13 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 000, "Conversion Tracking Response".
+/// Google App Conversion Tracking API, "Conversion Tracking Response".
 struct GoogleResponseTests {
     func parse(_ text: String) throws(ProviderError) -> GoogleConversionResponse {
         try GoogleConversionResponse.parse(Data(text.utf8))
     }
 
-    @Test("seed 000 sample: \"when the request contained errors\" → errors [INVALID_CURRENCY_CODE], not attributed")
+    @Test("Google App Conversion Tracking API sample: \"when the request contained errors\" → errors [INVALID_CURRENCY_CODE], not attributed")
     func errorSample() throws {
         let answer = try parse(GoogleResponseSamples.errorSample)
         #expect(answer.adEvents.isEmpty)
@@ -17,12 +17,12 @@ struct GoogleResponseTests {
         #expect(answer.attributed == false)
     }
 
-    @Test("seed 000 sample: negative response → no events, no errors, attributed false")
+    @Test("Google App Conversion Tracking API sample: negative response → no events, no errors, attributed false")
     func negativeSample() throws {
         #expect(try parse(GoogleResponseSamples.negativeSample) == GoogleConversionResponse(attributed: false))
     }
 
-    @Test("seed 000 sample: UAC → every field read, nulls kept as nil (no ad_group_id/creative_id for UAC)")
+    @Test("Google App Conversion Tracking API sample: UAC → every field read, nulls kept as nil (no ad_group_id/creative_id for UAC)")
     func uacSample() throws {
         let answer = try parse(GoogleResponseSamples.uacSample)
         #expect(answer.attributed)
@@ -53,7 +53,7 @@ struct GoogleResponseTests {
         #expect(answer.lastClick == event)
     }
 
-    @Test("seed 000 sample: Search → keyword \"+space +birds\", match_type b, ad group and creative")
+    @Test("Google App Conversion Tracking API sample: Search → keyword \"+space +birds\", match_type b, ad group and creative")
     func searchSample() throws {
         let event = try #require(try parse(GoogleResponseSamples.searchSample).adEvents.first)
         #expect(event.campaignType == "Search")
@@ -65,7 +65,7 @@ struct GoogleResponseTests {
         #expect(event.creativeID == 123_456_789)
     }
 
-    @Test("seed 000 sample: Display → network Display / mGDN with a placement")
+    @Test("Google App Conversion Tracking API sample: Display → network Display / mGDN with a placement")
     func displaySample() throws {
         let event = try #require(try parse(GoogleResponseSamples.displaySample).adEvents.first)
         #expect(event.knownCampaignType == .display)
@@ -75,7 +75,7 @@ struct GoogleResponseTests {
         #expect(event.keyword == nil)
     }
 
-    @Test("seed 000 sample: YouTube → campaign_type Video, network YouTube / YouTubeVideos with a video_id")
+    @Test("Google App Conversion Tracking API sample: YouTube → campaign_type Video, network YouTube / YouTubeVideos with a video_id")
     func youTubeSample() throws {
         let event = try #require(try parse(GoogleResponseSamples.youTubeSample).adEvents.first)
         #expect(event.knownCampaignType == .video)
@@ -95,7 +95,7 @@ struct GoogleResponseTests {
         #expect(try JSONDecoder().decode(GoogleConversionResponse.self, from: data) == answer)
     }
 
-    @Test("fact beyond the seeds: error codes match case-insensitively; unknown codes kept as-is")
+    @Test("fact beyond the providers' documents: error codes match case-insensitively; unknown codes kept as-is")
     func errorCodes() throws {
         let answer = try parse(#"{"ad_events":[],"errors":["timestamp_invalid","TIMESTAMP_INVALID","Some_New_Code"],"attributed":false}"#)
         #expect(answer.errors.map(\.raw) == ["timestamp_invalid", "TIMESTAMP_INVALID", "Some_New_Code"])

@@ -21,7 +21,8 @@ func gaExpectError<T>(
     }
 }
 
-/// A request as printed in seed 000's samples, read back into its parts.
+/// A request as printed in the Google App Conversion Tracking API's samples, read back into its
+/// parts.
 struct GASampleRequest {
     var method: String
     var path: String
@@ -55,14 +56,15 @@ struct GASampleRequest {
     var encodedQuery: String { query.map { "\($0.name)=\($0.value)" }.joined(separator: "&") }
 }
 
-/// The credentials and values of seed 000's samples.
+/// The credentials and values of the Google App Conversion Tracking API's samples.
 enum GASamples {
     static let link = GoogleAppLink(devToken: "Z_eErE4DkvcKjDM1OVE4c4", linkID: "31FF8D67E5BB5DD5029DCC2734C2F884")
     static let userAgent = GoogleAppUserAgent(
         name: "MyAnalyticsCompany", version: "1.0.0", osAndVersion: "iOS 10.0.2", locale: "en_US", device: "iPhone9,1",
         build: "Build/13D15")
 
-    /// The event of seed 000's samples; `sdk_version` is given explicitly (`1.9.5r6`).
+    /// The event of the Google App Conversion Tracking API's samples; `sdk_version` is given
+    /// explicitly (`1.9.5r6`).
     static func event(
         _ type: GoogleAppEventType, name: String? = nil, value: String? = nil, currency: String? = nil, gclid: String? = nil,
         eventData: GoogleEventData = GoogleEventData()

@@ -2,12 +2,13 @@ import Foundation
 import LedgerProviders
 import Testing
 
-/// seed 000, "App User-Agent": `name version (os_and_version; locale; device; build; Proxy)`.
+/// Google App Conversion Tracking API, "App User-Agent":
+/// `name version (os_and_version; locale; device; build; Proxy)`.
 struct GoogleUserAgentTests {
     let iOS = GoogleAppUserAgent(
         name: "AdMob", version: "7.10.1", osAndVersion: "iOS 10.0.2", locale: "en_US", device: "iPhone9,1", build: "Build/13D15")
 
-    @Test("seed 000: the document's iOS and Android examples are reproduced exactly")
+    @Test("Google App Conversion Tracking API: the document's iOS and Android examples are reproduced exactly")
     func documentExamples() throws {
         #expect(try iOS.headerValue() == "AdMob/7.10.1 (iOS 10.0.2; en_US; iPhone9,1; Build/13D15; Proxy)")
         let android = GoogleAppUserAgent(
@@ -15,7 +16,7 @@ struct GoogleUserAgentTests {
         #expect(try android.headerValue() == "AdMob/7.10.1 (Android 6.0; en_US; SM-G900F; Build/MMB29M; Proxy)")
     }
 
-    @Test("seed 000: \"Only include ; Proxy … when constructing the app User-Agent server side\"")
+    @Test("Google App Conversion Tracking API: \"Only include ; Proxy … when constructing the app User-Agent server side\"")
     func proxyOnlyServerSide() throws {
         var clientSide = iOS
         clientSide.proxy = false
@@ -27,7 +28,7 @@ struct GoogleUserAgentTests {
         #expect(try GoogleAppUserAgent.parse("AdMob/7.10.1 (iOS 10.0.2; en_US; iPhone9,1; Build/13D15; Proxy)") == iOS)
     }
 
-    @Test("seed 000 locale: \"two-letter language and country code separated by an underscore\" (en_US)")
+    @Test("Google App Conversion Tracking API locale: \"two-letter language and country code separated by an underscore\" (en_US)")
     func locale() {
         for bad in ["en-US", "EN_us", "en", "eng_US", "en_USA", "zh-Hans_CN", "en_US@calendar=x", ""] {
             var agent = iOS
@@ -38,7 +39,7 @@ struct GoogleUserAgentTests {
         }
     }
 
-    @Test("seed 000 build: \"Build/\" followed by the build number (Build/13D15)")
+    @Test("Google App Conversion Tracking API build: \"Build/\" followed by the build number (Build/13D15)")
     func build() {
         for bad in ["13D15", "Build/", "build/13D15", "Build 13D15"] {
             var agent = iOS

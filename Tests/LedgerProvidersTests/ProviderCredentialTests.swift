@@ -4,12 +4,13 @@ import Testing
 @testable import LedgerProviders
 
 /// Issue 4: "No credential appears in any redacted/stored form (test it)". The credentials are
-/// Google's `dev_token` (seed 000), Branch's `branch_key` / `branch_secret` (seed 003; digest:
-/// "`branch_secret` is a credential: it must never be written to the ledger or to logs") and
-/// Singular's SDK key `a` (seed 004). Every form a request or a configuration can take outside the
-/// transport is checked: `redacted()`, its `Codable` encoding (of the request itself, not only of
-/// the redacted copy), the decoded stored form, `description`, `debugDescription`, `dump` and
-/// `Mirror`, and the messages of errors raised while a credential was in hand.
+/// Google's `dev_token` (Google App Conversion Tracking API), Branch's `branch_key` /
+/// `branch_secret` (Branch v1/open server-to-server guide; digest: "`branch_secret` is a
+/// credential: it must never be written to the ledger or to logs") and Singular's SDK key `a`
+/// (Singular SKAdNetwork 4 implementation guide). Every form a request or a configuration can take
+/// outside the transport is checked: `redacted()`, its `Codable` encoding (of the request itself,
+/// not only of the redacted copy), the decoded stored form, `description`, `debugDescription`,
+/// `dump` and `Mirror`, and the messages of errors raised while a credential was in hand.
 @Suite("Credentials never appear in a stored or printed form (issue 4)")
 struct ProviderCredentialTests {
     static let googleLink = GoogleAppLink(devToken: "goog_SEEKRIT_dev_token", linkID: "31FF8D67E5BB5DD5029DCC2734C2F884")
@@ -38,7 +39,7 @@ struct ProviderCredentialTests {
         return ["\(value)", String(describing: value), String(reflecting: value), dumped, mirrored]
     }
 
-    @Test("seeds 000/003/004: the sent request carries the credential; redacted(), Codable, decoded and printed forms do not")
+    @Test("Google, Branch and Singular: the sent request carries the credential; redacted(), Codable, decoded and printed forms do not")
     func requestForms() throws {
         for request in try Self.builtRequests() {
             let sent = request.urlString + String(decoding: request.body ?? Data(), as: UTF8.self)
@@ -63,7 +64,7 @@ struct ProviderCredentialTests {
         }
     }
 
-    @Test("seeds 000/003/004: configurations print and reflect without their credentials")
+    @Test("Google, Branch and Singular: configurations print and reflect without their credentials")
     func configurationForms() {
         let values: [Any] = [Self.googleLink, Self.branchConfig, Self.singularConfig]
         for value in values {
@@ -124,7 +125,7 @@ struct ProviderCredentialTests {
         }
     }
 
-    @Test("seed 003: a refused or failed Branch answer's detail never holds the body, which could echo branch_secret")
+    @Test("Branch v1/open server-to-server guide: a refused or failed Branch answer's detail never holds the body, which could echo branch_secret")
     func classifierDetailsCarryNoCredential() {
         let echo = Data(#"{"error":{"message":"bad request","branch_secret":"secret_live_SEEKRIT_s"}}"#.utf8)
         for status in [400, 401, 403, 429, 500, 302] {

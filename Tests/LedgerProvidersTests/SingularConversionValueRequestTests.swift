@@ -3,7 +3,7 @@ import Testing
 
 @testable import LedgerProviders
 
-@Suite("Singular conversion value request (seed 004)")
+@Suite("Singular conversion value request (Singular SKAdNetwork 4 implementation guide)")
 struct SingularConversionValueRequestTests {
     static let config = SingularConfiguration(sdkKey: "sdk_key_here")
 
@@ -30,9 +30,10 @@ struct SingularConversionValueRequestTests {
 
     static let exampleNow = Date(timeIntervalSince1970: 1_510_090_877 + 60)
 
-    // seed 004, "Exemplos de pedidos / HTTP": every parameter, in order, with its percent-encoding. (The
-    // curl and Java examples give skan_first_call_to_skadnetwork_timestamp=1510040127; the HTTP and Python
-    // examples 1510090877. We reproduce the HTTP example, as asked.)
+    // Singular SKAdNetwork 4 implementation guide, "Exemplos de pedidos / HTTP": every parameter,
+    // in order, with its percent-encoding. (The curl and Java examples give
+    // skan_first_call_to_skadnetwork_timestamp=1510040127; the HTTP and Python examples 1510090877.
+    // We reproduce the HTTP example, as asked.)
     @Test func goldenHTTPExampleQuery() throws {
         let request = try Self.exampleRequest().build(with: Self.config, at: Self.exampleNow)
         let printed = """
@@ -74,7 +75,8 @@ struct SingularConversionValueRequestTests {
         #expect(!config.description.contains("SEEKRIT"))
     }
 
-    // seed 004, "Parâmetros necessários": a, i, v, app_v, n are required; `a` is the SDK key.
+    // Singular SKAdNetwork 4 implementation guide, "Parâmetros necessários": a, i, v, app_v, n are
+    // required; `a` is the SDK key.
     @Test func requiredParameters() {
         expectProviderError(field: "a", rule: "required") {
             _ = try Self.exampleRequest().build(with: SingularConfiguration(sdkKey: " "), at: Self.exampleNow)
@@ -90,7 +92,8 @@ struct SingularConversionValueRequestTests {
         }
     }
 
-    // seed 004: n is the event name, `__SESSION__` for sessions (SESSION_EVENT_NAME) — reserved for sessions.
+    // Singular SKAdNetwork 4 implementation guide: n is the event name, `__SESSION__` for sessions
+    // (SESSION_EVENT_NAME) — reserved for sessions.
     @Test func eventNames() throws {
         var request = Self.exampleRequest()
         request.event = .named("revenue_event_name")
@@ -99,7 +102,8 @@ struct SingularConversionValueRequestTests {
         expectProviderError(field: "n", rule: "reserved_event_name") { _ = try request.build(with: Self.config, at: Self.exampleNow) }
     }
 
-    // seed 004: idfa only when the user opted in (an all-zero IDFA is "not available"); idfv always; UUIDs.
+    // Singular SKAdNetwork 4 implementation guide: idfa only when the user opted in (an all-zero
+    // IDFA is "not available"); idfv always; UUIDs.
     @Test func deviceIdentifiers() throws {
         var request = Self.exampleRequest()
         request.idfa = nil
@@ -113,7 +117,8 @@ struct SingularConversionValueRequestTests {
         expectProviderError(field: "idfv", rule: "uuid_format") { _ = try request.build(with: Self.config, at: Self.exampleNow) }
     }
 
-    // seed 004 snippet: `if ([SKANSnippet isSkanWindowOver]) return;` and registration comes first.
+    // Singular SKAdNetwork 4 implementation guide snippet:
+    // `if ([SKANSnippet isSkanWindowOver]) return;` and registration comes first.
     @Test func noRequestAfterWindowOverOrBeforeRegistration() {
         let over = Date(timeIntervalSince1970: 1_510_090_877 + 35 * 86_400)
         expectProviderError(field: "skan_first_call_to_skadnetwork_timestamp", rule: "skan_window_over") {
@@ -126,7 +131,8 @@ struct SingularConversionValueRequestTests {
         }
     }
 
-    // seed 004: values are 0-63 ("Illegal values" otherwise), even in a state decoded from storage.
+    // Singular SKAdNetwork 4 implementation guide: values are 0-63 ("Illegal values" otherwise),
+    // even in a state decoded from storage.
     @Test func stateValuesOutOfRangeAreRefused() {
         var request = Self.exampleRequest()
         request.state.conversionValue = 64
@@ -140,7 +146,8 @@ struct SingularConversionValueRequestTests {
         }
     }
 
-    // seed 004, "Parâmetros opcionais": prev values, lock timestamps and per-window revenue, when present.
+    // Singular SKAdNetwork 4 implementation guide, "Parâmetros opcionais": prev values, lock
+    // timestamps and per-window revenue, when present.
     @Test func optionalParametersWhenPresent() throws {
         var request = Self.exampleRequest()
         request.state.previousFineValue = 5

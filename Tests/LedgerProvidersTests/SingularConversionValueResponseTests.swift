@@ -3,7 +3,7 @@ import Testing
 
 @testable import LedgerProviders
 
-@Suite("Singular conversion value response and classifier (seed 004)")
+@Suite("Singular conversion value response and classifier (Singular SKAdNetwork 4 implementation guide)")
 struct SingularConversionValueResponseTests {
     static func parse(_ text: String) throws -> SingularConversionValueResponse {
         try SingularConversionValueResponse.parse(Data(text.utf8))
@@ -13,8 +13,9 @@ struct SingularConversionValueResponseTests {
         .response(ProviderResponse(status: status, headers: headers, body: Data(body.utf8)))
     }
 
-    // seed 004, "Parâmetros de resposta": conversion_value, skan_updated_coarse_value, postback_sequence_index,
-    // skan_updated_lock_window_value, status "ok".
+    // Singular SKAdNetwork 4 implementation guide, "Parâmetros de resposta": conversion_value,
+    // skan_updated_coarse_value, postback_sequence_index, skan_updated_lock_window_value, status
+    // "ok".
     @Test func successfulAnswer() throws {
         let response = try Self.parse(
             #"{"conversion_value":5,"skan_updated_coarse_value":2,"postback_sequence_index":0,"skan_updated_lock_window_value":true,"status":"ok"}"#)
@@ -30,8 +31,9 @@ struct SingularConversionValueResponseTests {
         #expect(try JSONDecoder().decode(SingularConversionValueResponse.self, from: Data(encoded.utf8)) == response)
     }
 
-    // seed 004 snippet: no conversion_value with status "ok" → nothing to update; lock read with boolValue
-    // (0/1 accepted), missing lock = NO; null counts as absent.
+    // Singular SKAdNetwork 4 implementation guide snippet: no conversion_value with status "ok" →
+    // nothing to update; lock read with boolValue (0/1 accepted), missing lock = NO; null counts as
+    // absent.
     @Test func okWithoutValueAndLenientLock() throws {
         #expect(try Self.parse(#"{"status":"ok"}"#).outcome == .noUpdate)
         #expect(try Self.parse(#"{"status":"ok","conversion_value":null}"#).outcome == .noUpdate)
@@ -41,7 +43,8 @@ struct SingularConversionValueResponseTests {
         #expect(noLock.outcome == .update(try SKANConversionUpdate(conversionValue: 1)))
     }
 
-    // seed 004, "Possíveis erros de resposta": each documented reason is a typed case; unknown ones are kept.
+    // Singular SKAdNetwork 4 implementation guide, "Possíveis erros de resposta": each documented
+    // reason is a typed case; unknown ones are kept.
     @Test(arguments: [
         ("More than 24 hours passed since last conversion value update (28032 hours), update window is closed", SingularErrorReason.Kind.updateWindowClosed),
         ("Passaram mais de 24 horas desde a última atualização de conversão (28032 horas), a janela de atualização está fechada", .updateWindowClosed),
@@ -62,13 +65,15 @@ struct SingularConversionValueResponseTests {
             == .failed(rule: "singular_\(kind.rawValue)", detail: text))
     }
 
-    // seed 004 snippet: an error without reason reads "Got error from server".
+    // Singular SKAdNetwork 4 implementation guide snippet: an error without reason reads "Got error
+    // from server".
     @Test func errorWithoutReason() throws {
         #expect(try Self.parse(#"{"status":"error"}"#).outcome == .rejected(SingularErrorReason("Got error from server")))
         #expect(try Self.parse(#"{}"#).outcome == .rejected(SingularErrorReason("Got error from server")))
     }
 
-    // seed 004 snippet, validateValues: "Illegal values recieved" → a ProviderError naming the field.
+    // Singular SKAdNetwork 4 implementation guide snippet, validateValues: "Illegal values
+    // recieved" → a ProviderError naming the field.
     @Test func illegalValuesAreRefused() {
         let cases: [(String, String, String)] = [
             (#"{"conversion_value":64}"#, "conversion_value", "range_0_63"),
@@ -91,7 +96,7 @@ struct SingularConversionValueResponseTests {
             expectProviderError(field: field, rule: rule, kind: .malformedResponse) { _ = try Self.parse(body) }
         }
         #expect(SingularClassifier.classify(Self.answer(200, #"{"conversion_value":64}"#), attempt: 1, now: testNow)
-            == .failed(rule: "singular_malformed_response", detail: "singular: conversion_value: Illegal values: conversion_value 64 is not in 0...63 (seed 004, validateValues). [range_0_63]"))
+            == .failed(rule: "singular_malformed_response", detail: "singular: conversion_value: Illegal values: conversion_value 64 is not in 0...63 (Singular SKAdNetwork 4 implementation guide, validateValues). [range_0_63]"))
     }
 
     // Classifier: 200 ok succeeded; 5xx / timeouts retry with back-off (3 times); 429 honours Retry-After;
@@ -120,7 +125,8 @@ struct SingularConversionValueResponseTests {
         #expect(rule == "singular_http_4xx")
     }
 
-    // The parsed answer feeds the state: seed 004's response → valuesHasBeenUpdated.
+    // The parsed answer feeds the state: the Singular SKAdNetwork 4 implementation guide's response
+    // → valuesHasBeenUpdated.
     @Test func answerAppliesToState() throws {
         var state = SKANDeviceState()
         state.register(at: testNow)

@@ -3,14 +3,15 @@ import Testing
 
 @testable import LedgerProviders
 
-@Suite("SKAN 4 windows and device state (seed 004 snippet)")
+@Suite("SKAN 4 windows and device state (Singular SKAdNetwork 4 implementation guide snippet)")
 struct SingularSKANStateTests {
     static let first: Int64 = 1_700_000_000
     static func at(_ seconds: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(first + seconds)) }
     static let hour: Int64 = 3600
     static let day: Int64 = 86_400
 
-    // seed 004, getCurrentSkanWindow: `timeDiff < 48h → 0; < 7d → 1; < 35d → 2; else -1` (strict <).
+    // Singular SKAdNetwork 4 implementation guide, getCurrentSkanWindow:
+    // `timeDiff < 48h → 0; < 7d → 1; < 35d → 2; else -1` (strict <).
     @Test(arguments: [
         (47 * hour + 59 * 60 + 59, SKANWindow.p0), (48 * hour, .p1),
         (7 * day - 1, .p1), (7 * day, .p2),
@@ -38,7 +39,8 @@ struct SingularSKANStateTests {
         #expect(SKANWindow(firstCallTimestamp: Int64.max, now: .distantPast) == .p0)
     }
 
-    // seed 004, registerAppForAdNetworkAttribution: fine = 0, first and last timestamps set; idempotent.
+    // Singular SKAdNetwork 4 implementation guide, registerAppForAdNetworkAttribution: fine = 0,
+    // first and last timestamps set; idempotent.
     @Test func registerIsIdempotent() {
         var state = SKANDeviceState()
         #expect(!state.isRegistered)
@@ -55,8 +57,9 @@ struct SingularSKANStateTests {
         #expect(state == registered)
     }
 
-    // seed 004, valuesHasBeenUpdated: p0 sets fine and coarse keeping the previous ones; lockWindow records
-    // the lock timestamp; every update sets the last-call timestamp.
+    // Singular SKAdNetwork 4 implementation guide, valuesHasBeenUpdated: p0 sets fine and coarse
+    // keeping the previous ones; lockWindow records the lock timestamp; every update sets the
+    // last-call timestamp.
     @Test func p0UpdateSetsFineAndCoarseWithPrevious() throws {
         var state = SKANDeviceState()
         state.register(at: Self.at(0))
@@ -73,8 +76,8 @@ struct SingularSKANStateTests {
         #expect(state.p1Coarse == nil)
     }
 
-    // seed 004, valuesHasBeenUpdated cases 1 and 2: only that window's coarse (with its previous); the fine
-    // value is not recorded outside p0.
+    // Singular SKAdNetwork 4 implementation guide, valuesHasBeenUpdated cases 1 and 2: only that
+    // window's coarse (with its previous); the fine value is not recorded outside p0.
     @Test func p1AndP2UpdateOnlyCoarse() throws {
         var state = SKANDeviceState()
         state.register(at: Self.at(0))
@@ -95,8 +98,9 @@ struct SingularSKANStateTests {
         #expect(state.lastCallTimestamp == Self.first + 7 * Self.day)
     }
 
-    // Facts beyond the seeds: after lockWindow Apple ignores further updates in that window → recorded as
-    // ignored (values unchanged; the call itself still moves the last-call timestamp).
+    // Facts beyond the providers' documents: after lockWindow Apple ignores further updates in that
+    // window → recorded as ignored (values unchanged; the call itself still moves the last-call
+    // timestamp).
     @Test func updatesAfterLockAreIgnored() throws {
         var state = SKANDeviceState()
         state.register(at: Self.at(0))
@@ -112,7 +116,8 @@ struct SingularSKANStateTests {
         #expect(step9 == .appliedP1)
     }
 
-    // seed 004: isSkanWindowOver → nothing updates after 35 days; and registration comes first.
+    // Singular SKAdNetwork 4 implementation guide: isSkanWindowOver → nothing updates after 35
+    // days; and registration comes first.
     @Test func windowOverAndUnregistered() throws {
         var state = SKANDeviceState()
         expectProviderError(field: "skan_first_call_to_skadnetwork_timestamp", rule: "not_registered") {
@@ -125,7 +130,8 @@ struct SingularSKANStateTests {
         #expect(state == before)
     }
 
-    // seed 004, validateValues: "Illegal values" outside 0..63 (fine) and 0..2 (coarse).
+    // Singular SKAdNetwork 4 implementation guide, validateValues: "Illegal values" outside 0..63
+    // (fine) and 0..2 (coarse).
     @Test func illegalValuesAreRejected() {
         var state = SKANDeviceState()
         state.register(at: Self.at(0))
@@ -145,8 +151,9 @@ struct SingularSKANStateTests {
         #expect(state.conversionValue == 0)
     }
 
-    // seed 004, updateRevenue: zero amounts and missing currency ignored; IAP and ad monetization apart;
-    // per window too; after 35 d (or before registration) the total only (the snippet's `case -1`).
+    // Singular SKAdNetwork 4 implementation guide, updateRevenue: zero amounts and missing currency
+    // ignored; IAP and ad monetization apart; per window too; after 35 d (or before registration)
+    // the total only (the snippet's `case -1`).
     @Test func revenueRules() throws {
         var state = SKANDeviceState()
         let step11 = try state.addRevenue(Decimal(string: "0.5")!, currency: "USD", isAdMonetization: false, at: Self.at(0))
@@ -180,10 +187,11 @@ struct SingularSKANStateTests {
         // Event-id deduplication is the event store's job (a retried event must not call this twice).
     }
 
-    // seed 004, getSkanDetails example. It is internally inconsistent: the last call (167831134) is 59,808 s
-    // *before* the first (167890942), and revenue totals exist with no per-window revenue. Our functions reach
-    // exactly its values only this way: revenue before registration (totals only, the snippet's `case -1`),
-    // p0 updates ending in a lock, two p1 updates, then a call whose clock is behind the first call (p0 by the
+    // Singular SKAdNetwork 4 implementation guide, getSkanDetails example. It is internally
+    // inconsistent: the last call (167831134) is 59,808 s *before* the first (167890942), and
+    // revenue totals exist with no per-window revenue. Our functions reach exactly its values only
+    // this way: revenue before registration (totals only, the snippet's `case -1`), p0 updates
+    // ending in a lock, two p1 updates, then a call whose clock is behind the first call (p0 by the
     // snippet's rule, ignored because p0 is locked, but moving the last-call timestamp).
     @Test func getSkanDetailsExampleReplays() throws {
         let first: Int64 = 167_890_942

@@ -7,8 +7,9 @@ import LedgerTestSupport
 import Testing
 @testable import LedgerSKANPostbacks
 
-// Seed 004: validation and aggregation of postbacks, decoding the conversion value with the app's
-// conversion model; issue 10: model changes rebuild the projection, old decodings stay.
+// Singular SKAdNetwork 4 implementation guide: validation and aggregation of postbacks, decoding
+// the conversion value with the app's conversion model; issue 10: model changes rebuild the
+// projection, old decodings stay.
 @Suite("SKAN postback projection", .serialized)
 struct ProjectionTests {
     static let app = "525463029"

@@ -9,8 +9,8 @@ import Logging
 extension AttributionDecider {
     /// Requests the Google cross-network reports that no decision requested: affirmative answers
     /// to in-app conversions (a purchase, a custom event), and answers to a trigger's conversion
-    /// that came after its decision. Seed 000: every affirmative answer obliges a cross-network
-    /// request "after deciding the last click".
+    /// that came after its decision. Google App Conversion Tracking API: every affirmative answer
+    /// obliges a cross-network request "after deciding the last click".
     ///
     /// - A late answer to a trigger's conversion is reported against that trigger's decision:
     ///   `attributed=1` only if its ad event is the winner (it cannot be: the decision did not see

@@ -139,10 +139,10 @@ public struct AttributionProcessReducer: DeviceStateReducer {
                 state.triggers[index].lateAnswers.append(LateAnswer(
                     provider: nil, type: event.type, position: record.position, offeredTouch: !touches.isEmpty))
             } else if received.errorCode == IAdAttributionDetailsReceived.errorUnknown {
-                // Seed 001: "If you receive ADClientErrorUnknown, wait a few seconds and try
-                // again": the app's next answer is the one to wait for (the deadline still bounds
-                // the wait). A dictionary or any other error (LimitAdTracking: no data will
-                // ever come) ends it.
+                // Apple Search Ads Attribution API: "If you receive ADClientErrorUnknown, wait a
+                // few seconds and try again": the app's next answer is the one to wait for (the
+                // deadline still bounds the wait). A dictionary or any other error
+                // (LimitAdTracking: no data will ever come) ends it.
                 state.triggers[index].inputPositions.append(record.position)
             } else {
                 state.triggers[index].iAdReceived = true

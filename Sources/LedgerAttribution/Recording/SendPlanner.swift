@@ -17,7 +17,7 @@ import LedgerDomain
 ///
 /// Idempotency keys name the cause (`google:conversion:<event id>`), except Apple's lookup, keyed
 /// by the token's digest: Apple caches a token on the device for about 5 minutes, and "the same
-/// token twice is one lookup" (provider-rules, facts beyond the seeds).
+/// token twice is one lookup" (provider-rules, facts beyond the providers' documents).
 public struct SendPlanner: Sendable {
     /// The sends a fact asks for: provider, kind, key and parameters. The cause is the fact.
     public struct PlannedSend: Sendable, Hashable {

@@ -4,9 +4,10 @@ import LedgerDomain
 /// Lookback windows: how long before the trigger a touch may have happened and still get credit.
 ///
 /// The defaults are the providers' documented ones: Apple AdServices 30 days for a tap, 24 hours
-/// for a view, pre-orders 90 days (tap) / 61 days (view) (seed 002); Google 30 days for installs
-/// (Google's default install lookback); Branch and legacy iAd 30 days (iAd: "tapped within 30
-/// days before download", seed 001). Configurable per app.
+/// for a view, pre-orders 90 days (tap) / 61 days (view) (Apple AdServices attribution API); Google
+/// 30 days for installs (Google's default install lookback); Branch and legacy iAd 30 days (iAd:
+/// "tapped within 30 days before download", Apple Search Ads Attribution API). Configurable per
+/// app.
 public struct AttributionWindows: Sendable, Hashable, Codable {
     /// Google ad events (Google reports no interaction type: every ad event counts as a click).
     public var googleClick: TimeInterval

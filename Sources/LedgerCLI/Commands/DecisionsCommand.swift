@@ -106,7 +106,7 @@ extension DecisionsCommand {
             commandName: "report-again",
             abstract: "Request again the Google cross-network reports whose every request failed for good.",
             discussion: helpText("""
-                Seed 000 obliges a cross-network report for every affirmative Google
+                The Google App Conversion Tracking API obliges a cross-network report for every affirmative Google
                 answer. A report that failed for good (retries exhausted, a refused
                 request) leaves its obligation open, and the worker does not request it
                 again by itself. Run this once what made it fail is fixed (credentials,

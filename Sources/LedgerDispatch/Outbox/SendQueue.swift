@@ -37,9 +37,9 @@ public enum SendQueue {
     /// - Branch: a device's opens, since each carries the `randomized_bundle_token` the answer
     ///   to an earlier one gave. The lane is the device's stream id (schema/0003).
     /// - Singular: a device's calls, `singular:<device stream id>`. "Events must arrive in order,
-    ///   a session before its events" (provider-rules, facts beyond the seeds), and each call
-    ///   carries the SKAN state the answers before it left (seed 004's snippet calls one at a
-    ///   time, under a lock).
+    ///   a session before its events" (provider-rules, facts beyond the providers' documents), and
+    ///   each call carries the SKAN state the answers before it left (Singular SKAdNetwork 4
+    ///   implementation guide's snippet calls one at a time, under a lock).
     ///
     /// Other providers' sends have no lane.
     public static func lane(provider: SendProvider, deviceStreamID: String) -> String? {

@@ -9,11 +9,11 @@ import LedgerProviders
 /// |---|---|---|
 /// | `LEDGER_GOOGLE_DEV_TOKEN`, `LEDGER_GOOGLE_LINK_ID` | Google app conversion tracking credentials | Google off |
 /// | `LEDGER_GOOGLE_URL` | Google's base URL | `https://www.googleadservices.com` |
-/// | `LEDGER_GOOGLE_USER_AGENT_PRODUCT` | the analytics/ads product the app User-Agent names, `name/version` (seed 000: "Specified by API consumer") | `AttributionLedger/1.0.0` |
+/// | `LEDGER_GOOGLE_USER_AGENT_PRODUCT` | the analytics/ads product the app User-Agent names, `name/version` (Google App Conversion Tracking API: "Specified by API consumer") | `AttributionLedger/1.0.0` |
 /// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
-/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP", seed 003) | none |
+/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide) | none |
 /// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
 /// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
 ///

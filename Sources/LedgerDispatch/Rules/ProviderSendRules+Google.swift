@@ -3,8 +3,8 @@ import LedgerDomain
 import LedgerProviders
 import LedgerStore
 
-/// Google app conversion tracking (seed 000): the conversion request from its cause, and the
-/// cross-network request derived from the rebuilt conversion request.
+/// Google app conversion tracking (Google App Conversion Tracking API): the conversion request from
+/// its cause, and the cross-network request derived from the rebuilt conversion request.
 extension ProviderSendRules {
     /// `POST /pagead/conversion/app/1.0` for `send`, built from `cause`.
     func googleConversionRequest(
@@ -53,7 +53,8 @@ extension ProviderSendRules {
         }
     }
 
-    /// The event the conversion request reports (seed 000's parameter table).
+    /// The event the conversion request reports (the Google App Conversion Tracking API's parameter
+    /// table).
     func googleEvent(send: SendRequested, cause: RecordedEvent, context: SendContext) throws(SendBuildError)
         -> GoogleConversionEvent
     {
@@ -144,8 +145,8 @@ extension ProviderSendRules {
         return try building { () throws(ProviderError) in try GoogleEventData.fromJSON(data) }
     }
 
-    /// Seed 000's app User-Agent, built server side: the analytics/ads `product`'s name and
-    /// version, the device's parts, and `; Proxy`:
+    /// The Google App Conversion Tracking API's app User-Agent, built server side: the
+    /// analytics/ads `product`'s name and version, the device's parts, and `; Proxy`:
     /// `AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. (The app's own
     /// name belongs there only in a User-Agent built on the device.) A locale written `en-US` is
     /// given the document's underscore; a missing build is left blank for the builder to refuse.

@@ -3,7 +3,7 @@ import LedgerDomain
 import LedgerProjections
 import LedgerProviders
 
-/// Apple AdServices (seed 002).
+/// Apple AdServices (Apple AdServices attribution API).
 extension ProviderSendRules {
     /// `POST /api/v1/` with the token alone as a `text/plain` body.
     func adServicesRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
@@ -14,7 +14,7 @@ extension ProviderSendRules {
     }
 }
 
-/// Branch server-to-server `v1/open` (seed 003).
+/// Branch server-to-server `v1/open` (Branch v1/open server-to-server guide).
 extension ProviderSendRules {
     /// The open for `FirstOpen` (`first_session` true), `SessionStarted` or `DeepLinkOpened`
     /// (`first_session` false, with the `randomized_bundle_token` the log holds now).
@@ -81,9 +81,10 @@ extension ProviderSendRules {
             request.serverToServerIdentity = true
             // "After the first request, this property must be hardcoded with the
             // randomized_bundle_token received in the first network response", in "all v1/open
-            // requests moving forward for that device" (seed 003): a reinstall's first session
-            // too, which Branch then marks as a reinstall of that identity. Without one after the
-            // first open (it failed) the builder refuses: `required_after_first_open`.
+            // requests moving forward for that device" (Branch v1/open server-to-server guide): a
+            // reinstall's first session too, which Branch then marks as a reinstall of that
+            // identity. Without one after the first open (it failed) the builder refuses:
+            // `required_after_first_open`.
             request.randomizedBundleToken = context.branchIdentity.randomizedBundleToken
             request.identity = device.customUserID
         }
@@ -108,7 +109,7 @@ extension ProviderSendRules {
     }
 }
 
-/// Singular SKAdNetwork 4 conversion value (seed 004).
+/// Singular SKAdNetwork 4 conversion value (Singular SKAdNetwork 4 implementation guide).
 extension ProviderSendRules {
     /// Singular's name of an in-app purchase revenue event (its SDKs' `__iap__`).
     public static let singularIAPEventName = "__iap__"

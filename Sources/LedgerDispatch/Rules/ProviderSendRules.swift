@@ -9,11 +9,11 @@ import LedgerStore
 ///
 /// | send | cause → request | answer |
 /// |---|---|---|
-/// | `google/conversion` | `FirstOpen` → `first_open`, `SessionStarted` → `session_start`, `InAppEventRecorded` → its `google_event_type` (else `custom`), `RevenueRecorded` → `in_app_purchase` (seed 000) | `GoogleResponseClassifier.classifyConversion` |
+/// | `google/conversion` | `FirstOpen` → `first_open`, `SessionStarted` → `session_start`, `InAppEventRecorded` → its `google_event_type` (else `custom`), `RevenueRecorded` → `in_app_purchase` (Google App Conversion Tracking API) | `GoogleResponseClassifier.classifyConversion` |
 /// | `google/cross_network` | the conversion request rebuilt from `context.conversion`, plus `ad_event_id` and `attributed` | `classifyCrossNetwork` |
-/// | `apple_adservices/token_lookup` | the token of `FirstOpen` / `AdServicesTokenReceived`; no call past its 24 h TTL (seed 002) | `AdServicesClassifier` |
-/// | `branch/open` | `FirstOpen` → `first_session` true; `SessionStarted`, `DeepLinkOpened` → false, with the device's `randomized_bundle_token` (seed 003) | `BranchClassifier` |
-/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state (seed 004) | `SingularClassifier` |
+/// | `apple_adservices/token_lookup` | the token of `FirstOpen` / `AdServicesTokenReceived`; no call past its 24 h TTL (Apple AdServices attribution API) | `AdServicesClassifier` |
+/// | `branch/open` | `FirstOpen` → `first_session` true; `SessionStarted`, `DeepLinkOpened` → false, with the device's `randomized_bundle_token` (Branch v1/open server-to-server guide) | `BranchClassifier` |
+/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state (Singular SKAdNetwork 4 implementation guide) | `SingularClassifier` |
 ///
 /// A provider without configuration is never called: its sends fail to build with
 /// `provider_not_configured`. Nothing here reads a clock but `context.now`.
@@ -25,12 +25,14 @@ public struct ProviderSendRules: SendRules {
     public var adServices: AdServicesEndpoint?
     /// Branch: key, secret, endpoint and this service's own public IPs. `nil`: not configured.
     public var branch: BranchConfiguration?
-    /// Whether Branch opens use `server_to_server_identity` (seed 003): then every open after the
-    /// first carries the device's `randomized_bundle_token`, and the custom user id goes as `identity`.
+    /// Whether Branch opens use `server_to_server_identity` (Branch v1/open server-to-server
+    /// guide): then every open after the first carries the device's `randomized_bundle_token`, and
+    /// the custom user id goes as `identity`.
     public var branchServerToServerIdentity: Bool
     /// Singular: the SDK key and endpoint. `nil`: not configured.
     public var singular: SingularConfiguration?
-    /// Seed 002's timing (24 h TTL, 404 every 5 s at most 3 attempts, back-off after 5xx).
+    /// The Apple AdServices attribution API's timing (24 h TTL, 404 every 5 s at most 3 attempts,
+    /// back-off after 5xx).
     public var adServicesPolicy: AdServicesRetryPolicy
     /// Back-off after Google network errors, 5xx, 408 and 429.
     public var googlePolicy: GoogleRetryPolicy
@@ -70,12 +72,13 @@ public struct ProviderSendRules: SendRules {
 
     /// Decides before the request is built, without a call:
     /// - Apple AdServices: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
-    ///   (seed 002: past the TTL Apple can only answer 404).
-    /// - Singular: a device whose SKAN registration is not in the log yet waits for it. Seed 004's
-    ///   snippet registers on the first launch before it sends the session, but the app records
-    ///   the registration as a fact of its own (`SKANRegistered`), which may reach the ledger after
-    ///   the first open's send is claimed. That send (the one caused by `FirstOpen`) is retried
-    ///   without a call (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) up to
+    ///   (Apple AdServices attribution API: past the TTL Apple can only answer 404).
+    /// - Singular: a device whose SKAN registration is not in the log yet waits for it. The
+    ///   Singular SKAdNetwork 4 implementation guide's snippet registers on the first launch before
+    ///   it sends the session, but the app records the registration as a fact of its own
+    ///   (`SKANRegistered`), which may reach the ledger after the first open's send is claimed.
+    ///   That send (the one caused by `FirstOpen`) is retried without a call
+    ///   (`singular_skan_not_registered_yet`, after 5, 10, 20 … s) up to
     ///   ``singularRegistrationWaits`` times, counted from its first try (so a worker that was
     ///   behind still waits); then the build refuses it (`not_registered`). The device's later
     ///   Singular calls wait behind it in its lane, and do not wait themselves: a device still
@@ -166,7 +169,8 @@ public struct ProviderSendRules: SendRules {
     }
 
     /// Apple AdServices counts its "maximum of three attempts" among the answers that were 404s
-    /// (seed 002): a 404 after earlier calls answered otherwise (a 500) needs those answers.
+    /// (Apple AdServices attribution API): a 404 after earlier calls answered otherwise (a 500)
+    /// needs those answers.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool {
         context.send.provider == .appleAdServices && context.call > 1 && answer.providerResponse?.status == 404
     }
@@ -251,8 +255,8 @@ public struct ProviderSendRules: SendRules {
         return parts
     }
 
-    /// The all-zero UUID Google's `rdid` takes without an advertising id (provider-rules.md, "Facts
-    /// beyond the seeds").
+    /// The all-zero UUID Google's `rdid` takes without an advertising id (provider-rules.md, facts
+    /// beyond the providers' documents).
     static let zeroUUID = "00000000-0000-0000-0000-000000000000"
 }
 

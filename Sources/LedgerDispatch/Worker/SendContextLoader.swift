@@ -52,8 +52,8 @@ struct SendContextLoader: Sendable {
         // In-app events, revenue and deep links may lack the network facts (IP, user agent) a
         // request needs: the last launch's device stands in, as docs/events.md says. A
         // cross-network report is the conversion's request again ("identical to the original
-        // conversion tracking request", seed 000): the launch before the conversion's cause stands
-        // in, not the one before the decision the report is caused by.
+        // conversion tracking request", Google App Conversion Tracking API): the launch before the
+        // conversion's cause stands in, not the one before the decision the report is caused by.
         let builtFrom = conversion?.cause ?? cause
         if ![FirstOpen.eventType, SessionStarted.eventType].contains(builtFrom.type) {
             context.lastSessionDevice = try await lastLaunchDevice(device, before: builtFrom)

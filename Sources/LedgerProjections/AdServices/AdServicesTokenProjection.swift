@@ -5,7 +5,8 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 
-/// Apple AdServices attribution tokens per device, and where each lookup stands (seed 002).
+/// Apple AdServices attribution tokens per device, and where each lookup stands (Apple AdServices
+/// attribution API).
 ///
 /// A token is known from `FirstOpen.adservices_token` or `AdServicesTokenReceived`; the same
 /// token twice (the device caches it for about 5 minutes) is one token. Its expiry is 24 hours

@@ -4,8 +4,9 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 
-/// Branch identity per device (seed 003): the `randomized_bundle_token` Branch issued, which every
-/// later `v1/open` for the device must carry, and whether an open is in flight.
+/// Branch identity per device (Branch v1/open server-to-server guide): the
+/// `randomized_bundle_token` Branch issued, which every later `v1/open` for the device must carry,
+/// and whether an open is in flight.
 ///
 /// The first token Branch returned wins; a different one in a later answer is recorded as an
 /// anomaly and never overwrites it. `randomized_device_token` and the custom `identity` are kept

@@ -4,9 +4,10 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 
-/// Google's cross-network obligations per device (seed 000): when Google answers a conversion
-/// request affirmatively, the consumer MUST send a cross-network attribution request for each
-/// `ad_event_id` after deciding the last click (`attributed` 1 for the winner, else 0).
+/// Google's cross-network obligations per device (Google App Conversion Tracking API): when Google
+/// answers a conversion request affirmatively, the consumer MUST send a cross-network attribution
+/// request for each `ad_event_id` after deciding the last click (`attributed` 1 for the winner,
+/// else 0).
 ///
 /// An obligation opens with each ad event of a 200 answer to a `conversion` send and holds what
 /// the cross-network request needs (the conversion send and its cause, the ad event). It is

@@ -5,7 +5,8 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 
-/// Per-device SKAdNetwork 4 state, as Singular's snippet keeps it (seed 004), folded from the log.
+/// Per-device SKAdNetwork 4 state, as Singular's snippet keeps it (Singular SKAdNetwork 4
+/// implementation guide), folded from the log.
 ///
 /// - `SKANRegistered` registers (fine value 0, first and last call set; once).
 /// - `RevenueRecorded` adds to the totals by currency, IAP and ad monetization apart, overall and

@@ -1,6 +1,7 @@
 import Foundation
 
-/// The timing rules of seed 002, with the document's numbers as defaults.
+/// The timing rules of the Apple AdServices attribution API, with the document's numbers as
+/// defaults.
 public struct AdServicesRetryPolicy: Sendable, Hashable, Codable {
     /// "has a 24-hour TTL".
     public var tokenTTL: TimeInterval
@@ -14,7 +15,8 @@ public struct AdServicesRetryPolicy: Sendable, Hashable, Codable {
     /// The ceiling of the delay after a 5xx or no answer.
     public var serverErrorMaxDelay: TimeInterval
 
-    /// A policy; the defaults are seed 002's numbers (24 h, 5 s, 3 attempts) and 30 s … 30 min after server errors.
+    /// A policy; the defaults are the Apple AdServices attribution API's numbers (24 h, 5 s, 3
+    /// attempts) and 30 s … 30 min after server errors.
     public init(
         tokenTTL: TimeInterval = 86_400, notFoundRetryInterval: TimeInterval = 5, notFoundMaxAttempts: Int = 3,
         serverErrorBaseDelay: TimeInterval = 30, serverErrorMaxDelay: TimeInterval = 1_800
@@ -29,12 +31,12 @@ public struct AdServicesRetryPolicy: Sendable, Hashable, Codable {
 
 /// Decides, purely, whether to send an AdServices token and what to do with Apple's answer.
 ///
-/// Seed 002's response codes: 200 — attribution found (`attribution=true`) or not
-/// (`attribution=false`, "acknowledgment of the receipt"); 400 — "The token is invalid"; 404 —
-/// either too soon after the token was made (retry every 5 s, at most three attempts) or the
-/// token is past its 24 h TTL; 500 — "temporarily down or unreachable … retry it later". The two
-/// meanings of 404 are told apart by the token's age, which is why every decision takes the
-/// token's issue time and `now`.
+/// The Apple AdServices attribution API's response codes: 200 — attribution found
+/// (`attribution=true`) or not (`attribution=false`, "acknowledgment of the receipt"); 400 — "The
+/// token is invalid"; 404 — either too soon after the token was made (retry every 5 s, at most
+/// three attempts) or the token is past its 24 h TTL; 500 — "temporarily down or unreachable …
+/// retry it later". The two meanings of 404 are told apart by the token's age, which is why every
+/// decision takes the token's issue time and `now`.
 public enum AdServicesClassifier {
     /// Whether the token is still within its TTL at `now`: its age must be strictly less than 24 h
     /// (23:59:59 is live, 24:00:00 is expired). A token "issued" in the future (clock skew) is live.
@@ -92,13 +94,13 @@ public enum AdServicesClassifier {
             guard notFound < policy.notFoundMaxAttempts else {
                 return .failed(
                     rule: "adservices_404_gave_up",
-                    detail: "Apple answered 404 to \(notFound) attempts; seed 002 allows a maximum of \(policy.notFoundMaxAttempts).")
+                    detail: "Apple answered 404 to \(notFound) attempts; the Apple AdServices attribution API allows a maximum of \(policy.notFoundMaxAttempts).")
             }
             return retry(after: policy.notFoundRetryInterval, rule: "adservices_404_retry_5s")
         case 500...599:
             return serverError("adservices_5xx_retry")
         default:
-            return .failed(rule: "adservices_unexpected_status", detail: "HTTP \(response.status) is not in seed 002's response codes.")
+            return .failed(rule: "adservices_unexpected_status", detail: "HTTP \(response.status) is not in the Apple AdServices attribution API's response codes.")
         }
     }
 

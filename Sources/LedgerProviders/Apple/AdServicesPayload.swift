@@ -1,8 +1,8 @@
 import Foundation
 
-/// Seed 002's `conversionType`: "Values are Download, Redownload or preorder" — the samples spell
-/// it `PreOrder`, the table `preorder`; known values are matched case-insensitively and held in
-/// the samples' spelling. Unknown values are kept as sent.
+/// The Apple AdServices attribution API's `conversionType`: "Values are Download, Redownload or
+/// preorder" — the samples spell it `PreOrder`, the table `preorder`; known values are matched
+/// case-insensitively and held in the samples' spelling. Unknown values are kept as sent.
 public struct AdServicesConversionType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     /// The value, in the samples' spelling when known.
     public let rawValue: String
@@ -23,8 +23,9 @@ public struct AdServicesConversionType: RawRepresentable, Sendable, Hashable, Co
     public var description: String { rawValue }
 }
 
-/// Seed 002's `claimType`: `Click` (tap-through, 30-day window, "prioritized over view-through")
-/// or `Impression` (view-through, within 24 hours of the view). Matched case-insensitively.
+/// The Apple AdServices attribution API's `claimType`: `Click` (tap-through, 30-day window,
+/// "prioritized over view-through") or `Impression` (view-through, within 24 hours of the view).
+/// Matched case-insensitively.
 public struct AdServicesClaimType: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
     /// The value, in the samples' spelling when known.
     public let rawValue: String
@@ -43,8 +44,8 @@ public struct AdServicesClaimType: RawRepresentable, Sendable, Hashable, Codable
     public var description: String { rawValue }
 }
 
-/// An AdServices attribution record (seed 002, "Attribution payload"), stored under Apple's field
-/// names.
+/// An AdServices attribution record (Apple AdServices attribution API, "Attribution payload"),
+/// stored under Apple's field names.
 ///
 /// With `attribution` true, `orgId`, `campaignId`, `adGroupId`, `conversionType` and
 /// `countryOrRegion` are required. May be absent: `keywordId` ("when you enable search match, the

@@ -1,14 +1,15 @@
 import Foundation
 import LedgerDomain
 
-/// The attribution token an app gets from `AAAttribution.attributionToken()` (seed 002): "a
-/// Base64 encoded string and has a 24-hour TTL".
+/// The attribution token an app gets from `AAAttribution.attributionToken()` (Apple AdServices
+/// attribution API): "a Base64 encoded string and has a 24-hour TTL".
 ///
 /// Checked on the way in: not empty, standard Base64 alphabet (`A–Z a–z 0–9 + /`) with padding
 /// only at the end. Surrounding whitespace (a trailing newline from the app) is trimmed; inner
-/// whitespace is refused — seed 002's printed sample contains one (`…IR/ h+2…`), an artefact of
-/// line wrapping that a real token never has, and sending it would earn a 400.
-/// Unpadded Base64 is accepted (seed 002's sample is 83 characters, unpadded or truncated).
+/// whitespace is refused — the Apple AdServices attribution API's printed sample contains one
+/// (`…IR/ h+2…`), an artefact of line wrapping that a real token never has, and sending it would
+/// earn a 400. Unpadded Base64 is accepted (the Apple AdServices attribution API's sample is 83
+/// characters, unpadded or truncated).
 public struct AdServicesToken: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The token, exactly as it is sent.
     public let text: String
@@ -28,7 +29,7 @@ public struct AdServicesToken: Sendable, Hashable, Codable, CustomStringConverti
             throw Self.failure("max_length", "The attribution token is longer than \(Self.maxLength) characters.")
         }
         guard LedgerDomain.AdServicesToken.isBase64(trimmed) else {
-            throw Self.failure("base64", "The attribution token must be a Base64 encoded string (seed 002).")
+            throw Self.failure("base64", "The attribution token must be a Base64 encoded string (Apple AdServices attribution API).")
         }
         self.text = trimmed
     }
@@ -94,8 +95,9 @@ public struct AdServicesEndpoint: Sendable, Hashable, Codable {
     }
 }
 
-/// Builds seed 002's attribution lookup: `POST https://api-adservices.apple.com/api/v1/` with
-/// "a single token in the request body and … a content-type of text/plain in the header".
+/// Builds the Apple AdServices attribution API's attribution lookup:
+/// `POST https://api-adservices.apple.com/api/v1/` with "a single token in the request body and … a
+/// content-type of text/plain in the header".
 public enum AdServicesRequestBuilder {
     /// `/api/v1/`, trailing slash included as in the document.
     public static let path = "/api/v1/"

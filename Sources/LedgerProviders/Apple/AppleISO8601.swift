@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Accepted: `YYYY-MM-DDTHH:MM` with optional `:SS` and optional fraction (any number of digits),
 /// then a zone: `Z`, `±HH:MM`, `±HHMM` or `±HH`. AdServices writes minutes only
-/// (`2024-10-08T17:17Z`, seed 002); iAd writes seconds (`2020-06-29T18:50:16Z`); a fraction
-/// (`…16.123Z`) is accepted too. A zone is required: a bare local time would have to be guessed.
+/// (`2024-10-08T17:17Z` in the Apple AdServices attribution API); iAd writes seconds
+/// (`2020-06-29T18:50:16Z`); a fraction (`…16.123Z`) is accepted too. A zone is required: a bare
+/// local time would have to be guessed.
 enum AppleISO8601 {
     /// The instant `text` denotes, or `nil` when it is not such a date-time.
     static func parse(_ text: String) -> Date? {

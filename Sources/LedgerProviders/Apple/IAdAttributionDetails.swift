@@ -1,15 +1,15 @@
 import Foundation
 
-/// The legacy iAd `attributionDetails` dictionary an app phones home (seed 001), kept whole and
-/// read into typed values.
+/// The legacy iAd `attributionDetails` dictionary an app phones home (Apple Search Ads Attribution
+/// API), kept whole and read into typed values.
 ///
-/// Seed 001: "Since the data is returned as an NSDictionary object, pass the entire data object to
-/// your server; your app will not need to be updated even if the data structure returned by Search
-/// Ads changes." So the server accepts any object: the raw JSON is kept verbatim
-/// (``rawJSON``), unknown keys are kept (``otherFields``), a version wrapper
+/// Apple Search Ads Attribution API: "Since the data is returned as an NSDictionary object, pass
+/// the entire data object to your server; your app will not need to be updated even if the data
+/// structure returned by Search Ads changes." So the server accepts any object: the raw JSON is
+/// kept verbatim (``rawJSON``), unknown keys are kept (``otherFields``), a version wrapper
 /// (`{"Version3.1": {…}}`) is unwrapped, and values are read leniently — `true` or `"true"`,
-/// `1234567890` or `"1234567890"` — because apps serialize the NSDictionary in different ways.
-/// A known key whose value cannot be read at all (a click date that is no date) is an error.
+/// `1234567890` or `"1234567890"` — because apps serialize the NSDictionary in different ways. A
+/// known key whose value cannot be read at all (a click date that is no date) is an error.
 ///
 /// Since February 2023 Apple answers `iad-attribution` false (or an error) to every request; an
 /// iAd false never outweighs an AdServices true.
@@ -171,7 +171,7 @@ private struct IAdValueReader {
     let object: GAJSONObject
 
     func failure(_ key: IAdAttributionDetails.CodingKeys, _ rule: String, _ message: String) -> ProviderError {
-        ProviderError(.malformedResponse, provider: .appleIAd, field: key.rawValue, rule: rule, message: message + " (seed 001)")
+        ProviderError(.malformedResponse, provider: .appleIAd, field: key.rawValue, rule: rule, message: message + " (Apple Search Ads Attribution API)")
     }
 
     /// `true`/`false`, `"true"`/`"false"` (any case), `1`/`0`, `"1"`/`"0"`.

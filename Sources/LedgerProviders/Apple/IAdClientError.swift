@@ -1,6 +1,6 @@
 import Foundation
 
-/// The `ADClientError` codes of seed 001, reported by the app when
+/// The `ADClientError` codes of the Apple Search Ads Attribution API, reported by the app when
 /// `requestAttributionDetails` failed instead of phoning home a dictionary.
 ///
 /// - 0 `ADClientErrorUnknown`: "wait a few seconds and try again" (generally connectivity).

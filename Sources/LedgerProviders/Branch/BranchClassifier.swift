@@ -1,7 +1,8 @@
 import Foundation
 
 /// How persistently to retry Branch sends. Defaults follow Branch's own SDKs, which retry 5xx and
-/// timeouts three times but never 4xx, and seed 003's advice for 429 ("wait a few minutes").
+/// timeouts three times but never 4xx, and the Branch v1/open server-to-server guide's advice for
+/// 429 ("wait a few minutes").
 public struct BranchRetryPolicy: Sendable, Hashable, Codable {
     /// Retries after a 5xx, timeout or transport failure (the SDKs' 3).
     public var maxRetries: Int
@@ -42,7 +43,8 @@ public struct BranchRetryPolicy: Sendable, Hashable, Codable {
 /// - 2xx: ``SendDisposition/succeeded`` (Branch "will always return a 200"; the open is counted even
 ///   if the body later fails to parse, so it must not be sent again).
 /// - 429: retry after `Retry-After` (seconds or HTTP-date) if present, else after
-///   `rateLimitDelay × attempt` — "please wait a few minutes" (seed 003, rate limits).
+///   `rateLimitDelay × attempt` — "please wait a few minutes" (Branch v1/open server-to-server
+///   guide, rate limits).
 /// - 5xx, timeouts, transport failures: retry with exponential back-off, at most `maxRetries`
 ///   times (a 503's `Retry-After` is honoured when later).
 /// - Any other status (4xx, 1xx, 3xx): ``SendDisposition/failed(rule:detail:)``.

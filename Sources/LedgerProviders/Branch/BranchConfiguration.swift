@@ -1,5 +1,6 @@
-/// Where Branch's API lives. Production is `https://api2.branch.io` (seed 003, "Endpoint
-/// Specifications"); tests override it to reach a loopback fake, where `http` is allowed.
+/// Where Branch's API lives. Production is `https://api2.branch.io` (Branch v1/open
+/// server-to-server guide, "Endpoint Specifications"); tests override it to reach a loopback fake,
+/// where `http` is allowed.
 public struct BranchEndpoint: Sendable, Hashable, Codable {
     /// `https`, or `http` for a loopback host only.
     public var scheme: String
@@ -21,8 +22,9 @@ public struct BranchEndpoint: Sendable, Hashable, Codable {
 
 /// The app's Branch credentials and endpoint: the configuration every Branch request is built with.
 ///
-/// `branchKey` and `branchSecret` are credentials (seed 003, "POST body parameters": "Your production
-/// API Secret"); built requests mark both as sensitive so ``ProviderRequest/redacted()`` removes them.
+/// `branchKey` and `branchSecret` are credentials (Branch v1/open server-to-server guide, "POST
+/// body parameters": "Your production API Secret"); built requests mark both as sensitive so
+/// ``ProviderRequest/redacted()`` removes them.
 public struct BranchConfiguration: Sendable, Hashable {
     /// `branch_key`: the Live environment key, e.g. `key_live_…`.
     public var branchKey: String
@@ -31,7 +33,8 @@ public struct BranchConfiguration: Sendable, Hashable {
     /// Where to send; ``BranchEndpoint/production`` unless a test overrides it.
     public var endpoint: BranchEndpoint
     /// This service's own public addresses. An `X-IP-Override` equal to one of them is refused:
-    /// the header must be the device's IP, "not your server's IP" (seed 003).
+    /// the header must be the device's IP, "not your server's IP" (Branch v1/open server-to-server
+    /// guide).
     public var serverPublicIPs: Set<String>
 
     /// Creates a configuration.

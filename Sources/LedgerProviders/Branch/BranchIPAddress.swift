@@ -3,9 +3,10 @@ import Foundation
 /// A strict textual IP address check, for Branch's `X-IP-Override` header and `local_ip` field.
 ///
 /// Why strict: the header value goes into an HTTP request verbatim, and a wrong address silently
-/// ruins attribution (seed 003: "it is critical this uses the device's IP, and not your server's
-/// IP"). Accepted forms: dotted-quad IPv4 with no leading zeros (`1.2.3.4`), and RFC 4291 IPv6 text
-/// (`2001:db8::1`, `::ffff:1.2.3.4`) without zone ids or brackets.
+/// ruins attribution (Branch v1/open server-to-server guide: "it is critical this uses the device's
+/// IP, and not your server's IP"). Accepted forms: dotted-quad IPv4 with no leading zeros
+/// (`1.2.3.4`), and RFC 4291 IPv6 text (`2001:db8::1`, `::ffff:1.2.3.4`) without zone ids or
+/// brackets.
 public enum BranchIPAddress: Sendable, Hashable {
     /// An IPv4 address, as its four octets.
     case v4([UInt8])

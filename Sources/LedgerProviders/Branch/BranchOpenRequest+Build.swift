@@ -1,10 +1,10 @@
 import Foundation
 
 extension BranchOpenRequest {
-    /// Checks every rule of seed 003 and builds `POST /v1/open` with a JSON body (keys sorted, so
-    /// the same facts always give the same bytes) and the headers `Content-Type: application/json`
-    /// and `X-IP-Override: <device public IP>`. `branch_key` and `branch_secret` are marked
-    /// sensitive.
+    /// Checks every rule of the Branch v1/open server-to-server guide and builds `POST /v1/open`
+    /// with a JSON body (keys sorted, so the same facts always give the same bytes) and the headers
+    /// `Content-Type: application/json` and `X-IP-Override: <device public IP>`. `branch_key` and
+    /// `branch_secret` are marked sensitive.
     public func build(with configuration: BranchConfiguration) throws(ProviderError) -> ProviderRequest {
         let endpoint = configuration.endpoint
         let host = try BSHTTP.validateEndpoint(
@@ -73,17 +73,18 @@ extension BranchOpenRequest {
             guard serverToServerIdentity else {
                 throw fail(
                     field, "requires_server_to_server_identity",
-                    "\(field) is used only when server_to_server_identity is true (seed 003).")
+                    "\(field) is used only when server_to_server_identity is true (Branch v1/open server-to-server guide).")
             }
             try put(value, field, in: &body)
         }
-        // seed 003, randomized_bundle_token: "After the first request, this property must be
-        // hardcoded with the randomized_bundle_token received in the first network response."
+        // Branch v1/open server-to-server guide, randomized_bundle_token: "After the first request,
+        // this property must be hardcoded with the randomized_bundle_token received in the first
+        // network response."
         if serverToServerIdentity, firstSession == false, randomizedBundleToken == nil {
             throw fail(
                 "randomized_bundle_token", "required_after_first_open",
                 "With server_to_server_identity, every open after the first must carry the randomized_bundle_token "
-                    + "of the first answer (seed 003); wait for that answer before sending this open.")
+                    + "of the first answer (Branch v1/open server-to-server guide); wait for that answer before sending this open.")
         }
         if let trackingDisabled { body["tracking_disabled"] = .bool(trackingDisabled) }
         if let disableAdNetworkCallouts { body["disable_ad_network_callouts"] = .bool(disableAdNetworkCallouts) }
@@ -157,9 +158,9 @@ extension BranchOpenRequest {
         ]
         for (field, value) in androidFirstSession {
             guard let value else { continue }
-            guard os == .android else { throw fail(field, "android_only", "\(field) is ANDROID ONLY (seed 003).") }
+            guard os == .android else { throw fail(field, "android_only", "\(field) is ANDROID ONLY (Branch v1/open server-to-server guide).") }
             guard firstSession != false else {
-                throw fail(field, "first_session_only", "\(field): only include in the app's first session (seed 003).")
+                throw fail(field, "first_session_only", "\(field): only include in the app's first session (Branch v1/open server-to-server guide).")
             }
             switch value {
             case .string(let text) where BSHTTP.isBlank(text):
@@ -170,14 +171,14 @@ extension BranchOpenRequest {
             }
         }
         if referrerGclid != nil, os != .android {
-            throw fail("referrer_gclid", "android_only", "referrer_gclid is ANDROID ONLY (seed 003).")
+            throw fail("referrer_gclid", "android_only", "referrer_gclid is ANDROID ONLY (Branch v1/open server-to-server guide).")
         }
         try put(referrerGclid, "referrer_gclid", in: &body)
         for (field, value) in [
             ("apple_attribution_token", appleAttributionToken), ("search_ad_encoded", searchAdEncoded),
             ("gbraid", gbraid),
         ] where value != nil && os != .iOS {
-            throw fail(field, "ios_only", "\(field) is iOS ONLY (seed 003).")
+            throw fail(field, "ios_only", "\(field) is iOS ONLY (Branch v1/open server-to-server guide).")
         }
         if searchAdEncoded != nil, firstSession == false {
             throw fail("search_ad_encoded", "first_session_only", "search_ad_encoded: only include in the first session.")
@@ -203,19 +204,19 @@ extension BranchOpenRequest {
         guard !configuration.serverPublicIPs.contains(where: { BranchIPAddress($0)?.unmapped == address.unmapped }) else {
             throw fail(
                 "X-IP-Override", "not_server_ip",
-                "X-IP-Override must use the device's IP, and not your server's IP (seed 003).")
+                "X-IP-Override must use the device's IP, and not your server's IP (Branch v1/open server-to-server guide).")
         }
     }
 
     private func required(_ value: String, _ field: String) throws(ProviderError) -> String {
-        guard !BSHTTP.isBlank(value) else { throw fail(field, "required", "\(field) is REQUIRED (seed 003).") }
+        guard !BSHTTP.isBlank(value) else { throw fail(field, "required", "\(field) is REQUIRED (Branch v1/open server-to-server guide).") }
         return value
     }
 
     private func put(_ value: String?, _ field: String, in body: inout [String: ProviderJSON]) throws(ProviderError) {
         guard let value else { return }
         guard !BSHTTP.isBlank(value) else {
-            throw fail(field, "not_blank", "\(field) cannot be blank; omit it when missing (seed 003).")
+            throw fail(field, "not_blank", "\(field) cannot be blank; omit it when missing (Branch v1/open server-to-server guide).")
         }
         body[field] = .string(value)
     }

@@ -1,6 +1,6 @@
-/// The facts of one app session that Branch's server-to-server `v1/open` needs (seed 003, "POST
-/// body parameters"). ``build(with:)`` checks them against the document's rules and makes the
-/// `POST https://api2.branch.io/v1/open` request.
+/// The facts of one app session that Branch's server-to-server `v1/open` needs (Branch v1/open
+/// server-to-server guide, "POST body parameters"). ``build(with:)`` checks them against the
+/// document's rules and makes the `POST https://api2.branch.io/v1/open` request.
 ///
 /// Derived fields are never set by hand, so their rules hold by construction:
 /// `hardware_id` (iOS: IDFA, else IDFV; Android: ANDROID_ID; omitted when none), `hardware_id_type`
@@ -21,13 +21,14 @@ public struct BranchOpenRequest: Sendable, Hashable {
         /// `Android`.
         case android = "Android"
 
-        /// Reads the `os` text, accepting exactly `iOS` or `Android` (seed 003: "Only accepts
-        /// Android or iOS"); anything else (`ios`, `iPadOS`, `Windows`) is refused.
+        /// Reads the `os` text, accepting exactly `iOS` or `Android` (Branch v1/open
+        /// server-to-server guide: "Only accepts Android or iOS"); anything else (`ios`, `iPadOS`,
+        /// `Windows`) is refused.
         public init(validating text: String) throws(ProviderError) {
             guard let value = OperatingSystem(rawValue: text) else {
                 throw ProviderError(
                     .invalidRequest, provider: .branch, field: "os", rule: "ios_or_android",
-                    message: "os only accepts Android or iOS (seed 003), got '\(text)'.")
+                    message: "os only accepts Android or iOS (Branch v1/open server-to-server guide), got '\(text)'.")
             }
             self = value
         }

@@ -1,9 +1,9 @@
 import Foundation
 import LedgerDomain
 
-/// Branch's answer to `v1/open` (seed 003, "Handling deep link data"): always a 200 with
-/// `session_id`, the identity tokens, perhaps `link`, and `data` — the deep link data, which Branch
-/// sends as a JSON *string* inside the JSON answer.
+/// Branch's answer to `v1/open` (Branch v1/open server-to-server guide, "Handling deep link data"):
+/// always a 200 with `session_id`, the identity tokens, perhaps `link`, and `data` — the deep link
+/// data, which Branch sends as a JSON *string* inside the JSON answer.
 ///
 /// Stored as event data, it encodes with Branch's own field names, `data` as an object (already
 /// parsed) and unknown keys as they came. Store `randomized_device_token` as well as

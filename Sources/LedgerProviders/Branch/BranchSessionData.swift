@@ -3,9 +3,10 @@ import LedgerDomain
 
 /// The deep link data of a Branch session: the `data` of the `v1/open` answer, parsed.
 ///
-/// Named fields are the ones seed 003 explains ("a few key parameters to be aware") plus the link
-/// analytics tags `~campaign`, `~channel` and `~feature`; every other key (`$og_title`, `~tags`,
-/// `~id`, custom keys) is kept in ``other`` as received. Encodes with Branch's own keys, flat.
+/// Named fields are the ones the Branch v1/open server-to-server guide explains ("a few key
+/// parameters to be aware") plus the link analytics tags `~campaign`, `~channel` and `~feature`;
+/// every other key (`$og_title`, `~tags`, `~id`, custom keys) is kept in ``other`` as received.
+/// Encodes with Branch's own keys, flat.
 public struct BranchSessionData: Sendable, Hashable, Codable {
     /// `+clicked_branch_link`: the session came from a Branch link.
     public var clickedBranchLink: Bool?

@@ -2,15 +2,16 @@ import Foundation
 
 /// The providers the ledger talks to.
 public enum Provider: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Google app conversion tracking (seed 000).
+    /// Google app conversion tracking (the Google App Conversion Tracking API).
     case google
-    /// Apple AdServices (seed 002).
+    /// Apple AdServices (the Apple AdServices attribution API).
     case appleAdServices = "apple_adservices"
-    /// Apple Search Ads, legacy iAd (seed 001).
+    /// Apple Search Ads, legacy iAd (the Apple Search Ads Attribution API).
     case appleIAd = "apple_iad"
-    /// Branch server-to-server `v1/open` (seed 003).
+    /// Branch server-to-server `v1/open` (the Branch v1/open server-to-server guide).
     case branch
-    /// Singular SKAdNetwork 4 conversion value API (seed 004).
+    /// Singular SKAdNetwork 4 conversion value API (the Singular SKAdNetwork 4 implementation
+    /// guide).
     case singular
 }
 

@@ -1,13 +1,14 @@
 import Foundation
 
-/// One of seed 000's ad event objects ("the core objects of app attribution"), every field kept,
-/// nulls included, stored under Google's own names.
+/// One of the Google App Conversion Tracking API's ad event objects ("the core objects of app
+/// attribution"), every field kept, nulls included, stored under Google's own names.
 ///
-/// "Always present" fields are required; the others are `nil` when absent or `null`: seed 000
-/// gives `network_subtype` only "when campaign_type is UAC and network_type is Display" as null,
-/// `video_id`, `keyword`, `match_type`, `placement`, `ad_group_id`, `creative_id` only for some
-/// campaign and network types, and `interaction_type` "will always be null". String enumerations
-/// are kept as text (with typed views) so that a new value from Google never fails a parse.
+/// "Always present" fields are required; the others are `nil` when absent or `null`: the Google App
+/// Conversion Tracking API gives `network_subtype` only "when campaign_type is UAC and network_type
+/// is Display" as null, `video_id`, `keyword`, `match_type`, `placement`, `ad_group_id`,
+/// `creative_id` only for some campaign and network types, and `interaction_type` "will always be
+/// null". String enumerations are kept as text (with typed views) so that a new value from Google
+/// never fails a parse.
 public struct GoogleAdEvent: Sendable, Hashable, Codable {
     /// "A unique identifier for ad events. It is reused in the cross-network attribution request."
     public var adEventID: String
@@ -127,13 +128,14 @@ public struct GoogleAdEvent: Sendable, Hashable, Codable {
     public var knownNetworkType: GoogleNetworkType? { GoogleNetworkType(rawValue: networkType) }
 }
 
-/// Seed 000's `campaign_type` values. "UAC is an abbreviation for Universal App Campaign."
+/// The Google App Conversion Tracking API's `campaign_type` values. "UAC is an abbreviation for
+/// Universal App Campaign."
 public enum GoogleCampaignType: String, Sendable, Hashable, Codable, CaseIterable {
     /// Universal App Campaign, Search, Display, Video.
     case uac = "UAC", search = "Search", display = "Display", video = "Video"
 }
 
-/// Seed 000's `network_type` values.
+/// The Google App Conversion Tracking API's `network_type` values.
 public enum GoogleNetworkType: String, Sendable, Hashable, Codable, CaseIterable {
     /// The Search network, the Display network, YouTube.
     case search = "Search", display = "Display", youTube = "YouTube"

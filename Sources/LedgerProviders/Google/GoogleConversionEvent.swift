@@ -1,9 +1,9 @@
 import Foundation
 
-/// Seed 000's `app_event_type`: "This field is an enumeration, and will only accept the following
-/// values". `first_open` "should always be sent for attributing installs", `session_start` "for
-/// reattributing sessions"; `in_app_purchase` for native store purchases, `ecommerce_purchase`
-/// for all others.
+/// The Google App Conversion Tracking API's `app_event_type`: "This field is an enumeration, and
+/// will only accept the following values". `first_open` "should always be sent for attributing
+/// installs", `session_start` "for reattributing sessions"; `in_app_purchase` for native store
+/// purchases, `ecommerce_purchase` for all others.
 public enum GoogleAppEventType: String, Sendable, Hashable, Codable, CaseIterable {
     /// An install: "should always be sent for attributing installs".
     case firstOpen = "first_open"
@@ -32,14 +32,14 @@ public enum GoogleAppEventType: String, Sendable, Hashable, Codable, CaseIterabl
         guard let type = GoogleAppEventType(rawValue: text) else {
             throw ProviderError(
                 .invalidRequest, provider: .google, field: "app_event_type", rule: "enumeration",
-                message: "app_event_type must be one of \(Self.allCases.map(\.rawValue).joined(separator: ", ")) (seed 000).")
+                message: "app_event_type must be one of \(Self.allCases.map(\.rawValue).joined(separator: ", ")) (Google App Conversion Tracking API).")
         }
         self = type
     }
 }
 
-/// The device's platform, which decides `id_type`: seed 000 supports `advertisingid` (Android)
-/// and `idfa` (iOS).
+/// The device's platform, which decides `id_type`: the Google App Conversion Tracking API supports
+/// `advertisingid` (Android) and `idfa` (iOS).
 public enum GoogleDevicePlatform: String, Sendable, Hashable, Codable, CaseIterable {
     /// Android: `id_type=advertisingid`.
     case android
@@ -48,13 +48,13 @@ public enum GoogleDevicePlatform: String, Sendable, Hashable, Codable, CaseItera
 
     /// The platform named by `text` (`android`, `ios`, any case).
     ///
-    /// - Throws: `ProviderError` on `id_type` with rule `android_or_ios`: seed 000 supports only
-    ///   `advertisingid` (Android) and `idfa` (iOS) "to begin with".
+    /// - Throws: `ProviderError` on `id_type` with rule `android_or_ios`: the Google App Conversion
+    ///   Tracking API supports only `advertisingid` (Android) and `idfa` (iOS) "to begin with".
     public init(validating text: String) throws(ProviderError) {
         guard let platform = GoogleDevicePlatform(rawValue: text.lowercased()) else {
             throw ProviderError(
                 .invalidRequest, provider: .google, field: "id_type", rule: "android_or_ios",
-                message: "id_type is defined for Android (advertisingid) and iOS (idfa) only (seed 000).")
+                message: "id_type is defined for Android (advertisingid) and iOS (idfa) only (Google App Conversion Tracking API).")
         }
         self = platform
     }
@@ -68,9 +68,9 @@ public enum GoogleDevicePlatform: String, Sendable, Hashable, Codable, CaseItera
     }
 }
 
-/// The API consumer's credentials for one app: seed 000's `dev_token` ("The unique, static
-/// developer token issued to the API consumer") and `link_id` ("binding the developer token … to a
-/// specific app").
+/// The API consumer's credentials for one app: the Google App Conversion Tracking API's `dev_token`
+/// ("The unique, static developer token issued to the API consumer") and `link_id` ("binding the
+/// developer token … to a specific app").
 ///
 /// Deliberately not `Codable`: the developer token is a credential, kept apart from the stored
 /// ``GoogleConversionEvent`` and marked sensitive in every request (`.query("dev_token")`).
@@ -102,10 +102,10 @@ extension GoogleAppLink: CustomStringConvertible, CustomDebugStringConvertible, 
     }
 }
 
-/// One app event to report to Google, everything seed 000's conversion request needs except the
-/// credentials. Stored by the ledger (hence `Codable`, with Google's parameter names) so that the
-/// cross-network request, "identical to the original conversion tracking request", can be rebuilt
-/// from it later.
+/// One app event to report to Google, everything the Google App Conversion Tracking API's
+/// conversion request needs except the credentials. Stored by the ledger (hence `Codable`, with
+/// Google's parameter names) so that the cross-network request, "identical to the original
+/// conversion tracking request", can be rebuilt from it later.
 public struct GoogleConversionEvent: Sendable, Hashable, Codable {
     /// `app_event_type`.
     public var appEventType: GoogleAppEventType

@@ -1,6 +1,7 @@
 import Foundation
 
-/// Builds seed 000's conversion tracking request and its cross-network attribution request, purely.
+/// Builds the Google App Conversion Tracking API's conversion tracking request and its
+/// cross-network attribution request, purely.
 ///
 /// Query parameters go in the order of the document's samples (`dev_token`, `link_id`,
 /// `app_event_type`, `app_event_name`, `rdid`, `id_type`, `lat`, `app_version`, `os_version`,
@@ -89,7 +90,7 @@ public struct GoogleConversionRequestBuilder: Sendable {
         else {
             throw ProviderError(
                 .invalidRequest, provider: .google, field: "path", rule: "conversion_request_only",
-                message: "A cross-network request derives from a conversion request on \(conversionPath) (seed 000).")
+                message: "A cross-network request derives from a conversion request on \(conversionPath) (Google App Conversion Tracking API).")
         }
         guard let token = original.queryValue("dev_token"), token != ProviderRequest.redactedMarker else {
             throw ProviderError(
@@ -103,7 +104,8 @@ public struct GoogleConversionRequestBuilder: Sendable {
         return request
     }
 
-    /// Checks every rule of seed 000's parameter table that concerns the event itself.
+    /// Checks every rule of the Google App Conversion Tracking API's parameter table that concerns
+    /// the event itself.
     public static func validate(_ event: GoogleConversionEvent) throws(ProviderError) {
         try validateEventName(event)
         guard isUUID(event.rdid) else {
@@ -185,6 +187,6 @@ public struct GoogleConversionRequestBuilder: Sendable {
     }
 
     static func failure(_ field: String, _ rule: String, _ message: String) -> ProviderError {
-        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (seed 000)")
+        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (Google App Conversion Tracking API)")
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// A calendar date written `yyyy-mm-dd` (seed 000, "Event Data Encoding": "Always send the number
-/// of digits specified above, e.g. … the 5th day of the month, send 05").
+/// A calendar date written `yyyy-mm-dd` (Google App Conversion Tracking API, "Event Data Encoding":
+/// "Always send the number of digits specified above, e.g. … the 5th day of the month, send 05").
 public struct GoogleDate: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// The year, 1–9999.
     public let year: Int
@@ -19,7 +19,7 @@ public struct GoogleDate: Sendable, Hashable, Comparable, Codable, CustomStringC
         else {
             throw ProviderError(
                 .invalidRequest, provider: .google, field: field, rule: "yyyy_mm_dd",
-                message: "\(field) is not a real date with a four-digit year (seed 000, \"Date format: yyyy-mm-dd\").")
+                message: "\(field) is not a real date with a four-digit year (Google App Conversion Tracking API, \"Date format: yyyy-mm-dd\").")
         }
         self.year = year
         self.month = month
@@ -38,7 +38,7 @@ public struct GoogleDate: Sendable, Hashable, Comparable, Codable, CustomStringC
         else {
             throw ProviderError(
                 .invalidRequest, provider: .google, field: field, rule: "yyyy_mm_dd",
-                message: "\(field) must be written yyyy-mm-dd, e.g. 2016-09-23 (seed 000).")
+                message: "\(field) must be written yyyy-mm-dd, e.g. 2016-09-23 (Google App Conversion Tracking API).")
         }
         try self.init(year: year, month: month, day: day, field: field)
     }

@@ -1,7 +1,7 @@
 import Foundation
 
-/// A strict validator for the `X-Forwarded-For` header of seed 000: "The public IPv4 or IPv6
-/// address of the device where the event was measured."
+/// A strict validator for the `X-Forwarded-For` header of the Google App Conversion Tracking API:
+/// "The public IPv4 or IPv6 address of the device where the event was measured."
 ///
 /// Strict means: exactly one address (no list, no port, no brackets, no zone `%eth0`), IPv4 in
 /// dotted-quad form without leading zeros (`010.1.1.1` is ambiguous — octal to some parsers), IPv6
@@ -31,7 +31,7 @@ public enum GoogleDeviceIPAddress {
         }
         throw ProviderError(
             .invalidRequest, provider: .google, field: field, rule: "ipv4_or_ipv6",
-            message: "\(field) must be one IPv4 or IPv6 address, e.g. 216.58.194.174 (seed 000).")
+            message: "\(field) must be one IPv4 or IPv6 address, e.g. 216.58.194.174 (Google App Conversion Tracking API).")
     }
 
     /// The family of `text` if it is one syntactically valid address (public or not).
@@ -45,7 +45,7 @@ public enum GoogleDeviceIPAddress {
         ProviderError(
             .invalidRequest, provider: .google, field: field, rule: "public_address",
             message: "\(field) must be the device's public address; \(text) is loopback, private, "
-                + "link-local, multicast or reserved (seed 000).")
+                + "link-local, multicast or reserved (Google App Conversion Tracking API).")
     }
 
     /// The four octets of a strict dotted quad.

@@ -3,9 +3,9 @@ import Foundation
 /// Where Google conversion requests go: `https://www.googleadservices.com` unless a configuration
 /// value overrides it (a loopback fake in tests).
 ///
-/// Seed 000: "All requests must be sent via HTTPS. Pings received via HTTP will be rejected." So
-/// the scheme is `https`, except `http` towards a loopback host (`127.0.0.1`, `localhost`, `::1`),
-/// which never leaves the machine.
+/// Google App Conversion Tracking API: "All requests must be sent via HTTPS. Pings received via
+/// HTTP will be rejected." So the scheme is `https`, except `http` towards a loopback host
+/// (`127.0.0.1`, `localhost`, `::1`), which never leaves the machine.
 public struct GoogleEndpoint: Sendable, Hashable, Codable {
     /// `https`, or `http` for a loopback host.
     public let scheme: String

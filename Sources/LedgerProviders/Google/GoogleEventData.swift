@@ -1,7 +1,7 @@
 import Foundation
 
-/// One value of Google's `app_event_data`, typed so that it is written the way seed 000's "Event
-/// Data Encoding" requires.
+/// One value of Google's `app_event_data`, typed so that it is written the way the Google App
+/// Conversion Tracking API's "Event Data Encoding" requires.
 ///
 /// Why typed: the document's rules depend on what a number *means* (money has two decimals, an
 /// integer none, a timestamp up to six), which a bare JSON number cannot tell. Numbers are
@@ -44,13 +44,15 @@ public struct GoogleEventField: Sendable, Hashable, Codable {
     }
 }
 
-/// Seed 000's optional `app_event_data` body: "a simple JSON object mapping string keys to values".
+/// The Google App Conversion Tracking API's optional `app_event_data` body: "a simple JSON object
+/// mapping string keys to values".
 ///
-/// Seed 000 contradicts itself on what values are allowed: the field description says "strings and
-/// arrays of strings" but its example is `{"level": 5, "attempts": 20}` and "Event Data Encoding"
-/// gives rules for floats, integers, dates, timestamps and arrays of "strings, numbers, and
-/// booleans". The encoding section, being the more specific, is followed: primitives and arrays of
-/// primitives are accepted; nested objects, arrays of arrays and `null` are refused.
+/// The Google App Conversion Tracking API contradicts itself on what values are allowed: the field
+/// description says "strings and arrays of strings" but its example is
+/// `{"level": 5, "attempts": 20}` and "Event Data Encoding" gives rules for floats, integers,
+/// dates, timestamps and arrays of "strings, numbers, and booleans". The encoding section, being
+/// the more specific, is followed: primitives and arrays of primitives are accepted; nested
+/// objects, arrays of arrays and `null` are refused.
 public struct GoogleEventData: Sendable, Hashable, Codable {
     /// The fields, in body order.
     public var fields: [GoogleEventField]
@@ -192,6 +194,6 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
     }
 
     static func failure(_ field: String, _ rule: String, _ message: String) -> ProviderError {
-        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (seed 000, \"Event Data Encoding\")")
+        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (Google App Conversion Tracking API, \"Event Data Encoding\")")
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Seed 000's conversion tracking response:
+/// The Google App Conversion Tracking API's conversion tracking response:
 /// `{"ad_events": [<ad event objects>], "errors": [<error strings>], "attributed": true|false}`.
 /// "Both the ad_events and errors arrays may be empty." Unknown keys are ignored; an absent array
 /// reads as empty; `attributed` is required (it is the answer).
@@ -55,15 +55,15 @@ public struct GoogleConversionResponse: Sendable, Hashable, Codable {
 /// `timestamp_invalid`; the document itself says `invalid_timestamp`), so codes compare
 /// case-insensitively through ``canonical``; unknown codes are kept as received.
 public struct GoogleErrorCode: Sendable, Hashable, Codable, CustomStringConvertible {
-    /// Codes named by seed 000 and by field experience.
+    /// Codes named by the Google App Conversion Tracking API and by field experience.
     public enum Known: String, Sendable, Hashable, CaseIterable {
-        /// seed 000's sample error.
+        /// The Google App Conversion Tracking API's sample error.
         case invalidCurrencyCode = "INVALID_CURRENCY_CODE"
         /// `app_event_name` is a reserved `app_event_type` value.
         case appEventNameReservedValue = "APP_EVENT_NAME_RESERVED_VALUE"
         /// Answered when the device clock runs ahead (field experience).
         case timestampInvalid = "TIMESTAMP_INVALID"
-        /// seed 000's example spelling (`invalid_timestamp`).
+        /// The Google App Conversion Tracking API's example spelling (`invalid_timestamp`).
         case invalidTimestamp = "INVALID_TIMESTAMP"
     }
 

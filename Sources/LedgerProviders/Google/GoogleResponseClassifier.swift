@@ -2,9 +2,9 @@ import Foundation
 
 /// How long to back off after a transient failure of a Google request, and when to give up.
 ///
-/// Seed 000 publishes no retry rules; these are the ledger's: exponential backoff with "equal
-/// jitter" (half the delay fixed, half scaled by the caller's jitter), so that retries of many
-/// devices spread out but none comes back immediately.
+/// The Google App Conversion Tracking API publishes no retry rules; these are the ledger's:
+/// exponential backoff with "equal jitter" (half the delay fixed, half scaled by the caller's
+/// jitter), so that retries of many devices spread out but none comes back immediately.
 public struct GoogleRetryPolicy: Sendable, Hashable, Codable {
     /// The delay before the second attempt (before jitter).
     public var baseDelay: TimeInterval

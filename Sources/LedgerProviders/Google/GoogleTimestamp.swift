@@ -3,11 +3,11 @@ import Foundation
 /// A Unix timestamp in UTC with microsecond precision, held exactly as an integer count of
 /// microseconds.
 ///
-/// Seed 000 writes timestamps as "UNIX timestamp … in seconds with up to microseconds precision"
-/// (`1432681913.123456`) in the `timestamp` query parameter, in `app_event_data` and in each
-/// `ad_events[].timestamp` of the answer, which "should be used for last-click attribution". A
-/// `Double` cannot hold that exactly and `"\(double)"` may print an exponent, so this type keeps
-/// microseconds as an `Int64` and formats them itself.
+/// The Google App Conversion Tracking API writes timestamps as "UNIX timestamp … in seconds with up
+/// to microseconds precision" (`1432681913.123456`) in the `timestamp` query parameter, in
+/// `app_event_data` and in each `ad_events[].timestamp` of the answer, which "should be used for
+/// last-click attribution". A `Double` cannot hold that exactly and `"\(double)"` may print an
+/// exponent, so this type keeps microseconds as an `Int64` and formats them itself.
 public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
     /// Microseconds since 1970-01-01T00:00:00Z.
     public let microsecondsSince1970: Int64
@@ -32,8 +32,8 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
     }
 
     /// Reads the document's textual form strictly: optional `-`, 1–12 digits of seconds, then
-    /// optionally `.` and 1–6 digits (seed 000: "up to microseconds precision"). No exponent,
-    /// no grouping, no spaces.
+    /// optionally `.` and 1–6 digits (Google App Conversion Tracking API: "up to microseconds
+    /// precision"). No exponent, no grouping, no spaces.
     ///
     /// - Throws: `ProviderError` on `field` with rule `unix_seconds_up_to_6_decimals`.
     public init(text: String, field: String = "timestamp") throws(ProviderError) {
@@ -41,7 +41,7 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
             throw ProviderError(
                 .invalidRequest, provider: .google, field: field, rule: "unix_seconds_up_to_6_decimals",
                 message: "\(field) must be Unix seconds with up to 6 decimals (e.g. 1432681913.123456), "
-                    + "without exponent or grouping (seed 000).")
+                    + "without exponent or grouping (Google App Conversion Tracking API).")
         }
         self.microsecondsSince1970 = micros
     }
@@ -63,8 +63,8 @@ public struct GoogleTimestamp: Sendable, Hashable, Comparable, Codable, CustomSt
     public var date: Date { Date(timeIntervalSince1970: Double(microsecondsSince1970) / 1_000_000) }
 
     /// The text sent to Google: whole seconds without decimals (`1478713087`), otherwise exactly six
-    /// decimals (`1432681913.123456`, `1073513982.123000`), as seed 000's examples show. Never an
-    /// exponent.
+    /// decimals (`1432681913.123456`, `1073513982.123000`), as the Google App Conversion Tracking
+    /// API's examples show. Never an exponent.
     public var text: String {
         let magnitude = microsecondsSince1970.magnitude
         let seconds = magnitude / 1_000_000

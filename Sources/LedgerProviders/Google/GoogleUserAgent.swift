@@ -1,6 +1,7 @@
 import Foundation
 
-/// Seed 000's "App User-Agent": `name version (os_and_version; locale; device; build; Proxy)`.
+/// The Google App Conversion Tracking API's "App User-Agent":
+/// `name version (os_and_version; locale; device; build; Proxy)`.
 ///
 /// The document's pattern separates name and version by a space, but every example
 /// (`AdMob/7.10.1 (iOS 10.0.2; en_US; iPhone9,1; Build/13D15; Proxy)`) uses `/`; the examples are
@@ -53,7 +54,8 @@ public struct GoogleAppUserAgent: Sendable, Hashable, Codable {
         return "\(name)/\(version) (\(osAndVersion); \(locale); \(device); \(build)\(tail))"
     }
 
-    /// Checks every component against seed 000's "User-Agent components".
+    /// Checks every component against the Google App Conversion Tracking API's "User-Agent
+    /// components".
     public func validated() throws(ProviderError) {
         try Self.checkToken(name, field: "name", allowSpaces: false)
         try Self.checkToken(version, field: "version", allowSpaces: false)
@@ -135,13 +137,13 @@ public struct GoogleAppUserAgent: Sendable, Hashable, Codable {
     }
 
     private static func error(_ field: String, _ rule: String, _ message: String) -> ProviderError {
-        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (seed 000)")
+        ProviderError(.invalidRequest, provider: .google, field: field, rule: rule, message: message + " (Google App Conversion Tracking API)")
     }
 }
 
-/// The analytics/ads product the app User-Agent names: seed 000's `name` ("The name of the
-/// analytics/ads product. (AdMob)") and `version` ("The version of the analytics/ads product"),
-/// both "Specified by API consumer".
+/// The analytics/ads product the app User-Agent names: the Google App Conversion Tracking API's
+/// `name` ("The name of the analytics/ads product. (AdMob)") and `version` ("The version of the
+/// analytics/ads product"), both "Specified by API consumer".
 ///
 /// The ledger builds every User-Agent on the server, so it names itself (or the product it runs
 /// inside), never the app: the app's bundle ID is the document's `name` only "if user agent is
@@ -169,7 +171,7 @@ public struct GoogleUserAgentProduct: Sendable, Hashable {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else {
             throw ProviderError(.invalidRequest, provider: .google, field: "User-Agent", rule: "product_format",
-                                message: "The product must read name/version, e.g. MyAnalyticsCompany/1.0.0 (seed 000)")
+                                message: "The product must read name/version, e.g. MyAnalyticsCompany/1.0.0 (Google App Conversion Tracking API)")
         }
         self.init(name: String(parts[0]), version: String(parts[1]))
         try validated()

@@ -90,7 +90,7 @@ enum SingularRules {
     static func illegal(_ kind: ProviderError.Kind, _ field: String, _ rule: String, _ detail: String) -> ProviderError {
         ProviderError(
             kind, provider: .singular, field: field, rule: rule,
-            message: "Illegal values: \(field) \(detail) (seed 004, validateValues).")
+            message: "Illegal values: \(field) \(detail) (Singular SKAdNetwork 4 implementation guide, validateValues).")
     }
 
     static func fail(_ kind: ProviderError.Kind, _ field: String, _ rule: String, _ message: String) -> ProviderError {

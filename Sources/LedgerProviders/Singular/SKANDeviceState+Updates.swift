@@ -1,9 +1,10 @@
 import Foundation
 
 extension SKANDeviceState {
-    /// `registerAppForAdNetworkAttribution` (seed 004): on the app's first launch, set the fine
-    /// value to 0 and the first and last call timestamps to `now`. Idempotent: a registered device
-    /// is left alone (`if (getFirstSkanCallTimestamp != 0) return;`). Returns whether it registered.
+    /// `registerAppForAdNetworkAttribution` (Singular SKAdNetwork 4 implementation guide): on the
+    /// app's first launch, set the fine value to 0 and the first and last call timestamps to `now`.
+    /// Idempotent: a registered device is left alone
+    /// (`if (getFirstSkanCallTimestamp != 0) return;`). Returns whether it registered.
     ///
     /// Like the snippet (`valuesHasBeenUpdated:@(0) coarseValue:nil`), the p0 update keeps the
     /// previous values: `prev_fine_value` and `p0_prev_coarse_value` take what was there (nothing,
@@ -21,10 +22,10 @@ extension SKANDeviceState {
         return true
     }
 
-    /// `updateRevenue:andCurrency:isAdMonetization:` (seed 004): adds `amount` to the device's
-    /// total by currency — IAP and ad monetization apart — and to the total of the window open at
-    /// `now`. Call it *before* ``applyConversionUpdate(_:at:)`` for the same revenue event
-    /// ("revenue tracking must precede conversion value updates").
+    /// `updateRevenue:andCurrency:isAdMonetization:` (Singular SKAdNetwork 4 implementation guide):
+    /// adds `amount` to the device's total by currency — IAP and ad monetization apart — and to the
+    /// total of the window open at `now`. Call it *before* ``applyConversionUpdate(_:at:)`` for the
+    /// same revenue event ("revenue tracking must precede conversion value updates").
     ///
     /// A zero amount or a missing (or blank) currency is ignored, as the snippet's
     /// `if (amount == 0 || !currency) return;`. Negative amounts (refunds) are added, as the
@@ -62,8 +63,8 @@ extension SKANDeviceState {
         }
     }
 
-    /// `valuesHasBeenUpdated:coarseValue:lockWindow:` (seed 004): records Singular's new values in
-    /// the window open at `now`.
+    /// `valuesHasBeenUpdated:coarseValue:lockWindow:` (Singular SKAdNetwork 4 implementation
+    /// guide): records Singular's new values in the window open at `now`.
     ///
     /// - p0: fine and coarse are set; the old ones become `prev_fine_value` / `p0_prev_coarse_value`
     ///   (a missing coarse clears `p0_coarse`, as `setValue:nil` does).

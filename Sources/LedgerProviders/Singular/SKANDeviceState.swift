@@ -1,9 +1,10 @@
 import Foundation
 
 /// One device's SKAdNetwork 4 state, as Singular's snippet keeps it in `NSUserDefaults` and as its
-/// `getSkanDetails` dictionary reports it (seed 004): the state the conversion value request
-/// carries. A projection over the event store fills it with ``register(at:)``,
-/// ``addRevenue(_:currency:isAdMonetization:at:)`` and ``applyConversionUpdate(_:at:)``.
+/// `getSkanDetails` dictionary reports it (Singular SKAdNetwork 4 implementation guide): the state
+/// the conversion value request carries. A projection over the event store fills it with
+/// ``register(at:)``, ``addRevenue(_:currency:isAdMonetization:at:)`` and
+/// ``applyConversionUpdate(_:at:)``.
 ///
 /// Encodes with the snippet's keys (`skan_current_conversion_value`, `p0_coarse`, …); absent
 /// values are absent keys, as `setValue:nil` removes them. Timestamps are whole Unix seconds.

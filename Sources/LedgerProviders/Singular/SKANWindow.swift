@@ -1,7 +1,8 @@
 import Foundation
 
-/// A SKAdNetwork 4 postback window, counted from the first SKAdNetwork call (seed 004,
-/// `getCurrentSkanWindow`): p0 = [0, 48 h), p1 = [48 h, 7 d), p2 = [7 d, 35 d), then over.
+/// A SKAdNetwork 4 postback window, counted from the first SKAdNetwork call (Singular SKAdNetwork
+/// 4 implementation guide, `getCurrentSkanWindow`): p0 = [0, 48 h), p1 = [48 h, 7 d),
+/// p2 = [7 d, 35 d), then over.
 ///
 /// The rule is the snippet's, exactly:
 /// ```

@@ -1,8 +1,8 @@
 import Foundation
 
-/// How persistently to retry Singular sends. Seed 004 gives no retry rule; these defaults mirror
-/// Branch's (three retries with exponential back-off), which matches Singular's general S2S advice
-/// of exponential back-off with a few attempts.
+/// How persistently to retry Singular sends. The Singular SKAdNetwork 4 implementation guide gives
+/// no retry rule; these defaults mirror Branch's (three retries with exponential back-off), which
+/// matches Singular's general S2S advice of exponential back-off with a few attempts.
 public struct SingularRetryPolicy: Sendable, Hashable, Codable {
     /// Retries after a 5xx, 429, timeout or transport failure.
     public var maxRetries: Int

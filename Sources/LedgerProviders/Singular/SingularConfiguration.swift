@@ -1,6 +1,6 @@
-/// Where Singular's SDK API lives: `https://sdk-api-v1.singular.net` in production (seed 004,
-/// "Ponto final da API do valor de conversão"); tests override it to reach a loopback fake, where
-/// `http` is allowed.
+/// Where Singular's SDK API lives: `https://sdk-api-v1.singular.net` in production (Singular
+/// SKAdNetwork 4 implementation guide, "Ponto final da API do valor de conversão"); tests override
+/// it to reach a loopback fake, where `http` is allowed.
 public struct SingularEndpoint: Sendable, Hashable, Codable {
     /// `https`, or `http` for a loopback host only.
     public var scheme: String

@@ -1,8 +1,9 @@
 import Foundation
 
-/// One call to Singular's conversion value API (seed 004, "API de valores de conversão"):
-/// `GET https://sdk-api-v1.singular.net/api/v2/conversion_value` with the device, the event and the
-/// device's SKAN state as query parameters, no body, `Accept: application/json`.
+/// One call to Singular's conversion value API (Singular SKAdNetwork 4 implementation guide, "API
+/// de valores de conversão"): `GET https://sdk-api-v1.singular.net/api/v2/conversion_value` with
+/// the device, the event and the device's SKAN state as query parameters, no body,
+/// `Accept: application/json`.
 public struct SingularConversionValueRequest: Sendable, Hashable {
     /// `n`: what happened.
     public enum Event: Sendable, Hashable {
@@ -101,7 +102,7 @@ public struct SingularConversionValueRequest: Sendable, Hashable {
 
     private static func required(_ value: String, _ field: String) throws(ProviderError) -> String {
         guard !BSHTTP.isBlank(value) else {
-            throw SingularRules.fail(.invalidRequest, field, "required", "\(field) is a required parameter (seed 004).")
+            throw SingularRules.fail(.invalidRequest, field, "required", "\(field) is a required parameter (Singular SKAdNetwork 4 implementation guide).")
         }
         return value
     }

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Singular's answer to a conversion value request (seed 004, "Resposta ao pedido" and the
-/// snippet's `getConversionValueFromServer`), with its own field names.
+/// Singular's answer to a conversion value request (Singular SKAdNetwork 4 implementation guide,
+/// "Resposta ao pedido" and the snippet's `getConversionValueFromServer`), with its own field
+/// names.
 ///
 /// Read as the snippet reads it:
 /// - `conversion_value` present → a new value (``Outcome/update(_:)``), checked: fine 0...63,

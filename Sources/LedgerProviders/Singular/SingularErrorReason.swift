@@ -1,8 +1,9 @@
 /// Why Singular refused a conversion value request: the `reason` of an error answer, recognised as
-/// one of seed 004's "Possíveis erros de resposta" and always kept as received.
+/// one of the Singular SKAdNetwork 4 implementation guide's "Possíveis erros de resposta" and
+/// always kept as received.
 ///
 /// Recognition is by phrase, case-insensitively, in English (the API's language) and in the
-/// Portuguese of the seed, because the seed gives only translations of the messages and their
+/// Portuguese of the guide, because the guide gives only translations of the messages and their
 /// `%x` parts vary.
 public struct SingularErrorReason: Sendable, Hashable, Codable {
     /// The documented reasons.

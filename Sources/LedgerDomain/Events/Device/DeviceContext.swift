@@ -172,9 +172,9 @@ public struct UserAgentParts: Codable, Sendable, Hashable {
         try Check.text(deviceModel, field(.deviceModel), max: 128)
         try Check.text(build, field(.build), max: 128)
         // The parts are written into `name/version (os version; locale; model; Build/build)`
-        // (seed 000's app User-Agent; Branch's `user_agent` has the same form): a part holding one
-        // of the characters that structure it would be refused by the provider's request builder
-        // at send time, long after the event was accepted.
+        // (the Google App Conversion Tracking API's app User-Agent; Branch's `user_agent` has the
+        // same form): a part holding one of the characters that structure it would be refused by
+        // the provider's request builder at send time, long after the event was accepted.
         try Self.userAgentToken(appName, field(.appName), spaces: false)
         try Self.userAgentToken(appVersion, field(.appVersion), spaces: false)
         try Self.userAgentToken(osName, field(.osName), spaces: true)
@@ -184,21 +184,22 @@ public struct UserAgentParts: Codable, Sendable, Hashable {
         if let build {
             if build.hasPrefix("Build/") {
                 throw RuleViolation(field: field(.build), rule: "build_without_prefix",
-                                    message: "build is the OS build id alone, e.g. 13D15: the user agent adds \"Build/\" itself (seed 000).")
+                                    message: "build is the OS build id alone, e.g. 13D15: the user agent adds \"Build/\" itself (Google App Conversion Tracking API).")
             }
             try Self.userAgentToken(build, field(.build), spaces: false)
         }
     }
 
     /// Printable ASCII without `(`, `)`, `;` — nor ` ` and `/` where `spaces` is false (a name,
-    /// a version, a locale, a build: seed 000's "User-Agent components").
+    /// a version, a locale, a build: the Google App Conversion Tracking API's "User-Agent
+    /// components").
     private static func userAgentToken(_ value: String, _ field: String, spaces: Bool) throws(RuleViolation) {
         let forbidden: Set<Unicode.Scalar> = spaces ? ["(", ")", ";"] : ["(", ")", ";", " ", "/"]
         let allowed = value.unicodeScalars.allSatisfy { $0.value >= 0x20 && $0.value < 0x7F && !forbidden.contains($0) }
         guard allowed else {
             throw RuleViolation(
                 field: field, rule: "user_agent_token",
-                message: "A user agent part is printable ASCII without '(' ')' ';'\(spaces ? "" : " ' ' '/'") (seed 000).")
+                message: "A user agent part is printable ASCII without '(' ')' ';'\(spaces ? "" : " ' ' '/'") (Google App Conversion Tracking API).")
         }
     }
 }

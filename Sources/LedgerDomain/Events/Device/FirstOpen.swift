@@ -90,19 +90,21 @@ public struct AdServicesToken: Codable, Sendable, Hashable {
     func validate(at path: String) throws(RuleViolation) {
         let field = FieldPath.join(path, "token")
         try Check.text(token, field, max: Check.longText)
-        // Seed 002: "a Base64 encoded string". A token that is not one would only earn a 400 from
-        // Apple at send time (and the request builder refuses it first); refuse it here instead.
+        // Apple AdServices attribution API: "a Base64 encoded string". A token that is not one
+        // would only earn a 400 from Apple at send time (and the request builder refuses it first);
+        // refuse it here instead.
         guard Self.isBase64(token) else {
             throw RuleViolation(
                 field: field, rule: "base64",
-                message: "The attribution token is Base64 text (seed 002): A-Z a-z 0-9 + /, '=' padding only at the end, "
+                message: "The attribution token is Base64 text (Apple AdServices attribution API): A-Z a-z 0-9 + /, '=' padding only at the end, "
                     + "and a length some bytes can have.")
         }
     }
 
-    /// Standard Base64, as seed 002's tokens are: alphabet characters, then at most two `=`;
-    /// padded text is a multiple of 4 long, and no Base64 text is 4n+1 long. Unpadded text is
-    /// accepted (seed 002's printed sample is). The Apple request builder checks with it too.
+    /// Standard Base64, as the Apple AdServices attribution API's tokens are: alphabet characters,
+    /// then at most two `=`; padded text is a multiple of 4 long, and no Base64 text is 4n+1 long.
+    /// Unpadded text is accepted (the Apple AdServices attribution API's printed sample is). The
+    /// Apple request builder checks with it too.
     public static func isBase64(_ text: String) -> Bool {
         var count = 0
         var padding = 0

@@ -1,8 +1,8 @@
 import Foundation
 
 /// A version of one app's SKAN conversion model: what each fine conversion value (0–63) and each
-/// coarse value (low, medium, high) means in the app's own events and revenue (seed 004: "decoding
-/// the conversion value with the app's conversion model").
+/// coarse value (low, medium, high) means in the app's own events and revenue (Singular SKAdNetwork
+/// 4 implementation guide: "decoding the conversion value with the app's conversion model").
 ///
 /// Versions of one app are consecutive from 1. The SKAN postback projection decodes every
 /// postback of the app with its newest version and keeps the decodings made with the older ones.

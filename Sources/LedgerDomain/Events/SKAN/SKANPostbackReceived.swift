@@ -68,8 +68,9 @@ public struct SKANPostbackReceived: LedgerEvent {
         }
     }
 
-    /// The unsigned values a network reports having received (the second source of the seed's
-    /// "secure set-up with networks"). Only the values present are compared.
+    /// The unsigned values a network reports having received (the second source of the Singular
+    /// SKAdNetwork 4 implementation guide's "secure set-up with networks"). Only the values present
+    /// are compared.
     public struct ReportedValues: Codable, Sendable, Hashable {
         /// The fine `conversion-value` (0–63) the network received.
         public var conversionValue: Int?
