@@ -42,14 +42,18 @@ import Testing
             let port = try #require(await iterator.next())
             let api = RunningAPI(baseURL: "http://127.0.0.1:\(port)", port: port, pool: pool, metrics: PrometheusCollectorRegistry())
 
-            // An append that waits for a lock another session holds on the log.
+            // An append that waits for a lock another session holds on the log (briefly: while
+            // it waits, its transaction holds the cluster's read horizon back for other tests).
             let blocker = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try blocker.execute("BEGIN")
             try blocker.execute("LOCK TABLE events IN SHARE MODE")
             let append = Task { try await api.send(.POST, "/v1/apps/\(appA)/events", json: batch(firstOpenJSON(device: "graceful1"))) }
             let observer = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             #expect(try await waitUntil(timeout: .seconds(30), every: .milliseconds(10)) {
-                try observer.query("SELECT count(*) FROM pg_locks WHERE NOT granted").single().decode(Int.self, at: 0) > 0
+                try observer.query("""
+                    SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                    WHERE NOT l.granted AND d.datname = current_database()
+                    """).single().decode(Int.self, at: 0) > 0
             }, "the append waits for the lock")
 
             await group.triggerGracefulShutdown()
