@@ -6,6 +6,7 @@ import Logging
 import Metrics
 import NIOCore
 import Prometheus
+import ServiceLifecycle
 
 /// The ledger's HTTP API (Hummingbird 2) over the Swift facade, for services not written in
 /// Swift. Routes, bodies and errors are described in `docs/openapi.yaml` and `docs/http-api.md`.
@@ -18,7 +19,11 @@ import Prometheus
 /// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app, and
 /// counts against that app's rate limit; POST bodies are JSON only. Connections are closed when a
 /// request's head, a whole request or the wait for the next request outlasts its timeout.
-public struct LedgerHTTPServer: Sendable {
+///
+/// A swift-service-lifecycle `Service` (``run()``), as Hummingbird's `Application` is: `ledger
+/// serve` runs it last in its `ServiceGroup`, so that on SIGTERM or SIGINT the server stops first
+/// and its requests in flight finish while the pool and the loops beside it still run.
+public struct LedgerHTTPServer: Service {
     /// The facade requests go to.
     public let ledger: AttributionLedger
     /// The accepted API keys.
@@ -27,6 +32,8 @@ public struct LedgerHTTPServer: Sendable {
     public let configuration: LedgerHTTPConfiguration
     /// The registry `GET /metrics` renders (nil: the route answers 404).
     public let metrics: PrometheusCollectorRegistry?
+    /// Called with the bound port once ``run()`` listens (`ledger serve` prints it).
+    public let onServerRunning: @Sendable (Int) async -> Void
     let limiter: AppRateLimiter?
     let logger: Logger
 
@@ -37,12 +44,15 @@ public struct LedgerHTTPServer: Sendable {
     ///   - configuration: limits and address.
     ///   - metrics: the Prometheus registry the process's swift-metrics factory writes to.
     ///   - logger: request logs (no keys, no device ids above debug level).
+    ///   - onServerRunning: called with the bound port once ``run()`` listens.
     public init(ledger: AttributionLedger, keys: APIKeys, configuration: LedgerHTTPConfiguration = LedgerHTTPConfiguration(),
-                metrics: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "ledger.http")) {
+                metrics: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "ledger.http"),
+                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) {
         self.ledger = ledger
         self.keys = keys
         self.configuration = configuration
         self.metrics = metrics
+        self.onServerRunning = onServerRunning
         self.limiter = configuration.effectiveRateLimit.map(AppRateLimiter.init(limit:))
         self.logger = logger
     }
@@ -76,19 +86,21 @@ public struct LedgerHTTPServer: Sendable {
             logger: logger)
     }
 
-    /// Runs until the task is cancelled (tests, or a caller that handles signals itself).
+    /// Serves until graceful shutdown, then stops accepting connections, lets requests in flight
+    /// finish and returns; or until the task is cancelled, which closes every connection at once.
+    /// The application's own `ServiceGroup` (Hummingbird's) follows the enclosing group's graceful
+    /// shutdown; it traps no signal itself: the command's group does (`ledger serve`).
+    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
+    public func run() async throws {
+        try await makeApplication(onServerRunning: onServerRunning).run()
+    }
+
+    /// Runs until the task is cancelled (tests), calling `onServerRunning` rather than the
+    /// server's own ``onServerRunning``.
     /// - Parameter onServerRunning: called with the bound port once the server listens.
     /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
     public func runUntilCancelled(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(onServerRunning: onServerRunning).run()
-    }
-
-    /// Runs until SIGTERM or SIGINT, then stops accepting connections and lets requests in flight
-    /// finish (graceful shutdown).
-    /// - Parameter onServerRunning: called with the bound port once the server listens.
-    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
-    public func run(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        try await makeApplication(onServerRunning: onServerRunning).runService()
     }
 }
 

@@ -5,6 +5,7 @@ import LedgerProviders
 import Logging
 import NIOCore
 import NIOHTTP1
+import ServiceLifecycle
 import Synchronization
 
 /// The production ``ProviderTransport``: sends built provider requests with AsyncHTTPClient.
@@ -17,8 +18,10 @@ import Synchronization
 /// provider's documented rules.
 ///
 /// Call ``shutdown()`` before the last reference goes away: AsyncHTTPClient traps in debug builds
-/// when a client is released while still running.
-public final class HTTPProviderTransport: ProviderTransport {
+/// when a client is released while still running. In a swift-service-lifecycle `ServiceGroup` the
+/// transport is a `Service` that does it (``run()``): listed before the send worker, it shuts down
+/// after the worker's tries in flight have their answers.
+public final class HTTPProviderTransport: ProviderTransport, Service {
     /// How the transport connects, and its limits.
     public struct Configuration: Sendable, Hashable {
         /// How long establishing a connection (TCP and TLS) may take. Shorter than a typical
@@ -129,6 +132,14 @@ public final class HTTPProviderTransport: ProviderTransport {
         } catch {
             logger.warning("HTTP client shutdown failed", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// Waits for graceful shutdown (or cancellation), then shuts the client down (``shutdown()``).
+    /// Returns normally either way: a stop is no failure. Sends work whether or not this runs; it
+    /// only decides when the client goes.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await shutdown()
     }
 
     // MARK: - Building the AsyncHTTPClient request

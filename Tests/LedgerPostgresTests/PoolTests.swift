@@ -1,6 +1,8 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestSupport
+import Logging
+import ServiceLifecycle
 import Testing
 
 @Suite("Connection pool", .timeLimit(.minutes(3)))
@@ -150,6 +152,24 @@ struct PoolTests {
             pool.close()
             let error = await #expect(throws: PostgresError.self) { try await pool.query("SELECT 1") }
             #expect(error?.code == .poolClosed)
+        }
+    }
+
+    /// The pool as a swift-service-lifecycle `Service`: it lends sessions while its group runs,
+    /// and closes when the group shuts down gracefully (or is cancelled), returning normally.
+    @Test("as a Service, the pool closes when its group shuts down gracefully or is cancelled")
+    func closesWithItsServiceGroup() async throws {
+        try await TestDatabase.with(migrated: false) { database in
+            for stop in ["graceful shutdown", "cancellation"] {
+                let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+                let group = ServiceGroup(services: [pool], logger: Logger(label: "test.group"))
+                let running = Task { try await group.run() }
+                #expect(try await pool.query("SELECT 41 + 1").single().decode(Int.self, at: 0) == 42, "\(stop)")
+                if stop == "cancellation" { running.cancel() } else { await group.triggerGracefulShutdown() }
+                try await running.value
+                let error = await #expect(throws: PostgresError.self, "\(stop)") { try await pool.query("SELECT 1") }
+                #expect(error?.code == .poolClosed, "\(stop)")
+            }
         }
     }
 

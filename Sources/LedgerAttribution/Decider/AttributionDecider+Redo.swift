@@ -4,6 +4,7 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import Logging
+import ServiceLifecycle
 
 /// The decision rules the ledger knows, by version.
 public enum AttributionRuleVersion {
@@ -39,22 +40,29 @@ public struct RedoReport: Sendable, Hashable {
 }
 
 extension AttributionDecider {
-    /// Follows the log until cancelled: every `interval`, brings the process projection up to
-    /// date and decides what is due at `clock.now()`. A round that loses its connection (a
-    /// server restart) is tried again with back-off until the database is back
+    /// Follows the log until graceful shutdown or cancellation: every `interval`, brings the
+    /// process projection up to date and decides what is due at `clock.now()`. A round that loses
+    /// its connection (a server restart) is tried again with back-off until the database is back
     /// (``ConnectionLossRetry``, loop `attribution decider`: logged once); any other failure is
     /// logged and the next round tries again.
-    public func run(interval: Duration = .seconds(5), clock: any WallClock = SystemClock()) async throws {
-        let outage = ConnectionLossRetry(loop: "attribution decider", logger: logger)
-        while !Task.isCancelled {
-            do {
-                try await outage.retrying { try await decidePending(now: clock.now()) }
-            } catch is CancellationError {
-                return
-            } catch {
-                logger.error("deciding failed; trying again next round", metadata: ["error": "\(error)"])
+    ///
+    /// A stop cancels the round under way (`cancelWhenGracefulShutdown`): each decision is its own
+    /// transaction, so a cancelled round leaves whole decisions or none, and the next process
+    /// decides the rest. The stop's own cancellation is not logged as a failure, and this returns
+    /// normally.
+    public func run(interval: Duration, clock: any WallClock = SystemClock()) async throws {
+        await cancelWhenGracefulShutdown {
+            let outage = ConnectionLossRetry(loop: "attribution decider", logger: logger)
+            while !Task.isCancelled {
+                do {
+                    try await outage.retrying { try await decidePending(now: clock.now()) }
+                } catch {
+                    // A stop cancels the round's statement: that is no failure to report.
+                    if Task.isCancelled { return }
+                    logger.error("deciding failed; trying again next round", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: interval)
             }
-            try? await Task.sleep(for: interval)
         }
     }
 

@@ -6,6 +6,7 @@ import LedgerProjections
 import LedgerStore
 import Logging
 import Metrics
+import ServiceLifecycle
 
 /// One decision the decider appended.
 public struct DecisionMade: Sendable, Hashable {
@@ -35,7 +36,10 @@ public struct DecisionMade: Sendable, Hashable {
 /// Any number of deciders may run (one per worker process): a decision is made under a
 /// transaction-scoped advisory lock on the decision stream, after checking none exists yet for
 /// the trigger, so a trigger is decided once.
-public struct AttributionDecider: Sendable {
+///
+/// A swift-service-lifecycle `Service` (``run()``): `ledger worker` runs it in its `ServiceGroup`,
+/// which stops it on SIGTERM or SIGINT.
+public struct AttributionDecider: Service {
     /// The store.
     public let store: EventStore
     /// Per-app settings.
@@ -52,6 +56,15 @@ public struct AttributionDecider: Sendable {
         self.store = store
         self.settings = settings
         self.logger = logger
+    }
+
+    /// How often ``run()`` decides: every 5 seconds.
+    public static let defaultInterval: Duration = .seconds(5)
+
+    /// Decides every ``defaultInterval`` until graceful shutdown or cancellation
+    /// (``run(interval:clock:)``): the `Service` entry point.
+    public func run() async throws {
+        try await run(interval: Self.defaultInterval)
     }
 
     /// Brings the process and obligation projections up to date, decides every trigger that is

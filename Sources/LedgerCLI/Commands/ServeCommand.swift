@@ -6,6 +6,7 @@ import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerProjections
 import LedgerStore
+import ServiceLifecycle
 
 /// `ledger serve`: the HTTP API (and, unless told otherwise, the projection runner) in one process.
 struct ServeCommand: AsyncParsableCommand {
@@ -178,34 +179,29 @@ struct ServeCommand: AsyncParsableCommand {
             defer { pool.close() }
             let registry = LedgerMetricsBackend.prometheus
             let ledger = AttributionLedger(pool: pool, defaultActor: "http-api", logger: logger)
+            let host = host
+            let apps = keys.apps.count
             let server = LedgerHTTPServer(
                 ledger: ledger, keys: keys,
                 configuration: try makeConfiguration(environment: ProcessInfo.processInfo.environment),
-                metrics: registry, logger: logger)
-            let runner = projections
-                ? ProjectionRunner(store: ledger.store, projections: AllProjections.list, logger: logger) : nil
-            let host = host
-            let apps = keys.apps.count
-            let sealEvery = sealEvery
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                if let runner {
-                    group.addTask {
-                        do { try await runner.run() } catch is CancellationError {}
-                    }
-                }
-                if sealEvery > 0 {
-                    group.addTask { await ledger.store.sealPeriodically(every: .seconds(sealEvery), signedBy: sealKey) }
-                }
-                group.addTask {
-                    try await server.run { port in
-                        FileHandle.standardError.write(Data(
-                            "ledger serve: listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)\n".utf8))
-                    }
-                }
-                // The first task to end (the server after SIGTERM, or a failure) stops the other.
-                defer { group.cancelAll() }
-                try await group.next()
+                metrics: registry, logger: logger,
+                onServerRunning: { port in
+                    FileHandle.standardError.write(Data(
+                        "ledger serve: listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)\n".utf8))
+                })
+            // One group: SIGTERM or SIGINT stops the server first (it stops accepting connections
+            // and lets requests in flight finish), then the projection runner and the sealer, then
+            // the pool. A failure of any (a projection that cannot apply) stops the others.
+            var services: [(name: String, service: any Service)] = [("pool", pool)]
+            if sealEvery > 0 {
+                services.append(("sealer", PeriodicSealer(store: ledger.store, interval: .seconds(sealEvery), key: sealKey)))
             }
+            if projections {
+                services.append(("projection runner",
+                                 ProjectionRunner(store: ledger.store, projections: AllProjections.list, logger: logger)))
+            }
+            services.append(("http server", server))
+            try await runUntilSignalled(services, logger: logger)
             FileHandle.standardError.write(Data("ledger serve: stopped\n".utf8))
         }
     }

@@ -1,7 +1,5 @@
 import ArgumentParser
-import Dispatch
 import Foundation
-import Synchronization
 import LedgerAttribution
 import LedgerDispatch
 import LedgerDomain
@@ -9,6 +7,7 @@ import LedgerHTTPTransport
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
+import ServiceLifecycle
 
 /// `ledger worker`: drains pending sends to the providers until stopped.
 struct WorkerCommand: AsyncParsableCommand {
@@ -136,23 +135,18 @@ struct WorkerCommand: AsyncParsableCommand {
                     let decided = decide ? try await decider.decidePending(now: Date()).count : 0
                     print("drained: \(tries) tries" + (decide ? ", decided: \(decided)" : ""))
                 } else {
-                    // The signals are caught before the worker starts (and so before it takes its
-                    // liveness lock): a SIGTERM that arrives at once still stops it gracefully.
-                    let stop = StopRequest()
-                    let signals = Self.stopOnSignals { stop.request() }
-                    defer { signals.forEach { $0.cancel() } }
-                    let running = Task { [decide, sealEvery] in
-                        try await withThrowingTaskGroup(of: Void.self) { group in
-                            group.addTask { try await worker.run() }
-                            if decide { group.addTask { try await decider.run() } }
-                            if sealEvery > 0 {
-                                group.addTask { await otherStore.sealPeriodically(every: .seconds(sealEvery), signedBy: sealKey) }
-                            }
-                            try await group.waitForAll()
-                        }
+                    // One group: SIGTERM or SIGINT stops the worker first (its tries in flight
+                    // record their outcomes), then the decider and the sealer, then the HTTP
+                    // client and the pools they used.
+                    var services: [(name: String, service: any Service)] = [
+                        ("worker pool", pool), ("other pool", otherPool), ("provider transport", transport),
+                    ]
+                    if sealEvery > 0 {
+                        services.append(("sealer", PeriodicSealer(store: otherStore, interval: .seconds(sealEvery), key: sealKey)))
                     }
-                    stop.attach(running)
-                    try await running.value
+                    if decide { services.append(("attribution decider", decider)) }
+                    services.append(("send worker", worker))
+                    try await runUntilSignalled(services, logger: logger)
                 }
             } catch {
                 await transport.shutdown()
@@ -160,39 +154,5 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             await transport.shutdown()
         }
-    }
-
-    /// Cancels the worker on SIGTERM and SIGINT (graceful stop).
-    static func stopOnSignals(_ stop: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-        [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler(handler: stop)
-            source.resume()
-            return source
-        }
-    }
-}
-
-/// A stop asked for by a signal, before or after the task it stops exists.
-final class StopRequest: Sendable {
-    private let state = Mutex<(requested: Bool, task: Task<Void, any Error>?)>((false, nil))
-
-    /// Cancels the attached task, now or as soon as it is attached.
-    func request() {
-        let task = state.withLock { state -> Task<Void, any Error>? in
-            state.requested = true
-            return state.task
-        }
-        task?.cancel()
-    }
-
-    /// The task a request cancels; cancelled at once if a request came first.
-    func attach(_ task: Task<Void, any Error>) {
-        let requested = state.withLock { state -> Bool in
-            state.task = task
-            return state.requested
-        }
-        if requested { task.cancel() }
     }
 }

@@ -6,6 +6,7 @@ import LedgerProviders
 import LedgerStore
 import Logging
 import Metrics
+import ServiceLifecycle
 import Synchronization
 
 /// Drains pending sends to the providers: **where the worker loops**.
@@ -27,7 +28,11 @@ import Synchronization
 /// A worker that dies leaves leases behind; any worker rescues them (``SendQueue/rescue(now:store:on:)``)
 /// as soon as the dead worker's liveness lock is gone, or when the lease runs out. Time comes from
 /// a ``WallClock``, so the 24 h and 5 s rules are tested without waiting.
-public final class SendWorker: Sendable {
+///
+/// A swift-service-lifecycle `Service`: `ledger worker` runs it in a `ServiceGroup` after its pools
+/// and transport, so that on SIGTERM the worker stops first and its tries in flight still have
+/// their sessions and HTTP client to record their outcomes with (``run()``).
+public final class SendWorker: Service {
     /// How a worker behaves.
     public struct Configuration: Sendable {
         /// This worker's name (unique among live workers): the lease owner.
@@ -165,16 +170,27 @@ public final class SendWorker: Sendable {
         self.callSlots = CallSlots(configuration.slots)
     }
 
-    /// Runs until the task is cancelled (SIGTERM in `ledger worker`): holds the liveness lock,
-    /// listens for `NOTIFY ledger_sends` (re-listening after a reconnect), rescues stale leases,
-    /// claims as many sends as it has room for (free slots and sends ahead), and sleeps until a
-    /// notification, a finished send, the next due retry or the poll interval. On cancellation it
-    /// claims nothing more and lets the sends claimed — in flight or waiting for a slot — finish
-    /// and record their outcomes before returning (at most about two calls' timeouts). A turn
-    /// that loses its connection (a server restart) is tried again with back-off until the
-    /// database is back (``ConnectionLossRetry``, loop `send worker`: logged once); any other
-    /// failed turn is logged and tried again after the poll interval.
+    /// Runs until graceful shutdown (the worker is a swift-service-lifecycle `Service`: SIGTERM or
+    /// SIGINT in `ledger worker`'s `ServiceGroup`) or until the task is cancelled: holds the
+    /// liveness lock, listens for `NOTIFY ledger_sends` (re-listening after a reconnect), rescues
+    /// stale leases, claims as many sends as it has room for (free slots and sends ahead), and
+    /// sleeps until a notification, a finished send, the next due retry or the poll interval.
+    ///
+    /// A stop, either way, cancels the loop (`cancelWhenGracefulShutdown`), never the tries: the
+    /// loop claims nothing more, and the sends claimed — in flight or waiting for a slot — finish
+    /// and record their outcomes before this returns (at most about two calls' timeouts); a stop
+    /// during an outage ends the back-off's wait at once. It returns normally, so that a group
+    /// does not take a stop for a failure. A turn that loses its connection (a server restart) is
+    /// tried again with back-off until the database is back (``ConnectionLossRetry``, loop
+    /// `send worker`: logged once); any other failed turn is logged and tried again after the
+    /// poll interval.
+    /// - Throws: what taking the liveness lock throws at the start (the database unreachable).
     public func run() async throws {
+        try await cancelWhenGracefulShutdown { try await self.loop() }
+    }
+
+    /// The loop of ``run()``, until the task is cancelled.
+    private func loop() async throws {
         let liveness = try LivenessLock(conninfo: store.pool.configuration.conninfo, workerID: configuration.workerID)
         defer { liveness.release() }
         let listener = PostgresListener(conninfo: store.pool.configuration.conninfo, channels: [Outbox.channel], logger: logger)
@@ -196,14 +212,14 @@ public final class SendWorker: Sendable {
                     if housekeeping { lastHousekeeping = started }
                     let wait = try await step(housekeeping: housekeeping) { claims in
                         // A claim's tries run in a task of their own, shielded from the loop's
-                        // cancellation (SIGTERM): they finish and record their outcomes; the loop
+                        // cancellation (the stop): they finish and record their outcomes; the loop
                         // waits for them.
                         group.addTask { await Task { await self.process(claims) }.value }
                     }
                     outage.succeeded()
                     _ = await bell.wait(upTo: wait)
                 } catch {
-                    // A stop (SIGTERM) cancels the step's statement: that is no failure to report.
+                    // A stop cancels the step's statement: that is no failure to report.
                     if Task.isCancelled { break }
                     if let retry = outage.delay(after: error) {
                         try? await Task.sleep(for: retry)

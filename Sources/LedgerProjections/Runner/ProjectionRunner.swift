@@ -4,6 +4,7 @@ import LedgerPostgres
 import LedgerStore
 import Logging
 import Metrics
+import ServiceLifecycle
 import Synchronization
 
 /// Keeps projections up to date with the log.
@@ -17,8 +18,8 @@ import Synchronization
 ///
 /// ``run()`` outlives the database: a lost connection (a server restart, a failover) is retried
 /// with back-off from the checkpoints, which the database keeps (``ConnectionLossRetry``, loop
-/// `projection runner`).
-public struct ProjectionRunner: Sendable {
+/// `projection runner`). A swift-service-lifecycle `Service`, stopped gracefully by its group.
+public struct ProjectionRunner: Service {
     /// The store whose log is read.
     public let store: EventStore
     /// The projections this runner keeps.
@@ -94,19 +95,34 @@ public struct ProjectionRunner: Sendable {
         return total
     }
 
-    /// Follows the log until the task is cancelled: catches up, then waits for the store's append
-    /// notifications (`LISTEN ledger_events`), looking anyway every ``pollInterval``, and after a
-    /// wake-up that found nothing readable yet (an older transaction still holds the horizon),
-    /// looks again soon.
+    /// Follows the log until graceful shutdown (the runner is a swift-service-lifecycle `Service`:
+    /// SIGTERM or SIGINT in `ledger serve`'s `ServiceGroup`) or until the task is cancelled:
+    /// catches up, then waits for the store's append notifications (`LISTEN ledger_events`),
+    /// looking anyway every ``pollInterval``, and after a wake-up that found nothing readable yet
+    /// (an older transaction still holds the horizon), looks again soon.
     ///
     /// A lost connection does not end it: the step is tried again with back-off
     /// (``ReconnectBackoff/standard``: 100 ms doubling to 5 s, with jitter) until the database is
     /// back, and goes on from each projection's checkpoint; the outage is logged once at
     /// `warning`, the reconnection at `notice`. The listener reconnects by itself.
-    /// - Throws: `CancellationError` when cancelled while waiting to reconnect;
+    ///
+    /// Graceful shutdown cancels the step under way (`cancelWhenGracefulShutdown`): a step is one
+    /// transaction with its checkpoint, so nothing is half applied, and the next run goes on from
+    /// the checkpoint. Whatever that cancellation makes the step throw is the stop, not a failure:
+    /// the run then returns normally.
+    /// - Throws: `CancellationError` when cancelled (not shut down) while waiting to reconnect;
     ///   ``ProjectionError`` and any other error that is not a lost connection (a bug in a
     ///   projection, a missing table), which ends the run.
     public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown { try await follow() }
+        } catch where Task.isShuttingDownGracefully {
+            logger.debug("projection runner stopped", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// The loop of ``run()``, until the task is cancelled.
+    private func follow() async throws {
         let outage = ConnectionLossRetry(loop: "projection runner", logger: logger)
         try await outage.retrying { try await prepare() }
         let bell = WakeUpBell()
