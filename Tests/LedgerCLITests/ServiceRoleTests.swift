@@ -1,6 +1,8 @@
 import Foundation
+import NIOHTTP1
 import LedgerPostgres
 import LedgerPrivateCluster
+import LedgerStore
 import LedgerTestSupport
 import Testing
 
@@ -65,5 +67,55 @@ struct ServiceRoleTests {
                 """)
         }
         #expect(appSeal?.sqlState == SQLState.insufficientPrivilege, "ledger_app writes no seals")
+    }
+
+    @Test("ledger serve logged in as a member of ledger_app only: says once that it does not seal, and keeps serving",
+          .timeLimit(.minutes(3)))
+    func serveWithoutTheSealersRole() async throws {
+        let database = try await TestDatabase.create()
+        defer { database.drop() }
+        let admin = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        let role = "ledger_app_only_\(ProcessInfo.processInfo.processIdentifier)"
+        try admin.run(script: "DROP ROLE IF EXISTS \(role); CREATE ROLE \(role) LOGIN IN ROLE ledger_app")
+        defer { _ = try? admin.run(script: "DROP OWNED BY \(role); DROP ROLE IF EXISTS \(role)") }
+        let conninfo = database.conninfo + " user=\(role)"  // in a conninfo string the last keyword wins
+        // As in production: the owner migrates, which also makes the projections' tables.
+        let migrated = try await LedgerProcess.runDetached(["migrate", "--database-url", database.conninfo])
+        try #require(migrated.status == 0, "\(migrated.stderr)")
+        // Something to seal (with nothing readable, a sealer has nothing to write).
+        let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 1, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        try await EventStore(pool: pool, logger: TestDatabase.quietLogger)
+            .append([try VerifyCommandTests.session(1)], to: "device-com.example.game/unsealed")
+
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("serve-\(UUID()).log").path
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: LedgerProcess.binary)
+        process.arguments = ["serve", "--port", "0", "--seal-every", "1", "--require-least-privilege", "--database-url", conninfo]
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "LEDGER_DATABASE_URL")
+        environment["LEDGER_API_KEYS"] = #"{"com.example.game": "\#(String(repeating: "0", count: 64))"}"#
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+        #expect(try await waitUntil(timeout: .seconds(60)) { log().contains("not sealing") || !process.isRunning }, "\(log())")
+        #expect(process.isRunning, "serve stopped: \(log())")
+        #expect(log().components(separatedBy: "not sealing").count == 2, "said once: \(log())")
+        // Still serving after the sealer gave up (ready: database reachable), and nothing sealed.
+        #expect(try await waitUntil(timeout: .seconds(30)) { log().contains("listening on http://127.0.0.1:") }, "\(log())")
+        let text = log()
+        let port = try #require(text.range(of: "listening on http://127.0.0.1:").map { String(text[$0.upperBound...].prefix { $0.isNumber }) })
+        let ready = try await ServeRestartTests.status(.GET, "http://127.0.0.1:\(port)/ready")
+        #expect(ready == 200, "\(log())")
+        #expect(process.isRunning, "serve stopped: \(log())")
+        #expect(try admin.query("SELECT count(*) FROM seals").single().decode(Int64.self, at: 0) == 0)
+        process.interrupt()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(log())")
     }
 }

@@ -19,10 +19,15 @@ struct PeriodicSealer: Service {
     /// Seals every ``interval`` until graceful shutdown or cancellation. A stop cancels the seal
     /// under way (`cancelWhenGracefulShutdown`): a seal is one transaction, made whole or not at
     /// all, and the next process seals what it left.
+    ///
+    /// The store's loop also ends by itself when this process's role may not write seals (it is
+    /// not a member of `ledger_sealer`; another process seals): the sealer then waits for the
+    /// shutdown, so that the group's other services go on.
     func run() async throws {
         await cancelWhenGracefulShutdown { [store, interval, key] in
             await store.sealPeriodically(every: interval, signedBy: key)
         }
+        if !Task.isCancelled { try? await gracefulShutdown() }
     }
 }
 
