@@ -87,9 +87,7 @@ extension AttributionLedger {
     /// events are read through the store, so sealed personal fields are compared opened.
     func firstConflict(in facts: [PreparedFact]) async throws -> (Int, UUID)? {
         guard !facts.isEmpty else { return nil }
-        let literal = "{" + facts.map { $0.id.uuidString.lowercased() }.joined(separator: ",") + "}"
-        let rows = try await store.pool.query("SELECT event_id::text FROM events WHERE event_id = ANY(\(literal)::uuid[])")
-        let storedIDs = Set(try rows.map { try $0.decode(String.self, at: 0) }.compactMap(UUID.init(uuidString:)))
+        let storedIDs = try await store.storedIDs(facts.map(\.id))
         for (index, fact) in facts.enumerated() where storedIDs.contains(fact.id) {
             guard let existing = try await store.event(id: fact.id) else { continue }
             let same = existing.streamID == fact.device.streamID.rawValue && existing.type == fact.eventType

@@ -41,7 +41,7 @@ struct ExplainCommandTests {
         ], to: StreamID.send(id: send).rawValue)
         let decider = AttributionDecider(store: store, settings: settings, logger: TestDatabase.quietLogger)
         var made: [DecisionMade] = []
-        let deadline = ContinuousClock.now + .seconds(30)  // other tests' transactions may hold the read horizon back
+        let deadline = ContinuousClock.now + .seconds(120)  // other tests' transactions may hold the read horizon back
         repeat {
             made += try await decider.decidePending(now: Date())
         } while made.isEmpty && ContinuousClock.now < deadline

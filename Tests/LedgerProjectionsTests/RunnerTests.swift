@@ -241,10 +241,10 @@ struct RunnerTests {
                 let exact = try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(ProjectionRebuilder.arrayLiteral(types))::text[])")
                     .single().decode(Int64.self, at: 0)
                 #expect(exact > 60)
-                let counted = try ProjectionRebuilder.eventCount(of: types, on: connection)
+                let counted = try EventStore.eventCount(ofTypes: types, on: connection)
                 #expect(counted.count == exact && !counted.estimated)
                 try connection.execute("ANALYZE events")
-                let estimate = try ProjectionRebuilder.eventCount(of: types, estimatingFrom: 1, on: connection)
+                let estimate = try EventStore.eventCount(ofTypes: types, estimatingFrom: 1, on: connection)
                 #expect(estimate.estimated)
                 #expect(abs(estimate.count - exact) <= exact / 10, "estimate \(estimate.count) against \(exact)")
             }

@@ -148,12 +148,8 @@ public struct AttributionDecider: Service {
         let triggerText = trigger.eventID.uuidString.lowercased()
         let position: Int64? = try await store.pool.withTransaction { [store] connection in
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext(\(decisionStream.rawValue)))")
-            let latest = try connection.query("""
-                SELECT event_id FROM events
-                WHERE stream_id = \(decisionStream.rawValue) AND event_type = \(AttributionDecided.eventType)
-                  AND data->>'trigger_event_id' = \(triggerText)
-                ORDER BY position DESC LIMIT 1
-                """).map { try $0.decode(UUID.self, at: 0) }.first
+            let latest = try EventStore.newestEventID(ofType: AttributionDecided.eventType, in: decisionStream.rawValue,
+                                                      whereMember: "trigger_event_id", is: triggerText, on: connection)
             guard latest == supersedes else { return nil }
             let result = try store.append([event], to: decisionStream.rawValue, expected: .any, on: connection)
             for request in sends { _ = try Outbox.enqueue(request, store: store, now: now, on: connection) }

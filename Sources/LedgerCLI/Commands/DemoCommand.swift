@@ -51,7 +51,7 @@ struct DemoCommand: AsyncParsableCommand {
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 8, logger: logger)
             defer { pool.close() }
             let store = EventStore(pool: pool, catalog: .standard, logger: logger)
-            let before = try connection.query("SELECT coalesce(max(position), 0) FROM events").single().decode(Int64.self, at: 0)
+            let before = try EventStore.lastPosition(on: connection)
             let fakes = FakeProviders(
                 credentials: .init(googleDevToken: "demo-dev-token", googleLinkID: "DEMOLINK", branchKey: "key_live_demo",
                                    branchSecret: "secret_live_demo", singularSDKKey: "demo-sdk-key"),

@@ -50,9 +50,7 @@ struct TenancyCheckCommand: AsyncParsableCommand {
             let (pool, store) = try database.openStore(logger: logger, connections: 1)
             defer { pool.close() }
             let legacy = try await store.legacyPerAppStreams()
-            let knownApps = Set(try await pool.query(
-                "SELECT DISTINCT metadata ->> 'app_id' FROM events WHERE metadata ? 'app_id'"
-            ).map { try $0.decode(String.self, at: 0) })
+            let knownApps = Set(try await pool.withConnection { try EventStore.recordedAppIDs(on: $0) })
             let findings = legacy.map { stream in
                 TenancyFinding(stream: stream, candidateApps: stream.splits(knownApps: knownApps).map(\.app))
             }

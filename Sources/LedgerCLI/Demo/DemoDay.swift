@@ -133,12 +133,12 @@ struct DemoDay {
         return made
     }
 
-    /// Decides until `count` decisions were made, for at most 30 s: the decider reads the log
+    /// Decides until `count` decisions were made, for at most 2 minutes: the decider reads the log
     /// gap-safely, so a transaction still open elsewhere on the server delays what it can see
     /// (the worker's decider simply looks again 5 s later).
     func decideUntil(count: Int) async throws -> [DecisionMade] {
         var made: [DecisionMade] = []
-        let deadline = ContinuousClock.now + .seconds(30)
+        let deadline = ContinuousClock.now + .seconds(120)
         repeat {
             made += try await decider.decidePending(now: Date())
             if made.count >= count { break }

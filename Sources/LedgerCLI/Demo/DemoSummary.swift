@@ -46,9 +46,7 @@ struct DemoSummary: Codable {
     /// Reads the events after `afterPosition` (the demo's) and the devices' SKAN states.
     static func read(after afterPosition: Int64, devices: [String], store: EventStore) async throws -> DemoSummary {
         let rows = try await store.pool.withConnection { connection in
-            try connection.query("""
-                SELECT position, event_type, data::text FROM events WHERE position > \(afterPosition) ORDER BY position
-                """).map { (try $0.decode(Int64.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)) }
+            try EventStore.storedEvents(afterPosition: afterPosition, on: connection).map { ($0.position, $0.type, $0.data) }
         }
         let decoder = LedgerJSON.makeDecoder()
         var summary = DemoSummary(
@@ -56,8 +54,7 @@ struct DemoSummary: Codable {
             events: rows.count, eventsByType: [:], sendsByProvider: [:], sendOutcomes: [:], expiredTokens: 0,
             decisionsByWinner: [:], installDecisions: 0, crossNetworkReports: [:], revenueByCurrency: [:], skanWindowsUpdated: [:])
         var revenue: [String: Decimal] = [:]
-        for (_, type, text) in rows {
-            let data = Data(text.utf8)
+        for (_, type, data) in rows {
             summary.eventsByType[type, default: 0] += 1
             switch type {
             case SendRequested.eventType:

@@ -202,13 +202,13 @@ public enum SendQueue {
                       ownerDead: try row.decode(Bool.self, at: 4))
             }
             for send in stale {
-                let last = try connection.query("""
-                    SELECT event_type, (data ->> 'attempt')::int FROM events WHERE stream_id = \(send.streamID)
-                    ORDER BY stream_version DESC LIMIT 1
-                    """).first
-                let lastType = try last?.decode(String.self, at: 0)
-                let lastAttempt = try last?.decode(Int?.self, at: 1)
-                let attempted = lastType == SendAttempted.eventType && lastAttempt == send.attempt
+                let last = try EventStore.lastStoredEvent(of: send.streamID, on: connection)
+                var attempted = false
+                if let last, last.type == SendAttempted.eventType {
+                    // As stored: its personal fields may be sealed, its attempt never is.
+                    let object = try? JSONSerialization.jsonObject(with: last.data) as? [String: Any]
+                    attempted = (object?["attempt"] as? Int) == send.attempt
+                }
                 if attempted {
                     let unknown = SendOutcomeUnknown(
                         attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,

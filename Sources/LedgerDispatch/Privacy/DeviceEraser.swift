@@ -75,8 +75,7 @@ public struct DeviceEraser: Sendable {
             let earlier = try connection.query(
                 "SELECT event_id, erased_at FROM privacy_erasures WHERE subject = \(subject)").first
             if earlier == nil {
-                let known = try connection.query("SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = \(subject))")
-                    .single().decode(Bool.self, at: 0)
+                let known = try EventStore.streamExists(subject, on: connection)
                 guard known else { throw PrivacyError.unknownDevice(subject) }
             }
             let destroyed = try connection.execute("""
@@ -122,10 +121,8 @@ public struct DeviceEraser: Sendable {
         var cancelled: [String] = []
         let cancel = try NewEvent(SendCancelled(reason: cancelReason), metadata: metadata, occurredAt: now)
         for (sendID, stream) in queued {
-            let done = try connection.query("""
-                SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = \(stream)
-                               AND event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
-                """).single().decode(Bool.self, at: 0)
+            let done = try EventStore.streamHolds(
+                stream, anyOf: [SendSucceeded.eventType, SendFailed.eventType, SendCancelled.eventType], on: connection)
             if !done {
                 var event = cancel
                 event.id = UUID()

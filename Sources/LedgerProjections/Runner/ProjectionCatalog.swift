@@ -49,15 +49,11 @@ public struct ProjectionStatus: Sendable, Hashable, Codable {
         return try projections.map { projection in
             let row = rows[projection.name]
             let checkpoint = row?.checkpoint ?? .start
-            let lag = try connection.query("""
-                SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 FROM events
-                WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
-                  AND event_type = ANY(\(ProjectionRebuilder.arrayLiteral(projection.eventTypes))::text[])
-                """).single()
+            let lag = try EventStore.backlog(after: checkpoint, ofTypes: projection.eventTypes, on: connection)
             return ProjectionStatus(
                 name: projection.name, codeVersion: projection.version, builtWithVersion: row?.builtWithVersion,
                 position: checkpoint.position, transactionID: checkpoint.transactionID, eventsApplied: row?.eventsApplied ?? 0,
-                eventsBehind: try lag.decode(Int64.self, at: 0), secondsBehind: max(0, try lag.decode(Double.self, at: 1)),
+                eventsBehind: lag.events, secondsBehind: lag.oldestSeconds,
                 rebuiltAt: row?.rebuiltAt)
         }
     }

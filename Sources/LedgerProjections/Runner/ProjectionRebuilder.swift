@@ -92,7 +92,8 @@ public struct ProjectionRebuilder: Sendable {
             try projection.createTables(.shadow, on: connection)
             try CheckpointTable.grantToApplication(projection, .shadow, on: connection)
         }
-        let total = try Self.eventCount(of: projection.eventTypes, on: connection).count
+        // Counted, or estimated on a large log, where counting would read all of it first.
+        let total = try EventStore.eventCount(ofTypes: projection.eventTypes, on: connection).count
 
         // Bulk: fold in memory, write once. The chunks are read, and their personal fields opened
         // as every read does (docs/privacy.md), on sessions of their own, ahead of the fold.
@@ -129,11 +130,12 @@ public struct ProjectionRebuilder: Sendable {
             try CheckpointTable.lock(projection.name, on: connection)
             while try applyNext(on: connection) > 0 {}
             try swap(projection, on: connection)
+            let lastRecordedAt = try EventStore.recordedAt(position: checkpoint.position, on: connection)
             try connection.execute("""
                 UPDATE projection_checkpoints SET version = \(projection.version),
                     transaction_id = \(String(checkpoint.transactionID))::xid8, position = \(checkpoint.position),
                     events_applied = \(done), updated_at = clock_timestamp(), rebuilt_at = clock_timestamp(),
-                    last_event_recorded_at = (SELECT recorded_at FROM events WHERE position = \(checkpoint.position))
+                    last_event_recorded_at = \(lastRecordedAt)
                 WHERE name = \(projection.name)
                 """)
         }
@@ -162,22 +164,6 @@ public struct ProjectionRebuilder: Sendable {
                 try connection.execute("ALTER INDEX \(identifier: index) RENAME TO \(identifier: renamed)")
             }
         }
-    }
-
-    /// How many events of `types` the log holds, for the progress bar's total: counted when the
-    /// planner expects fewer than 100,000, else the planner's estimate (from the table's
-    /// statistics, typically within a few percent). Counting a large log reads all of it first:
-    /// ≈ 0.3 s of a 1,000,000-event rebuild, on both cores (a parallel scan).
-    static func eventCount(of types: [String], estimatingFrom threshold: Int64 = 100_000,
-                           on connection: PostgresConnection) throws -> (count: Int64, estimated: Bool) {
-        let list = arrayLiteral(types)
-        let plan = try connection.query("EXPLAIN (FORMAT JSON) SELECT 1 FROM events WHERE event_type = ANY(\(list)::text[])")
-            .single().decode(String.self, at: 0)
-        let estimate = ((try? JSONSerialization.jsonObject(with: Data(plan.utf8))) as? [[String: Any]])?
-            .first.flatMap { $0["Plan"] as? [String: Any] }.flatMap { ($0["Plan Rows"] as? NSNumber)?.int64Value }
-        if let estimate, estimate >= threshold { return (estimate, true) }
-        return (try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(list)::text[])")
-            .single().decode(Int64.self, at: 0), false)
     }
 
     /// A PostgreSQL array literal of quoted strings.

@@ -1,8 +1,7 @@
 import Foundation
 import LedgerPostgres
-import LedgerStore
 
-/// Reads long runs of the log fast, for rebuilds: binary `COPY (SELECT …) TO STDOUT` in chunks, in
+/// Reads long runs of the log fast, for projection rebuilds (the store's gap-safe scan): binary `COPY (SELECT …) TO STDOUT` in chunks, in
 /// the same gap-safe order and with the same horizon rule as ``EventStore/readAll(after:limit:filter:asOf:on:)``.
 ///
 /// Binary, because a rebuild reads every event once and text would make both sides work for each
@@ -36,7 +35,7 @@ public enum LogScan {
         let typeList = try types.map { type -> String in
             guard type.utf8.allSatisfy({ $0 < 128 && ($0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
                 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)) }), !type.isEmpty
-            else { throw ProjectionError.unknownProjection("event type \(type)") }
+            else { throw LogScanError(reason: "event type \(type) breaks the type-name rule") }
             return "'" + type + "'"
         }.joined(separator: ",")
         return """
@@ -70,8 +69,10 @@ public enum LogScan {
     }
 }
 
-/// A COPY row that could not be read (a bug, or a server that speaks another format).
-struct LogScanError: Error, CustomStringConvertible {
-    var reason: String
-    var description: String { "log scan: \(reason)" }
+/// A scan that could not be made: a type name that breaks the rule, or a COPY row that could not
+/// be read (a bug, or a server that speaks another format).
+public struct LogScanError: Error, CustomStringConvertible {
+    /// What went wrong.
+    public var reason: String
+    public var description: String { "log scan: \(reason)" }
 }
