@@ -1,8 +1,7 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
-import LedgerStore
 import Testing
 
 /// AdServices tokens (seed 002), Branch identity (seed 003) and Google obligations (seed 000),
@@ -12,7 +11,7 @@ struct ProviderStateReducerTests {
     let start = History.epoch
     static let token = "ZXhhbXBsZS1hdHRyaWJ1dGlvbi10b2tlbg=="
 
-    func install(_ history: inout History, token: String? = token) throws -> RecordedEvent {
+    func install(_ history: inout History, token: String? = token) throws -> LoggedEvent {
         try history.add(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
                                   adServicesToken: token.map { LedgerDomain.AdServicesToken(token: $0, issuedAt: start) }),
                         at: start)
