@@ -13,8 +13,9 @@
 //   LedgerAttribution           ─▶ LedgerDispatch
 //   LedgerHTTPTransport         ─▶ LedgerDispatch
 //   LedgerSKANPostbacks         ─▶ LedgerProjections
-//   LedgerDispatch              ─▶ LedgerProjections
-//   LedgerProjections           ─▶ LedgerStore, LedgerProviders
+//   LedgerProjections           ─▶ LedgerFolds
+//   LedgerDispatch              ─▶ LedgerFolds
+//   LedgerFolds                 ─▶ LedgerStore (its JSON byte scanner only), LedgerProviders
 //   LedgerTestKit               ─▶ LedgerFakeProviders
 //   LedgerFakeProviders         ─▶ LedgerProviders
 //   LedgerTestSupport           ─▶ LedgerMigrations, LedgerPrivateCluster
@@ -46,6 +47,7 @@ let package = Package(
         .library(name: "LedgerProviders", targets: ["LedgerProviders"]),
         .library(name: "LedgerStore", targets: ["LedgerStore"]),
         .library(name: "LedgerDomain", targets: ["LedgerDomain"]),
+        .library(name: "LedgerFolds", targets: ["LedgerFolds"]),
         .library(name: "LedgerProjections", targets: ["LedgerProjections"]),
         .library(name: "LedgerDispatch", targets: ["LedgerDispatch"]),
         .library(name: "LedgerAttribution", targets: ["LedgerAttribution"]),
@@ -109,13 +111,23 @@ let package = Package(
         ),
         // Pure provider protocols (no I/O), on the domain's values.
         .target(name: "LedgerProviders", dependencies: ["LedgerDomain"], swiftSettings: strict),
+        // Device folds: pure reducers over events. The per-device states (SKAN 4, AdServices
+        // tokens, Branch identity, Google obligations, the attribution process), no I/O. The
+        // store is a dependency only for its JSON byte scanner (`JSONObjectBytes`), until that
+        // moves to the domain.
+        .target(
+            name: "LedgerFolds",
+            dependencies: [
+                "LedgerDomain", "LedgerProviders", "LedgerStore", .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
         // Projections: the checkpointed runner, online rebuild into shadow tables, and the
-        // per-device states (SKAN 4, AdServices tokens, Branch identity, Google obligations).
+        // per-device projections that store the folds' states.
         .target(
             name: "LedgerProjections",
             dependencies: [
-                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -127,7 +139,7 @@ let package = Package(
         .target(
             name: "LedgerDispatch",
             dependencies: [
-                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerProjections", "LedgerPostgres",
+                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerFolds", "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -177,8 +189,8 @@ let package = Package(
         .target(
             name: "LedgerAttribution",
             dependencies: [
-                "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders",
+                "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -200,7 +212,7 @@ let package = Package(
         .target(
             name: "AttributionLedger",
             dependencies: [
-                "LedgerAttribution", "LedgerSKANPostbacks", "LedgerDispatch", "LedgerProjections", "LedgerStore",
+                "LedgerAttribution", "LedgerSKANPostbacks", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore",
                 "LedgerDomain", "LedgerPostgres", "LedgerProviders",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -229,7 +241,7 @@ let package = Package(
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
-                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections",
+                "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections", "LedgerFolds",
                 "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerAttribution", "LedgerSKANPostbacks",
                 "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -250,7 +262,7 @@ let package = Package(
         .executableTarget(
             name: "LedgerBench",
             dependencies: [
-                "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport", "LedgerDispatch",
+                "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain", "LedgerTestSupport", "LedgerDispatch",
                 "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerSKANPostbacks",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -283,9 +295,14 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "LedgerFoldsTests",
+            dependencies: ["LedgerFolds", "LedgerDomain", "LedgerProviders", "LedgerTestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "LedgerProjectionsTests",
             dependencies: [
-                "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
+                "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 "LedgerTestSupport", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -293,7 +310,7 @@ let package = Package(
         .testTarget(
             name: "LedgerDispatchTests",
             dependencies: [
-                "LedgerTestKit", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections", "LedgerStore",
+                "LedgerTestKit", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerFolds", "LedgerStore",
                 "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
@@ -312,7 +329,7 @@ let package = Package(
             name: "LedgerAttributionTests",
             dependencies: [
                 "LedgerTestKit", "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
-                "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
             ],
             swiftSettings: strict
         ),
@@ -327,7 +344,7 @@ let package = Package(
         .testTarget(
             name: "AttributionLedgerTests",
             dependencies: [
-                "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerStore", "LedgerDomain",
+                "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
                 "LedgerPostgres", "LedgerTestSupport", "LedgerFakeProviders", "LedgerHTTPTransport",
             ],
             swiftSettings: strict
@@ -354,7 +371,8 @@ let package = Package(
         .testTarget(
             name: "LedgerCLITests",
             dependencies: [
-                "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerDomain", "LedgerTestSupport",
+                "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain",
+                "LedgerTestSupport",
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),

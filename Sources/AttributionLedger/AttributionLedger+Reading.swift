@@ -1,5 +1,6 @@
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerProjections
 import LedgerProviders
 import LedgerStore
@@ -29,7 +30,7 @@ extension AttributionLedger {
     public func deviceState(of device: DeviceRef, asOf: AsOf? = nil) async throws -> DeviceState {
         let events = try await history(of: device, asOf: asOf)
         let stream = device.streamID.rawValue
-        func replay<Reducer: DeviceStateReducer>(_ projection: DeviceStateProjection<Reducer>) throws -> Reducer.State {
+        func replay<Reducer: DeviceStateStorage>(_ projection: DeviceStateProjection<Reducer>) throws -> Reducer.State {
             let types = Set(projection.eventTypes)
             return try projection.replay(events.filter { types.contains($0.type) }, device: stream)
         }

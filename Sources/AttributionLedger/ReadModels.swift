@@ -1,5 +1,6 @@
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerProjections
 import LedgerStore
 

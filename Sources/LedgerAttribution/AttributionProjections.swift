@@ -1,3 +1,4 @@
+import LedgerFolds
 import LedgerProjections
 
 extension LedgerAttribution {

@@ -1,6 +1,7 @@
 import AttributionLedger
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore

@@ -2,6 +2,7 @@ import Foundation
 import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders
+import LedgerFolds
 import LedgerHTTPTransport
 import LedgerPostgres
 import LedgerProjections

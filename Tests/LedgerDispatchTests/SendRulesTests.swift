@@ -1,7 +1,7 @@
 import Foundation
 import LedgerDispatch
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
 import LedgerStore
 import Testing
@@ -53,7 +53,10 @@ private struct RulesLog {
     }
 
     func replay<R: DeviceStateReducer>(_ reducer: R) throws -> R.State {
-        try DeviceStateProjection(reducer).replay(events, device: device)
+        try reducer.replay(events.map {
+            LoggedEvent(position: $0.position, streamID: $0.streamID, id: $0.id, type: $0.type, data: $0.data,
+                        occurredAt: $0.occurredAt, recordedAt: $0.recordedAt)
+        }, device: device)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 @testable import LedgerProjections
 import LedgerProviders
@@ -12,6 +13,10 @@ import Testing
 @Suite("Projection runner and rebuild")
 struct RunnerTests {
     static let projections = ProjectionCatalog.standard
+    /// A Branch `v1/open` answer (as in LedgerFoldsTests' provider state tests).
+    static let branchAnswer = #"{"session_id":"123","randomized_bundle_token":"RBT-1","randomized_device_token":"RDT-1","identity":"user-9","link":"https://x.app.link/?%24identity_id=1","data":"{\"+clicked_branch_link\":true,\"+is_first_session\":true}"}"#
+    /// Google's affirmative conversion answer (as in LedgerFoldsTests' provider state tests).
+    static let googleAffirmative = #"{"ad_events":[{"ad_event_id":"Q0owS0NRandom","conversion_metric":"conversion","interaction_type":null,"campaign_type":"UAC","campaign_id":123456789,"campaign_name":"My UAC campaign","ad_type":"ClickToDownload","external_customer_id":123456789,"location":21144,"network_type":"Search","network_subtype":"GoogleSearch","video_id":null,"keyword":null,"match_type":null,"placement":null,"ad_group_id":null,"creative_id":null,"timestamp":1432681913.123456}],"errors":[],"attributed":true}"#
 
     /// Random device histories over a few devices: SKAN, revenue (with retries), tokens and the
     /// three providers' sends and answers.
@@ -45,13 +50,13 @@ struct RunnerTests {
                 case 3:
                     let send = try history.requestSend(.branch, .open, cause: install, at: clock)
                     try history.attempt(send, number: 1, status: 200,
-                                        body: ProviderStateReducerTests.branchAnswer.replacingOccurrences(
+                                        body: Self.branchAnswer.replacingOccurrences(
                                             of: "RBT-1", with: "RBT-\(random.next(upTo: 2))"), at: clock)
                     try history.add(SendSucceeded(attempt: 1), stream: send, at: clock)
                 case 4:
                     let send = try history.requestSend(.google, .conversion, cause: install, at: clock)
                     try history.attempt(send, number: 1, status: 200,
-                                        body: ProviderStateReducerTests.googleAffirmative.replacingOccurrences(
+                                        body: Self.googleAffirmative.replacingOccurrences(
                                             of: "Q0owS0NRandom", with: "ad\(random.next(upTo: 3))"), at: clock)
                 default:
                     let send = try history.requestSend(.google, .crossNetwork, cause: install, at: clock,

@@ -7,8 +7,7 @@ import LedgerTestSupport
 import Testing
 
 /// A device's history built in memory, as the store would record it: typed events encoded by the
-/// catalog, positions in order. Used to test reducers without PostgreSQL, and to append the same
-/// history to a real store.
+/// catalog, positions in order, to append to a real store.
 struct History {
     let device: String
     var events: [RecordedEvent] = []
@@ -55,11 +54,6 @@ struct History {
                 stream: send, at: at)
         try add(ResponseReceived(attempt: number, status: status, headers: [], body: body.map { RecordedBody(bytes: Data($0.utf8)) },
                                  latencyMilliseconds: 12), stream: send, at: at.addingTimeInterval(0.05))
-    }
-
-    /// Folds the history with `reducer` from its initial state.
-    func replay<R: DeviceStateReducer>(_ reducer: R) throws -> R.State {
-        try DeviceStateProjection(reducer).replay(events, device: device)
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDispatch
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAttribution
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerProviders

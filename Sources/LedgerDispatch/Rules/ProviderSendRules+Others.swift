@@ -1,6 +1,6 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
 
 /// Apple AdServices (Apple AdServices attribution API).

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
 import LedgerStore
 import Synchronization

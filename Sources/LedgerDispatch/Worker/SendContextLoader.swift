@@ -1,6 +1,6 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerStore
 
 /// Gathers a ``SendContext`` from the log just before a try: the cause event, and what the
@@ -23,14 +23,11 @@ struct SendContextLoader: Sendable {
         var conversion: (send: SendRequested, cause: RecordedEvent)?
         switch request.provider {
         case .branch:
-            let projection = BranchIdentityProjection(BranchIdentityReducer())
-            branch = try await projection.state(of: device, store: store)
+            branch = try await state(of: device, by: BranchIdentityReducer())
         case .singular:
-            let projection = SKANDeviceProjection(SKANDeviceReducer())
-            skan = try await projection.state(of: device, store: store)
+            skan = try await state(of: device, by: SKANDeviceReducer())
         case .google where request.kind == .crossNetwork:
-            let projection = GoogleObligationProjection(GoogleObligationReducer())
-            let obligations = try await projection.state(of: device, store: store)
+            let obligations = try await state(of: device, by: GoogleObligationReducer())
             guard let adEventID = request.parameters?["ad_event_id"], let obligation = obligations.obligations[adEventID] else {
                 throw SendBuildError(rule: "no_obligation", detail: "no Google answer for this device carried that ad_event_id")
             }
@@ -61,6 +58,12 @@ struct SendContextLoader: Sendable {
         return context
     }
 
+    /// The device's state by `reducer`, replayed from its history in the log as it is now.
+    func state<Reducer: DeviceStateReducer>(of device: String, by reducer: Reducer) async throws -> Reducer.State {
+        let events = try await store.readDeviceHistory(device, types: reducer.eventTypes)
+        return try reducer.replay(events.map(LoggedEvent.init), device: device)
+    }
+
     /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
     func lastLaunchDevice(_ device: String, before cause: RecordedEvent) async throws -> DeviceContext? {
         let launches = try await store.readDeviceHistory(device, types: [FirstOpen.eventType, SessionStarted.eventType],
@@ -68,5 +71,13 @@ struct SendContextLoader: Sendable {
         guard let last = launches.last else { return nil }
         struct Launch: Decodable { var device: DeviceContext }
         return try LedgerJSON.makeDecoder().decode(Launch.self, from: last.data).device
+    }
+}
+
+extension LoggedEvent {
+    /// What a fold reads of `event`.
+    init(_ event: RecordedEvent) {
+        self.init(position: event.position, streamID: event.streamID, id: event.id, type: event.type, data: event.data,
+                  occurredAt: event.occurredAt, recordedAt: event.recordedAt)
     }
 }

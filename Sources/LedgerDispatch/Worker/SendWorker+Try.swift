@@ -5,7 +5,6 @@ import LedgerProviders
 import LedgerStore
 import Logging
 import Metrics
-import LedgerProjections
 import Synchronization
 
 extension SendWorker {

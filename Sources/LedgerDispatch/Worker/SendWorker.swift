@@ -1,7 +1,6 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
-import LedgerProjections
 import LedgerProviders
 import LedgerStore
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 import LedgerStore
 
@@ -27,8 +28,6 @@ extension DeviceStateProjection {
 
     /// Folds `events` (one device's history, in log order) from the initial state.
     public func replay(_ events: [RecordedEvent], device deviceStream: String) throws -> Reducer.State {
-        var fold = DeviceFold(reducer: reducer)
-        for event in events { try fold.fold(event) }
-        return fold.states[deviceStream] ?? reducer.initialState()
+        try reducer.replay(events.map(LoggedEvent.init), device: deviceStream)
     }
 }

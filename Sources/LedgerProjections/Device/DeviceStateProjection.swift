@@ -1,9 +1,11 @@
 import Foundation
 import LedgerDomain
+import LedgerFolds
 import LedgerPostgres
 import LedgerStore
 
-/// A per-device projection: a ``DeviceStateReducer``'s states, stored and kept up to date.
+/// A per-device projection: a reducer's states (``LedgerFolds/DeviceStateReducer``), stored as
+/// its ``DeviceStateStorage`` says and kept up to date.
 ///
 /// Tables (`<name>` is the reducer's name; a rebuild builds the same under `__shadow` names):
 /// - `<name>`: one row per device: `device_stream_id`, `state` (jsonb, what the reducer folds),
@@ -16,7 +18,7 @@ import LedgerStore
 ///
 /// A step loads the states of the devices its batch touches, folds the batch in memory, then
 /// replaces those devices' rows (`DELETE` + `COPY`), all inside the runner's transaction.
-public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
+public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
     /// The pure core.
     public let reducer: Reducer
 
@@ -28,11 +30,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
     /// The reducer's version.
     public var version: Int { reducer.version }
     /// The reducer's device types, plus the send lifecycle when it follows sends.
-    public var eventTypes: [String] {
-        var types = reducer.deviceEventTypes
-        if !reducer.followedProviders.isEmpty { types += SendLifecycle.eventTypes }
-        return Array(Set(types)).sorted()
-    }
+    public var eventTypes: [String] { reducer.eventTypes }
     /// The reducer's.
     public var personalFieldsRead: PersonalFieldSelection { reducer.personalFieldsRead }
     var hasDetail: Bool { !reducer.detailColumns.isEmpty }
@@ -90,7 +88,8 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
         try connection.run(script: "SET LOCAL client_min_messages = warning;\n" + script)
     }
 
-    public func apply(_ events: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+    public func apply(_ records: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
+        let events = records.map(LoggedEvent.init)
         var fold = DeviceFold(reducer: reducer)
         let unknown = fold.unknownSendStreams(in: events)
         if !unknown.isEmpty {
@@ -178,7 +177,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateReducer>: Projection {
         }
 
         mutating func fold(_ events: [RecordedEvent]) throws {
-            for event in events { try fold.fold(event) }
+            for event in events { try fold.fold(LoggedEvent(event)) }
         }
 
         func write(to tables: ProjectionTables, on connection: PostgresConnection) throws {

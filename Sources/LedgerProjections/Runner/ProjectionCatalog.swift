@@ -1,4 +1,5 @@
 import Foundation
+import LedgerFolds
 import LedgerPostgres
 import LedgerStore
 

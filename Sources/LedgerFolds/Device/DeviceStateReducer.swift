@@ -1,14 +1,13 @@
 import Foundation
 import LedgerDomain
-import LedgerPostgres
-import LedgerStore
 
 /// The pure core of a per-device projection: a state per device, evolved one event at a time.
 ///
 /// A reducer never reads the clock, the database or the network: its state depends only on the
 /// events it was given, in order. That is what makes a projection rebuildable, lets the same code
-/// answer "as of" questions by replaying one device's history, and lets tests check it without
-/// PostgreSQL. ``DeviceStateProjection`` stores the states and keeps them up to date.
+/// answer "as of" questions by replaying one device's history (``replay(_:device:)``), and lets
+/// tests check it without PostgreSQL. LedgerProjections' `DeviceStateProjection` stores the
+/// states and keeps them up to date.
 ///
 /// A reducer should not throw for odd input the providers or devices may send (a body that does
 /// not parse, a value out of range): it records such things in its state. A throw means a bug in
@@ -18,9 +17,10 @@ public protocol DeviceStateReducer: Sendable {
     /// The state of one device.
     associatedtype State: Codable, Sendable, Equatable
 
-    /// The projection's name (see ``Projection/name``).
+    /// The projection's name: it names the checkpoint row and prefixes the projection's tables.
     var name: String { get }
-    /// The projection's version (see ``Projection/version``).
+    /// The projection's version: raise it with every change to what ``apply(_:to:)`` computes
+    /// (the stored states are then stale until rebuilt).
     var version: Int { get }
     /// Types read from device (`device-…`) and decision (`decision-…`) streams.
     var deviceEventTypes: [String] { get }
@@ -33,67 +33,69 @@ public protocol DeviceStateReducer: Sendable {
     /// The JSON text a state is stored as; it must decode (with the ledger's decoder) to an equal
     /// state. By default `encoder`'s; a reducer may write it faster itself.
     func jsonText(of state: State, encoder: JSONEncoder) throws -> String
-    /// The personal fields ``apply(_:to:)`` reads, by event type (see ``Projection/personalFieldsRead``).
-    var personalFieldsRead: PersonalFieldSelection { get }
     /// Applies one event.
     func apply(_ event: DeviceEvent, to state: inout State) throws
-
-    /// Columns of the main table besides the device and its state, for queries.
-    var summaryColumns: [ProjectionColumn] { get }
-    /// The values of ``summaryColumns`` for a state, in order.
-    func summary(of state: State) -> [PostgresValue]
-    /// Columns of the detail table (one row per token, per obligation, …); empty for none.
-    var detailColumns: [ProjectionColumn] { get }
-    /// The detail rows of a state.
-    func detailRows(of state: State) -> [ProjectionRow]
 }
 
 extension DeviceStateReducer {
+    /// `encoder`'s text of `state`.
     public func jsonText(of state: State, encoder: JSONEncoder) throws -> String {
         String(decoding: try encoder.encode(state), as: UTF8.self)
     }
-    public var personalFieldsRead: PersonalFieldSelection { .all }
-    /// No detail table.
-    public var detailColumns: [ProjectionColumn] { [] }
-    /// No detail rows.
-    public func detailRows(of state: State) -> [ProjectionRow] { [] }
-}
 
-/// A column of a projection table.
-public struct ProjectionColumn: Sendable, Hashable {
-    /// Its name.
-    public var name: String
-    /// Its SQL type (`timestamptz`, `text`, `integer`, …).
-    public var sqlType: String
-    /// Whether to index it (for the queries that list by it).
-    public var indexed: Bool
+    /// Every type the reducer reads: ``deviceEventTypes``, plus the send lifecycle
+    /// (``SendLifecycle/eventTypes``) when it follows sends; sorted, each once.
+    public var eventTypes: [String] {
+        var types = deviceEventTypes
+        if !followedProviders.isEmpty { types += SendLifecycle.eventTypes }
+        return Array(Set(types)).sorted()
+    }
 
-    /// A column.
-    public init(_ name: String, _ sqlType: String, indexed: Bool = false) {
-        self.name = name
-        self.sqlType = sqlType
-        self.indexed = indexed
+    /// Folds `events` (one device's history, in log order) from the initial state: the device's
+    /// state after the last of them.
+    /// - Throws: what ``apply(_:to:)`` throws, or a decoding error for a `SendRequested` or a
+    ///   decision that cannot be read.
+    public func replay(_ events: [LoggedEvent], device deviceStream: String) throws -> State {
+        var fold = DeviceFold(reducer: self)
+        for event in events { try fold.fold(event) }
+        return fold.states[deviceStream] ?? initialState()
     }
 }
 
-/// One detail row: its key within the device, and its values in the order of the columns.
-public struct ProjectionRow: Sendable, Hashable {
-    /// Unique within the device (a token digest, an `ad_event_id`).
-    public var key: String
-    /// The values of ``DeviceStateReducer/detailColumns``.
-    public var values: [PostgresValue]
+/// An event as the log holds it, with what a fold reads of it (the store's record has more: its
+/// transaction, stream version, metadata and hash).
+public struct LoggedEvent: Sendable, Hashable {
+    /// The global position (unique, increasing in order of assignment).
+    public var position: Int64
+    /// The stream it was appended to (`device-…`, `send-…`, `decision-…`).
+    public var streamID: String
+    /// The event's id.
+    public var id: UUID
+    /// The stored type name.
+    public var type: String
+    /// The payload as stored (jsonb's canonical text).
+    public var data: Data
+    /// The time the event states.
+    public var occurredAt: Date
+    /// When the ledger stored it.
+    public var recordedAt: Date
 
-    /// A row.
-    public init(key: String, values: [PostgresValue]) {
-        self.key = key
-        self.values = values
+    /// An event read from the log.
+    public init(position: Int64, streamID: String, id: UUID, type: String, data: Data, occurredAt: Date, recordedAt: Date) {
+        self.position = position
+        self.streamID = streamID
+        self.id = id
+        self.type = type
+        self.data = data
+        self.occurredAt = occurredAt
+        self.recordedAt = recordedAt
     }
 }
 
 /// One event as a per-device projection sees it.
 public struct DeviceEvent: Sendable {
     /// The event as stored.
-    public let record: RecordedEvent
+    public let record: LoggedEvent
     /// The device it is about.
     public let deviceStreamID: String
     /// For the events of a send's stream, the send's request; otherwise `nil`.

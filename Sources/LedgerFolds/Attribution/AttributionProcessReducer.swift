@@ -1,8 +1,5 @@
 import Foundation
 import LedgerDomain
-import LedgerPostgres
-import LedgerProjections
-import LedgerStore
 
 /// The attribution process of each device: for every trigger (a first open, or a session that may
 /// re-attribute), the sends it is waiting for, the touches the answers offered, and the decision
@@ -209,40 +206,4 @@ public struct AttributionProcessReducer: DeviceStateReducer {
             break
         }
     }
-
-    public var summaryColumns: [ProjectionColumn] {
-        [ProjectionColumn("waiting_triggers", "integer")]
-    }
-
-    public func summary(of state: State) -> [PostgresValue] {
-        [.int64(Int64(state.triggers.filter { $0.state == "waiting" }.count))]
-    }
-
-    public var detailColumns: [ProjectionColumn] {
-        [
-            ProjectionColumn("state", "text", indexed: true),
-            ProjectionColumn("trigger_kind", "text"),
-            ProjectionColumn("waiting_since", "timestamptz", indexed: true),
-            ProjectionColumn("awaited_sends", "integer"),
-            ProjectionColumn("finished_sends", "integer"),
-            ProjectionColumn("candidates", "integer"),
-            ProjectionColumn("late_answers", "integer"),
-            ProjectionColumn("decided_at", "timestamptz"),
-        ]
-    }
-
-    public func detailRows(of state: State) -> [ProjectionRow] {
-        state.triggers.map { trigger in
-            ProjectionRow(key: trigger.eventID.uuidString.lowercased(), values: [
-                .text(trigger.state), .text(trigger.kind.rawValue), .timestamptz(trigger.recordedAt),
-                .int64(Int64(trigger.sends.count)), .int64(Int64(trigger.sends.filter { $0.terminal != nil }.count)),
-                .int64(Int64(trigger.candidates.count)), .int64(Int64(trigger.lateAnswers.count)),
-                trigger.decidedAt.map { .timestamptz($0) } ?? .null,
-            ])
-        }
-    }
 }
-
-/// The attribution process projection: ``AttributionProcessReducer``'s states in
-/// `attribution_process`, one row per trigger in `attribution_process_rows`.
-public typealias AttributionProcessProjection = DeviceStateProjection<AttributionProcessReducer>

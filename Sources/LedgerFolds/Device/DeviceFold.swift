@@ -1,6 +1,5 @@
 import Foundation
 import LedgerDomain
-import LedgerStore
 
 /// The one field of a decision a per-device projection routes by.
 struct DecisionDevice: Decodable {
@@ -8,24 +7,33 @@ struct DecisionDevice: Decodable {
 }
 
 /// A send's link to its device, from its `SendRequested`.
-struct SendLink: Sendable {
-    var deviceStreamID: String
-    var request: SendRequested
+package struct SendLink: Sendable {
+    /// The device the send is about.
+    package var deviceStreamID: String
+    /// The send's request.
+    package var request: SendRequested
+
+    /// A link.
+    package init(deviceStreamID: String, request: SendRequested) {
+        self.deviceStreamID = deviceStreamID
+        self.request = request
+    }
 }
 
 /// Folds events into per-device states in memory: the shared core of an incremental step, a
 /// rebuild's bulk phase and an "as of" replay.
-struct DeviceFold<Reducer: DeviceStateReducer> {
+package struct DeviceFold<Reducer: DeviceStateReducer> {
     let reducer: Reducer
     /// States by device stream id.
-    private(set) var states: [String: Reducer.State] = [:]
+    package private(set) var states: [String: Reducer.State] = [:]
     /// The last event applied to each device (position and recorded time).
-    private(set) var lastApplied: [String: (position: Int64, recordedAt: Date)] = [:]
+    package private(set) var lastApplied: [String: (position: Int64, recordedAt: Date)] = [:]
     /// Known send links by send stream id.
-    var links: [String: SendLink] = [:]
+    package var links: [String: SendLink] = [:]
     /// Links made by the folded events (to be stored).
-    var newLinks: [String: SendLink] = [:]
-    let decoder = LedgerJSON.makeDecoder()
+    package var newLinks: [String: SendLink] = [:]
+    /// The ledger's decoder, shared by every event folded.
+    package let decoder = LedgerJSON.makeDecoder()
     /// The device folded last, and where its entries are in ``states`` and ``lastApplied``:
     /// consecutive events are mostly one device's (a stream is appended in batches), and hashing
     /// its id twice for every event was a visible part of a rebuild's fold. Forgotten when either
@@ -33,7 +41,8 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     private var lastDevice: (id: String, state: [String: Reducer.State].Index,
                              applied: [String: (position: Int64, recordedAt: Date)].Index)?
 
-    init(reducer: Reducer) { self.reducer = reducer }
+    /// A fold with no device yet.
+    package init(reducer: Reducer) { self.reducer = reducer }
 
     /// The device an event is about, and its send's link when it belongs to a send stream.
     /// `nil` when this projection does not follow it (a send of another provider, a stream of
@@ -42,7 +51,7 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
     /// Stream categories are told by their ASCII prefix's bytes: `hasPrefix` compares characters,
     /// and its grapheme breaking was a visible part of every event's fold. (Stream ids are ASCII,
     /// by the store's rule.)
-    mutating func route(_ event: RecordedEvent) throws -> (device: String, send: SendRequested?)? {
+    package mutating func route(_ event: LoggedEvent) throws -> (device: String, send: SendRequested?)? {
         if event.streamID.utf8.starts(with: "send-".utf8) {
             if event.type == SendRequested.eventType {
                 let request = try decoder.decode(SendRequested.self, from: event.data)
@@ -64,7 +73,7 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
 
     /// Applies one event; `loaded` gives a device's stored state the first time it is touched
     /// (nil: the device is new).
-    mutating func fold(_ event: RecordedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
+    package mutating func fold(_ event: LoggedEvent, loaded: (String) throws -> Reducer.State? = { _ in nil }) throws {
         guard let (device, send) = try route(event) else { return }
         let (reducer, deviceEvent) = (reducer, DeviceEvent(record: event, deviceStreamID: device, send: send, decoder: decoder))
         if let last = lastDevice, last.id == device {
@@ -92,7 +101,7 @@ struct DeviceFold<Reducer: DeviceStateReducer> {
 
     /// The send streams among `events` whose links are neither known nor made within `events`:
     /// an incremental step loads these from the projection's table first.
-    func unknownSendStreams(in events: [RecordedEvent]) -> Set<String> {
+    package func unknownSendStreams(in events: [LoggedEvent]) -> Set<String> {
         var madeHere = Set<String>()
         var unknown = Set<String>()
         for event in events where event.streamID.utf8.starts(with: "send-".utf8) {

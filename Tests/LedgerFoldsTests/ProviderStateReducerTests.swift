@@ -1,8 +1,7 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
-import LedgerStore
 import Testing
 
 /// AdServices tokens (Apple AdServices attribution API), Branch identity (Branch v1/open
@@ -13,7 +12,7 @@ struct ProviderStateReducerTests {
     let start = History.epoch
     static let token = "ZXhhbXBsZS1hdHRyaWJ1dGlvbi10b2tlbg=="
 
-    func install(_ history: inout History, token: String? = token) throws -> RecordedEvent {
+    func install(_ history: inout History, token: String? = token) throws -> LoggedEvent {
         try history.add(FirstOpen(appID: try AppID("app1"), device: iosDevice(),
                                   adServicesToken: token.map { LedgerDomain.AdServicesToken(token: $0, issuedAt: start) }),
                         at: start)

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerDomain
-@testable import LedgerProjections
+@testable import LedgerFolds
 import LedgerProviders
 import LedgerTestSupport
 import Testing

@@ -2,7 +2,7 @@ import Foundation
 import LedgerDomain
 import Testing
 
-@testable import LedgerAttribution
+@testable import LedgerFolds
 
 /// Touches from the providers' own example answers.
 @Suite struct TouchExtractionTests {

@@ -1,8 +1,7 @@
 import Foundation
 import LedgerDomain
-import LedgerProjections
+import LedgerFolds
 import LedgerProviders
-import LedgerStore
 import Testing
 
 /// The SKAN 4 projection's rules (Singular SKAdNetwork 4 implementation guide and

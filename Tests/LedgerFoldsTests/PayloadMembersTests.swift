@@ -2,7 +2,7 @@ import Foundation
 import LedgerDomain
 import Testing
 
-@testable import LedgerProjections
+@testable import LedgerFolds
 
 /// The rebuild's byte-level reads of hot payloads must agree with `JSONDecoder`, or step aside.
 @Suite("Payload members read from bytes")

@@ -1,0 +1,57 @@
+import Foundation
+import LedgerDomain
+import LedgerFolds
+
+/// A device's history built in memory, as the log would hold it: typed events encoded by the
+/// catalog, positions in order. Replayed through a reducer, without PostgreSQL.
+struct History {
+    let device: String
+    var events: [LoggedEvent] = []
+    static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
+
+    init(device: String = "device-app1/dev1") { self.device = device }
+
+    /// Appends `event` to `stream` (the device's own by default), happening at `at`.
+    @discardableResult
+    mutating func add<E: LedgerEvent>(_ event: E, stream: String? = nil, at: Date) throws -> LoggedEvent {
+        let record = LoggedEvent(position: Int64(events.count + 1), streamID: stream ?? device, id: UUID(), type: E.eventType,
+                                 data: try EventCatalog.standard.encode(event), occurredAt: at, recordedAt: at)
+        events.append(record)
+        return record
+    }
+
+    /// Requests a send for this device, caused by `cause`; returns the send's stream.
+    @discardableResult
+    mutating func requestSend(_ provider: SendProvider, _ kind: SendKind, cause: LoggedEvent, at: Date,
+                              parameters: [String: String]? = nil, notBefore: Date? = nil) throws -> String {
+        let sendID = UUID()
+        let stream = StreamID.send(id: sendID).rawValue
+        try add(SendRequested(sendID: sendID, provider: provider, kind: kind, causeEventID: cause.id,
+                              causeStreamID: try StreamID(cause.streamID), deviceStreamID: try StreamID(device),
+                              idempotencyKey: "\(provider.rawValue):\(kind.rawValue):\(cause.id)", notBefore: notBefore,
+                              parameters: parameters),
+                stream: stream, at: at)
+        return stream
+    }
+
+    /// One try of a send: `SendAttempted`, then the provider's answer.
+    mutating func attempt(_ send: String, number: Int, status: Int, body: String?, at: Date) throws {
+        try add(SendAttempted(attempt: number, request: RecordedRequest(method: "POST", url: "https://example.test/", headers: [])),
+                stream: send, at: at)
+        try add(ResponseReceived(attempt: number, status: status, headers: [], body: body.map { RecordedBody(bytes: Data($0.utf8)) },
+                                 latencyMilliseconds: 12), stream: send, at: at.addingTimeInterval(0.05))
+    }
+
+    /// Folds the history with `reducer` from its initial state.
+    func replay<R: DeviceStateReducer>(_ reducer: R) throws -> R.State {
+        try reducer.replay(events, device: device)
+    }
+}
+
+/// An iOS device context with everything an install needs.
+func iosDevice() -> DeviceContext {
+    DeviceContext(platform: .ios, idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334", limitAdTracking: false, ip: "203.0.113.7",
+                  userAgent: UserAgentParts(appName: "App", appVersion: "1.2.3", osName: "iOS", osVersion: "17.1",
+                                            locale: "en_US", deviceModel: "iPhone15,2"),
+                  osVersion: "17.1", appVersion: "1.2.3", bundleID: "com.example.app")
+}
