@@ -14,6 +14,10 @@
 --          than the tolerance (unless it only repeats the previous event's recorded_at: a stream
 --          whose head was stamped ahead keeps that time until the clock passes it).
 --
+-- An event inserted without a hash (NULL) gets it here, chained the same way: the store's
+-- statements that chain in the database leave it to this trigger rather than hash twice. One
+-- given is checked (the store's single appends hash on the client).
+--
 -- The tolerance, 5 seconds, covers the store's own estimate of the server's clock (single appends
 -- stamp recorded_at with it, Sources/LedgerStore/EventStore+AppendHashed.swift). The hash is
 -- checked before the time: in a race between two appends to one stream, the loser's next row
@@ -40,7 +44,10 @@ BEGIN
                 NEW.stream_version - 1 USING ERRCODE = 'LE005', TABLE = 'events', COLUMN = 'stream_version';
         END IF;
     END IF;
-    IF NEW.hash IS DISTINCT FROM ledger_event_hash(v_previous_hash, NEW.stream_id, NEW.stream_version, NEW.event_id,
+    IF NEW.hash IS NULL THEN
+        NEW.hash := ledger_event_hash(v_previous_hash, NEW.stream_id, NEW.stream_version, NEW.event_id, NEW.event_type,
+                                      NEW.schema_version, NEW.data, NEW.metadata, NEW.occurred_at, NEW.recorded_at);
+    ELSIF NEW.hash IS DISTINCT FROM ledger_event_hash(v_previous_hash, NEW.stream_id, NEW.stream_version, NEW.event_id,
             NEW.event_type, NEW.schema_version, NEW.data, NEW.metadata, NEW.occurred_at, NEW.recorded_at) THEN
         RAISE EXCEPTION 'event % of stream % does not chain: its hash is not that of its fields after version %''s',
             NEW.stream_version, NEW.stream_id, NEW.stream_version - 1

@@ -129,23 +129,17 @@ extension EventStore {
     /// inserted (``appendWithKeySQL`` inserts it only with its new key). With `first` (SQL of two
     /// parameters), a stream that turns out to have no event takes the `recorded_at` and hash the
     /// store worked out for its first event (``PreparedBatch/hashedInsert``); a stream with events
-    /// gets the database's, after its head, as without (through `ledger_event_hash_called`,
-    /// schema/0012, whose expression is set up only when it runs). Without `guarded`, an id
+    /// gets the database's, after its head, as without: the database's check chains an event
+    /// inserted without a hash (schema/0016). Without `guarded`, an id
     /// already stored, a lost race or a second terminal event are left to the table's unique
     /// keys (`23505`) instead of inserting nothing (``EventStore/appendFirstOrNextSQL``).
     static func insertOneSQL(alsoRequiring condition: String? = nil, first: (recordedAt: String, hash: String)? = nil,
                              guarded: Bool = true) -> String {
         let clock = "greatest(clock.t, head.r)"
-        func hash(_ function: String) -> String {
-            """
-            \(function)(head.h, $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer,
-                                 $6::jsonb, $7::jsonb, $8::timestamptz, \(clock))
-            """
-        }
+        // Without a hash the database's check chains the event as it goes in (schema/0016).
         let (recordedAt, eventHash) = first.map {
-            ("CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE \(clock) END",
-             "CASE WHEN head.v IS NULL THEN \($0.hash) ELSE \(hash("ledger_event_hash_called")) END")
-        } ?? (clock, hash("ledger_event_hash"))
+            ("CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE \(clock) END", "CASE WHEN head.v IS NULL THEN \($0.hash) END")
+        } ?? (clock, "NULL::bytea")
         let guards = guarded ? """
 
               AND NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
@@ -189,9 +183,9 @@ extension EventStore {
     /// as a JSON array, `$4` its length.
     ///
     /// `input` takes each event's fields out of the batch once; `head` is the stream's last event;
-    /// `chain` numbers the versions and chains the hashes in one pass, each covering the one
-    /// before (`ledger_chain`, schema/0005, over the same canonical bytes `ledger_event_hash`
-    /// hashes). The INSERT stores nothing when the expected version does not hold or an id is
+    /// `chain` numbers the versions and stamps them; the rows go in in version order without a
+    /// hash, and the database's check (schema/0016) chains each to the one before as it goes in.
+    /// The INSERT stores nothing when the expected version does not hold or an id is
     /// already stored; a unique-key race with a concurrent append to the same stream skips rows
     /// (`ON CONFLICT DO NOTHING`), and if that left the batch partly stored,
     /// `ledger_batch_interrupted` fails the whole statement. (The check also accepts 0: the
@@ -207,9 +201,7 @@ extension EventStore {
             FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS t(e, n)),
           chain AS (
             SELECT i.n, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.n AS v, c.t AS recorded_at,
-                   ledger_chain(h.h, convert_to(concat_ws(E'\\n', $1::text, (coalesce(h.v, 0) + i.n)::text, i.id::text,
-                       i.type, i.sv::text, i.data::text, i.md::text, (extract(epoch FROM i.at) * 1000000)::bigint::text,
-                       (extract(epoch FROM c.t) * 1000000)::bigint::text), 'UTF8')) OVER (ORDER BY i.n) AS hash
+                   NULL::bytea AS hash  -- chained by the database's check as each row goes in (schema/0016)
             FROM input AS i CROSS JOIN clock AS c LEFT JOIN head AS h ON true),
           ins AS (
             INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
@@ -308,10 +300,18 @@ extension EventStore {
     }
 
     /// Whether a statement failed because a concurrent append took versions it needed: its
-    /// statements' LE001, or the database's chain check (LE005, schema/0016) meeting the other
-    /// append's event where the statement's own was to be.
+    /// statements' LE001, or the database's check of a row (schema/0016) meeting the other
+    /// append's event where the statement's own was to be: a hash that does not chain to it
+    /// (LE005), or a time before its (LE006; the statements stamp after the head they read, so
+    /// only another append's head can be later).
     static func lostRace(_ error: PostgresError) -> Bool {
-        error.sqlState == EventStoreError.SQLStates.wrongExpectedVersion || error.sqlState == EventStoreError.SQLStates.unchained
+        switch error.sqlState {
+        case EventStoreError.SQLStates.wrongExpectedVersion, EventStoreError.SQLStates.unchained,
+             EventStoreError.SQLStates.recordedAtRefused:
+            true
+        default:
+            false
+        }
     }
 
     /// The SQLSTATEs with which jsonb refuses a payload's text.
