@@ -142,31 +142,29 @@ extension EventStore {
                 do {
                     try validator(0, NewEvent(id: event.id, type: event.type, schemaVersion: event.schemaVersion,
                                               data: data, metadata: event.metadata, occurredAt: event.occurredAt))
-                } catch let EventStoreError.invalidEvent(_, type, field, rule, message) {
+                } catch let EventStoreError.invalidEvent(_, _, field, rule, message) {
                     // An erased event lacks its personal fields: only what is left is judged.
                     if erased, rule == RuleViolation.requiredRule { continue }
-                    let id = event.id.uuidString.lowercased()
-                    return VerificationProblem(
-                        kind: .catalog, streamID: event.streamID, eventID: event.id, position: event.position,
-                        streamVersion: event.streamVersion,
-                        message: "event \(id) (\(type), stream \(event.streamID), version \(event.streamVersion), position "
-                            + "\(event.position)) fails the catalog at \(field): \(message) [\(rule)]: the store never "
-                            + "appends such an event")
+                    return Self.catalogProblem(event, "fails the catalog at \(field): \(message) [\(rule)]")
                 }
                 if let expected = catalog?.entry(named: event.type, schemaVersion: event.schemaVersion)?.streamCategory,
                     (try? StreamID(event.streamID))?.category != expected.rawValue
                 {
-                    let id = event.id.uuidString.lowercased()
-                    return VerificationProblem(
-                        kind: .catalog, streamID: event.streamID, eventID: event.id, position: event.position,
-                        streamVersion: event.streamVersion,
-                        message: "event \(id) (\(event.type), stream \(event.streamID), version \(event.streamVersion), position "
-                            + "\(event.position)) is in a stream that is not a \(expected.rawValue) stream, where the catalog keeps "
-                            + "\(event.type) [stream_category]: the store never appends such an event")
+                    return Self.catalogProblem(event, "is in a stream that is not a \(expected.rawValue) stream, where the "
+                        + "catalog keeps \(event.type) [stream_category]")
                 }
                 if !erased { report.eventsCatalogChecked += 1 }
             }
         }
+    }
+
+    /// The problem of an event the catalog refuses, `why` saying how.
+    static func catalogProblem(_ event: RecordedEvent, _ why: String) -> VerificationProblem {
+        VerificationProblem(
+            kind: .catalog, streamID: event.streamID, eventID: event.id, position: event.position,
+            streamVersion: event.streamVersion,
+            message: "event \(event.id.uuidString.lowercased()) (\(event.type), stream \(event.streamID), version "
+                + "\(event.streamVersion), position \(event.position)) \(why): the store never appends such an event")
     }
 
     /// `data` without its top-level erased marker (``PersonalDataProtection/erasedMarkerKey``).
