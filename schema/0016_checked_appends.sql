@@ -72,6 +72,11 @@ BEGIN
 END
 $$;
 
+-- Its look-up of the previous version is planned once per session; planned while `events` is
+-- small (a new ledger), the plan would be a sequential scan, kept as the table grows, and every
+-- insert would read the whole table. Planned without sequential scans, it is the unique index's.
+ALTER FUNCTION ledger_check_appended_event() SET enable_seqscan = off;
+
 CREATE TRIGGER events_checked BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION ledger_check_appended_event();
 
 RESET client_min_messages;
