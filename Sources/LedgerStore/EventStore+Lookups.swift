@@ -2,7 +2,7 @@ import Foundation
 import LedgerPostgres
 
 /// What other modules ask of the log, as typed questions: the store alone reads `events`
-/// (docs/architecture.md, "One owner per table"). Each answers on a connection the caller holds,
+/// (docs/architecture.md, "The event store"). Each answers on a connection the caller holds,
 /// so that it can take part in the caller's transaction; none opens personal fields.
 extension EventStore {
     /// The ids among `ids` that are stored, in any stream.
