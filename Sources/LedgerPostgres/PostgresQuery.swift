@@ -73,4 +73,11 @@ public struct PostgresQuery: Sendable, Hashable, ExpressibleByStringInterpolatio
     public static func quoteIdentifier(_ name: String) -> String {
         "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
     }
+
+    /// A PostgreSQL array literal of `values`, each quoted with `\` and `"` escaped: bound as one
+    /// text parameter and cast (`ANY($1::text[])`), a list of any length is one value.
+    public static func textArrayLiteral(_ values: some Sequence<String>) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
 }

@@ -111,10 +111,4 @@ public struct SKANPostbackProjection: Projection {
             }
         }
     }
-
-    /// A PostgreSQL array literal of quoted strings.
-    static func arrayLiteral(_ values: some Sequence<String>) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
-    }
 }

@@ -128,7 +128,7 @@ struct SKANProjectionStep {
         let meaning = SKANConversionDecoder.decode(fine: fine, coarse: coarse, sequenceIndex: sequenceIndex, with: model)
         let revenue = meaning?.revenue
         decodingRows.append([
-            .uuid(eventID), .int64(Int64(model.modelVersion)), .text(SKANPostbackProjection.arrayLiteral(meaning?.events ?? [])),
+            .uuid(eventID), .int64(Int64(model.modelVersion)), .text(PostgresQuery.textArrayLiteral(meaning?.events ?? [])),
             revenue.map { .text($0.min.amountText) } ?? .null, revenue.map { .text($0.max.amountText) } ?? .null,
             revenue.map { .text($0.min.currency.rawValue) } ?? .null,
         ])
@@ -153,7 +153,7 @@ struct SKANProjectionStep {
         guard !missing.isEmpty else { return }
         let rows = try connection.query("""
             SELECT DISTINCT ON (app_id) model::text FROM \(unescaped: table(.models))
-            WHERE app_id = ANY(\(SKANPostbackProjection.arrayLiteral(missing.sorted()))::text[])
+            WHERE app_id = ANY(\(PostgresQuery.textArrayLiteral(missing.sorted()))::text[])
             ORDER BY app_id, model_version DESC
             """)
         for row in rows {
@@ -167,7 +167,7 @@ struct SKANProjectionStep {
         let rows = try connection.query("""
             SELECT app_id, transaction_id, sequence_index FROM \(unescaped: table(.postbacks))
             WHERE status IN ('counted', 'not_won')
-              AND transaction_id = ANY(\(SKANPostbackProjection.arrayLiteral(transactions.sorted()))::text[])
+              AND transaction_id = ANY(\(PostgresQuery.textArrayLiteral(transactions.sorted()))::text[])
             """)
         for row in rows {
             claimed.insert(Key(appID: try row.decode(String.self, at: 0), transactionID: try row.decode(String.self, at: 1),
@@ -179,9 +179,9 @@ struct SKANProjectionStep {
     func recomputeReport() throws {
         guard !dirtyApps.isEmpty || !dirtyDays.isEmpty else { return }
         let days = dirtyDays.sorted { ($0.app, $0.day) < ($1.app, $1.day) }
-        let apps = SKANPostbackProjection.arrayLiteral(dirtyApps.sorted())
-        let dayApps = SKANPostbackProjection.arrayLiteral(days.map(\.app))
-        let dayDays = SKANPostbackProjection.arrayLiteral(days.map(\.day))
+        let apps = PostgresQuery.textArrayLiteral(dirtyApps.sorted())
+        let dayApps = PostgresQuery.textArrayLiteral(days.map(\.app))
+        let dayDays = PostgresQuery.textArrayLiteral(days.map(\.day))
         func touched(_ query: inout PostgresQuery) {
             query.append(sql: "(p.app_id = ANY(")
             query.append(bind: apps)

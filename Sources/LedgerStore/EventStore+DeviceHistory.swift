@@ -42,7 +42,7 @@ extension EventStore {
         query.append(sql: "))")
         if !types.isEmpty {
             query.append(sql: " AND event_type = ANY(")
-            query.append(bind: arrayLiteral(types))
+            query.append(bind: PostgresQuery.textArrayLiteral(types))
             query.append(sql: "::text[])")
         }
         appendAsOf(asOf, to: &query)

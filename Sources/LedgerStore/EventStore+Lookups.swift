@@ -27,7 +27,7 @@ extension EventStore {
     /// Whether `stream` holds an event of one of `types`.
     public static func streamHolds(_ stream: String, anyOf types: [String], on connection: PostgresConnection) throws -> Bool {
         try connection.query("""
-            SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = \(stream) AND event_type = ANY(\(arrayLiteral(types))::text[]))
+            SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = \(stream) AND event_type = ANY(\(PostgresQuery.textArrayLiteral(types))::text[]))
             """).single().decode(Bool.self, at: 0)
     }
 
@@ -78,7 +78,7 @@ extension EventStore {
         let row = try connection.query("""
             SELECT count(*), coalesce(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0)::float8 FROM events
             WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.position))
-              AND event_type = ANY(\(arrayLiteral(types))::text[])
+              AND event_type = ANY(\(PostgresQuery.textArrayLiteral(types))::text[])
             """).single()
         return (try row.decode(Int64.self, at: 0), max(0, try row.decode(Double.self, at: 1)))
     }
@@ -88,7 +88,7 @@ extension EventStore {
     /// few percent), since counting a large log reads all of it.
     public static func eventCount(ofTypes types: [String], estimatingFrom threshold: Int64 = 100_000,
                                   on connection: PostgresConnection) throws -> (count: Int64, estimated: Bool) {
-        let list = arrayLiteral(types)
+        let list = PostgresQuery.textArrayLiteral(types)
         let plan = try connection.query("EXPLAIN (FORMAT JSON) SELECT 1 FROM events WHERE event_type = ANY(\(list)::text[])")
             .single().decode(String.self, at: 0)
         let estimate = ((try? JSONSerialization.jsonObject(with: Data(plan.utf8))) as? [[String: Any]])?

@@ -136,7 +136,7 @@ extension EventStore {
         query.append(sql: ") AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())")
         if !filter.types.isEmpty {
             query.append(sql: " AND event_type = ANY(")
-            query.append(bind: arrayLiteral(filter.types))
+            query.append(bind: PostgresQuery.textArrayLiteral(filter.types))
             query.append(sql: "::text[])")
         }
         if !filter.categories.isEmpty {
@@ -161,11 +161,6 @@ extension EventStore {
             .replacingOccurrences(of: "_", with: "\\_")
     }
 
-    /// A PostgreSQL array literal of quoted, escaped strings.
-    static func arrayLiteral(_ values: [String]) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
-    }
 
     /// Events by id, in the order of `ids` (missing ones left out).
     static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws

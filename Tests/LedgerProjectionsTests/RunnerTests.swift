@@ -243,7 +243,7 @@ struct RunnerTests {
             try await append(try Self.randomHistories(seed: 5, devices: 30, steps: 4), to: store)
             try await store.pool.withConnection { connection in
                 let types = SKANDeviceProjection(SKANDeviceReducer()).eventTypes
-                let exact = try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(ProjectionRebuilder.arrayLiteral(types))::text[])")
+                let exact = try connection.query("SELECT count(*) FROM events WHERE event_type = ANY(\(PostgresQuery.textArrayLiteral(types))::text[])")
                     .single().decode(Int64.self, at: 0)
                 #expect(exact > 60)
                 let counted = try EventStore.eventCount(ofTypes: types, on: connection)

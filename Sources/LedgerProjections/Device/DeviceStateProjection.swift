@@ -95,7 +95,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
         if !unknown.isEmpty {
             let rows = try connection.query("""
                 SELECT send_stream_id, device_stream_id, request::text FROM \(unescaped: tables.quoted(sendsTable))
-                WHERE send_stream_id = ANY(\(ProjectionRebuilder.arrayLiteral(unknown.sorted()))::text[])
+                WHERE send_stream_id = ANY(\(PostgresQuery.textArrayLiteral(unknown.sorted()))::text[])
                 """)
             for row in rows {
                 let request = try fold.decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 2).utf8))
@@ -113,7 +113,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
         if !devices.isEmpty {
             let rows = try connection.query("""
                 SELECT device_stream_id, state::text FROM \(unescaped: tables.quoted(name))
-                WHERE device_stream_id = ANY(\(ProjectionRebuilder.arrayLiteral(devices.sorted()))::text[])
+                WHERE device_stream_id = ANY(\(PostgresQuery.textArrayLiteral(devices.sorted()))::text[])
                 """)
             for row in rows {
                 stored[try row.decode(String.self, at: 0)] = try fold.decoder.decode(
@@ -136,7 +136,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
         guard !fold.states.isEmpty || !fold.newLinks.isEmpty else { return }
         let devices = fold.states.keys.sorted()
         if replacing, !devices.isEmpty {
-            let list = ProjectionRebuilder.arrayLiteral(devices)
+            let list = PostgresQuery.textArrayLiteral(devices)
             try connection.execute("DELETE FROM \(unescaped: tables.quoted(name)) WHERE device_stream_id = ANY(\(list)::text[])")
             if hasDetail {
                 try connection.execute(

@@ -165,10 +165,4 @@ public struct ProjectionRebuilder: Sendable {
             }
         }
     }
-
-    /// A PostgreSQL array literal of quoted strings.
-    static func arrayLiteral(_ values: [String]) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
-    }
 }
