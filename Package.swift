@@ -16,7 +16,7 @@
 //   LedgerProjections           ─▶ LedgerFolds
 //   LedgerDispatch              ─▶ LedgerFolds
 //   LedgerFolds                 ─▶ LedgerStore (its JSON byte scanner only), LedgerProviders
-//   LedgerTestKit               ─▶ LedgerFakeProviders
+//   LedgerTestKit               ─▶ LedgerFakeProviders, LedgerTestSupport, LedgerStore
 //   LedgerFakeProviders         ─▶ LedgerProviders
 //   LedgerTestSupport           ─▶ LedgerMigrations, LedgerPrivateCluster
 //   LedgerStore                 ─▶ LedgerPostgres, LedgerDomain
@@ -26,8 +26,9 @@
 //   LedgerPostgres              ─▶ CLedgerPQ (libpq-fe.h)
 //   LedgerDomain, CLedgerPQ        import no other module of the ledger
 //
-// Test targets import their module, what they need below it, LedgerTestSupport for a fresh
-// database and LedgerTestKit for fake providers whose anomalies fail the test.
+// Test targets import their module, what they need below it, and LedgerTestKit: the `.database`
+// mark of tests that run against PostgreSQL, store fixtures, fake providers whose anomalies fail
+// the test, metrics scoped per test (LedgerTestSupport beneath it: fresh databases, log capture).
 import PackageDescription
 
 /// Strict from day one: Swift 6 mode (the tools default), and every warning is an error.
@@ -172,12 +173,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Swift Testing helpers the test targets share: fake providers whose anomalies end every
-        // test that uses them, and metrics scoped to the test that caused them. Tests only.
+        // Swift Testing helpers the test targets share: the `.database` mark, stores on fresh
+        // databases, fake providers whose anomalies end every test that uses them, and metrics
+        // scoped to the test that caused them. Tests only.
         .target(
             name: "LedgerTestKit",
             dependencies: [
-                "LedgerFakeProviders",
+                "LedgerFakeProviders", "LedgerProviders", "LedgerTestSupport", "LedgerStore", "LedgerDomain", "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ],
@@ -274,7 +276,7 @@ let package = Package(
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: [
-                "LedgerPostgres", "LedgerTestSupport", .product(name: "Logging", package: "swift-log"),
+                "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
@@ -286,24 +288,24 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerProvidersTests",
-            dependencies: ["LedgerProviders", "LedgerDomain", "LedgerTestSupport"],
+            dependencies: ["LedgerProviders", "LedgerDomain", "LedgerTestSupport", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerDomain", "LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerStore", "LedgerDomain", "LedgerMigrations", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerFoldsTests",
-            dependencies: ["LedgerFolds", "LedgerDomain", "LedgerProviders", "LedgerTestSupport"],
+            dependencies: ["LedgerFolds", "LedgerDomain", "LedgerProviders", "LedgerTestSupport", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
             dependencies: [
                 "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
-                "LedgerTestSupport", .product(name: "Logging", package: "swift-log"),
+                "LedgerTestSupport", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -336,7 +338,7 @@ let package = Package(
         .testTarget(
             name: "LedgerSKANPostbacksTests",
             dependencies: [
-                "LedgerSKANPostbacks", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerSKANPostbacks", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -345,7 +347,7 @@ let package = Package(
             name: "AttributionLedgerTests",
             dependencies: [
                 "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
-                "LedgerPostgres", "LedgerTestSupport", "LedgerFakeProviders", "LedgerHTTPTransport",
+                "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
             ],
             swiftSettings: strict
         ),
@@ -365,7 +367,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerMigrationsTests",
-            dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport"],
+            dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -104,7 +104,9 @@ public enum TestDatabase {
 
     /// Creates a fresh database, migrated with `schema/` unless `migrated` is false. Blocks: for
     /// code that is not async (benchmarks, tools); tests use ``create(migrated:)``.
+    /// - Throws: ``DatabasesRefused`` when ``refusesDatabases``.
     public static func make(migrated: Bool = true) throws -> Handle {
+        if refusesDatabases { throw DatabasesRefused() }
         let server = try server.get()
         let number = counter.add(1, ordering: .relaxed).newValue
         let name = "ledger_test_\(getpid())_\(number)"
@@ -123,14 +125,25 @@ public enum TestDatabase {
         return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
     }
 
+    /// True when `LEDGER_TEST_NO_DATABASE` is set (to anything but `0` or nothing): only the
+    /// database-free unit tests are meant to run, so creating a database fails the test that asks.
+    public static let refusesDatabases = isSet("LEDGER_TEST_NO_DATABASE")
+
+    /// A database was asked for while ``refusesDatabases``: the test runs against PostgreSQL and
+    /// needs the `.database` mark (`LedgerTestKit`).
+    public struct DatabasesRefused: Error, CustomStringConvertible {
+        /// What to do about it.
+        public var description: String { "LEDGER_TEST_NO_DATABASE is set, and this test opens a database: mark it .database" }
+    }
+
     /// True when `LEDGER_TEST_EVENTS_PARTITIONED` is set (to anything but `0` or nothing): every
     /// migrated test database then has `events` partitioned by time
     /// (`ops/sql/partition-events-by-time.sql`), so that the store's whole suite can show it runs
     /// unchanged on the partitioned table (`ops/test` runs it so once more).
-    public static let partitionsEvents: Bool = {
-        let value = ProcessInfo.processInfo.environment["LEDGER_TEST_EVENTS_PARTITIONED"] ?? ""
-        return !value.isEmpty && value != "0"
-    }()
+    public static let partitionsEvents = isSet("LEDGER_TEST_EVENTS_PARTITIONED")
+
+    /// Whether the environment variable `name` is set to anything but `0` or nothing.
+    static func isSet(_ name: String) -> Bool { !["", "0"].contains(ProcessInfo.processInfo.environment[name] ?? "") }
 
     /// The text of `ops/sql/partition-events-by-time.sql`, found beside `schema/`.
     public static func partitionScript() throws -> String {

@@ -1,6 +1,6 @@
 /// Waits for `condition`, looking every `interval`, at most `timeout`; returns whether it held.
 /// A test asserts the result, so a condition that never comes fails the test instead of hanging it.
-public func waitUntil(timeout: Duration, every interval: Duration = .milliseconds(20),
+public func waitUntil(timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
                       _ condition: () async throws -> Bool) async throws -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {

@@ -5,11 +5,12 @@ import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The facade's reads: history, SKAN values, attribution and state, now and as of earlier.
-@Suite struct ReadingTests {
+@Suite(.database) struct ReadingTests {
     @Test func historyAsOfAPositionOrATimeShowsOnlyWhatWasHeldThen() async throws {
         try await withLedger { ledger, _ in
             let device = try DeviceRef(app: testApp, device: "install-h")

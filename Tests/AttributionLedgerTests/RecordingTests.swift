@@ -3,12 +3,13 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The facade's write path on a real PostgreSQL: validated, idempotent by the caller's id, and
 /// nothing written when refused.
-@Suite struct RecordingTests {
+@Suite(.database) struct RecordingTests {
     @Test func recordsAFirstOpenAndReturnsItsPosition() async throws {
         try await withLedger { ledger, pool in
             let device = try DeviceRef(app: testApp, device: "install-1")

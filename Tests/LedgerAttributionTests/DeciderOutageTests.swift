@@ -3,12 +3,13 @@ import LedgerAttribution
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import Testing
 
 /// The decider's loop (``AttributionDecider/run(interval:clock:)``) through a database outage.
-@Suite("Decider through a database outage")
+@Suite("Decider through a database outage", .database)
 struct DeciderOutageTests {
     /// Its database refuses sessions for a while (every session ended, new ones refused, as during
     /// a server restart): the loop logs the outage once at warning, never as an error, and goes on

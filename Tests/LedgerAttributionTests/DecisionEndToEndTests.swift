@@ -16,7 +16,7 @@ import Testing
 
 /// First open → sends → answers → decision → cross-network reports, against the loopback fakes
 /// over real HTTP, on the private PostgreSQL.
-@Suite struct DecisionEndToEndTests {
+@Suite(.database) struct DecisionEndToEndTests {
     /// The test's start: the decider stamps its sends with the real time, so the worker's manual
     /// clock starts at the real time too (and moves only forward from there).
     static var epoch: Date { Date(timeIntervalSince1970: Date().timeIntervalSince1970.rounded(.down)) }

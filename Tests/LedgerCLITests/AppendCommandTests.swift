@@ -1,10 +1,11 @@
 import Foundation
 import LedgerDomain
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger append")
+@Suite("ledger append", .database)
 struct AppendCommandTests {
     static func line(type: String, data: Data, id: UUID = UUID(), device: String = "dev1", extra: [String: Any] = [:]) throws -> String {
         var object: [String: Any] = [

@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
 import LedgerPrivateCluster
+import LedgerTestKit
 import Testing
 
-@Suite("ledger cluster")
+@Suite("ledger cluster", .database)
 struct ClusterCommandTests {
     /// One fresh cluster (initdb takes a few seconds), exercised end to end: two processes start
     /// it at once, a stale pid file from a "killed" server is recovered, and it stops cleanly.

@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger demo")
+@Suite("ledger demo", .database)
 struct DemoCommandTests {
     /// The demo's summary is a report on the log: every figure is checked here against the
     /// database, and the day's outcome against the script (who should win each install).

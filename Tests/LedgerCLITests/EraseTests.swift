@@ -5,12 +5,13 @@ import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// `ledger erase` (issue 9, docs/privacy.md): the right to erasure (GDPR art. 17) honoured by an
 /// immutable log through crypto-shredding.
-@Suite("ledger erase")
+@Suite("ledger erase", .database)
 struct EraseTests {
     static let app = "com.example.game"
     static let device = "device-com.example.game/install-erase"

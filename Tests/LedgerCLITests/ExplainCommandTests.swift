@@ -4,10 +4,11 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger explain and ledger decisions")
+@Suite("ledger explain and ledger decisions", .database)
 struct ExplainCommandTests {
     static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
 

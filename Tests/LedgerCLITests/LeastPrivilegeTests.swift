@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("serve and worker warn about, or refuse, a role that can disable the immutability triggers")
+@Suite("serve and worker warn about, or refuse, a role that can disable the immutability triggers", .database)
 struct LeastPrivilegeTests {
     @Test("as a superuser: a warning; with --require-least-privilege: exit 64. As a member of ledger_app only: no warning, it runs")
     func roles() async throws {

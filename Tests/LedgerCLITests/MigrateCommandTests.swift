@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger migrate")
+@Suite("ledger migrate", .database)
 struct MigrateCommandTests {
     func folder(_ files: [String: String]) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-cli-schema-\(UUID().uuidString)").path

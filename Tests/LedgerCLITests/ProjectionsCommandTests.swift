@@ -1,10 +1,11 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger projections")
+@Suite("ledger projections", .database)
 struct ProjectionsCommandTests {
     static let names = [
         "adservices_tokens", "attribution_process", "branch_identity", "google_obligations", "skan_devices", "skan_postbacks",

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import LedgerPostgres
 import LedgerPrivateCluster
+import LedgerTestKit
 import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
@@ -10,7 +11,7 @@ import Testing
 
 /// `ledger serve` stays up while its PostgreSQL restarts under load, on a cluster of the test's
 /// own (the shared test cluster is never restarted: other tests run against it meanwhile).
-@Suite("ledger serve through PostgreSQL restarts", .serialized)
+@Suite("ledger serve through PostgreSQL restarts", .database, .serialized)
 struct ServeRestartTests {
     static let app = "com.example.game"
     static let key = "test-key-restart-not-a-real-credential"

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestKit
 import NIOHTTP1
 import LedgerPostgres
 import LedgerPrivateCluster
@@ -9,7 +10,7 @@ import Testing
 /// The private cluster's roles (docs/operations.md, "Roles"): the long-running processes log in
 /// as `ledger_service`, a member of `ledger_app` and `ledger_sealer` only, which can neither
 /// disable the ledger's triggers nor write seals out of turn.
-@Suite("The private cluster's service role", .serialized)
+@Suite("The private cluster's service role", .database, .serialized)
 struct ServiceRoleTests {
     @Test("ledger worker in the private cluster logs in as ledger_service and passes --require-least-privilege",
           .timeLimit(.minutes(5)))

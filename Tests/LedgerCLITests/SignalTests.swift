@@ -1,12 +1,13 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// `ledger serve` and `ledger worker` run their parts in one swift-service-lifecycle
 /// `ServiceGroup` that SIGTERM and SIGINT shut down gracefully: SIGINT (a terminal's Ctrl-C) stops
 /// each as cleanly as SIGTERM does (which the restart and crash tests send), with exit code 0.
-@Suite("Stopping on SIGINT", .serialized)
+@Suite("Stopping on SIGINT", .database, .serialized)
 struct SignalTests {
     @Test("ledger serve stops on SIGINT: every part ends, exit 0", .timeLimit(.minutes(3)))
     func serveStopsOnSIGINT() async throws {

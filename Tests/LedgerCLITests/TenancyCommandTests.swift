@@ -2,10 +2,11 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger tenancy check")
+@Suite("ledger tenancy check", .database)
 struct TenancyCommandTests {
     static func event(app: String, type: String = "LegacyFact") throws -> NewEvent {
         let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: "old-ledger", appID: try AppID(app)))

@@ -2,10 +2,11 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("ledger verify")
+@Suite("ledger verify", .database)
 struct VerifyCommandTests {
     @Test("OK on an untouched history; exit 5 naming the event and stream a superuser edited")
     func verifyExitCodes() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// `ledger worker`'s options: refused before it touches a database (exit 64), or doing what they say.
-@Suite("ledger worker options")
+@Suite("ledger worker options", .database)
 struct WorkerCommandTests {
     // Issue 6 (leases): a try is called only with its timeout and a tenth of its lease left; a
     // lease without that room would leave every try uncalled, so it is refused at start.

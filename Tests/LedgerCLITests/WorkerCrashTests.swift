@@ -15,7 +15,7 @@ import Testing
 /// exactly one terminal outcome, the queue is empty, every call the fakes saw has a recorded
 /// attempt, duplicate calls never exceed the tries recorded as outcome-unknown, and each anomaly
 /// the fakes noted is a repeat that an outcome-unknown try explains.
-@Suite("Worker crash safety", .serialized)
+@Suite("Worker crash safety", .database, .serialized)
 struct WorkerCrashTests {
     static let sends = 1000
     static let branchKey = "key_test_crash"

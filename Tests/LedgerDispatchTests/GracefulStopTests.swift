@@ -3,6 +3,7 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders
 import LedgerStore
+import LedgerTestKit
 import Logging
 import ServiceLifecycle
 import Synchronization
@@ -11,7 +12,7 @@ import Testing
 /// docs/dispatch.md: on SIGTERM (`ledger worker`'s `ServiceGroup` shuts the worker down
 /// gracefully, which cancels its loop) the worker claims nothing more and lets the tries in flight
 /// finish and record their outcomes. Cancelling the task that runs it does the same.
-@Suite struct GracefulStopTests {
+@Suite(.database) struct GracefulStopTests {
     @Test func cancellingTheLoopLetsATryInFlightRecordItsOutcome() async throws {
         try await stopWithATryInFlight { rig in
             let running = Task { try await rig.worker.run() }

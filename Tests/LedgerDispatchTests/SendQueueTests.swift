@@ -3,16 +3,17 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The outbox and the queue against the real private PostgreSQL (issue 6, items 1 and 2).
-@Suite("Outbox and send queue")
+@Suite("Outbox and send queue", .database)
 struct SendQueueTests {
     // Issue 6: enqueueing is idempotent — the same cause never enqueues twice, even after the send
     // finished and left the queue.
     @Test func enqueueIsIdempotentByKey() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let first = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "singular:\(cause.id)",
@@ -31,7 +32,7 @@ struct SendQueueTests {
 
     // Issue 6: the send request commits with its cause or not at all.
     @Test func enqueueCommitsWithItsCause() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             struct Abort: Error {}
             let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
@@ -53,7 +54,7 @@ struct SendQueueTests {
     // Issue 6: a Branch device is a lane — only its oldest send is claimable, and only while nothing
     // of the lane is running; other devices are not held up.
     @Test func branchLanesOfferOnlyTheOldestSend() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let a = "device-app1/a", b = "device-app1/b"
             let openA = try await record(SessionStarted(device: iosDevice()), to: a, at: testEpoch, store: store)
             let openB = try await record(SessionStarted(device: iosDevice()), to: b, at: testEpoch, store: store)
@@ -79,7 +80,7 @@ struct SendQueueTests {
     // order, a session before its events". A device's Singular calls share a lane of their own: one
     // at a time, oldest first, apart from the device's Branch lane and from sends without a lane.
     @Test func singularLanesKeepADevicesCallsInOrder() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/s"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             func enqueued(_ provider: SendProvider, _ kind: SendKind, _ key: String) async throws -> UUID {
@@ -111,7 +112,7 @@ struct SendQueueTests {
     // Issue 6: an outcome is recorded "only if the attempt number still matches": the settling
     // statement changes the queue only for the claim's own attempt and owner, while it runs.
     @Test func settlingNeedsTheClaimStillHeld() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/s"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let retried = try await enqueue(.google, .conversion, cause: open, device: device, key: "s1", now: testEpoch, store: store)
@@ -163,7 +164,7 @@ struct SendQueueTests {
     // Issue 6: "SendAttempted … is committed before the call … only if the attempt number still
     // matches": a claim's tries are recorded only for claims still held by this worker.
     @Test func triesAreRecordedOnlyWhileTheClaimHolds() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/h"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "h1", now: testEpoch, store: store)
@@ -201,7 +202,7 @@ struct SendQueueTests {
     // The claim's commit skips its flush only when it runs on its own: inside a caller's
     // transaction it leaves that transaction's durability as it was.
     @Test func claimingLeavesACallersCommitDurable() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let setting = try await store.pool.withConnection { connection in
                 try connection.transaction { connection -> String in
                     _ = try SendQueue.claim(limit: 1, owner: "w1", now: testEpoch, lease: 60, on: connection)
@@ -220,7 +221,7 @@ struct SendQueueTests {
     // Issue 6: a dead worker's claims are rescued at once (its liveness lock is gone); a live
     // worker's are rescued only when the lease runs out; a recorded attempt becomes outcome-unknown.
     @Test func rescueDeadWorkersAndExpiredLeases() async throws {
-        try await withDispatchStore { store, database in
+        try await withStore(catalog: .standard) { store, database in
             let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let dead = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "dead", now: testEpoch,
@@ -262,7 +263,7 @@ struct SendQueueTests {
 
     // Issue 6: one terminal event per send is a database rule, whoever writes it.
     @Test func aSecondTerminalEventIsRefusedByTheDatabase() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let stream = StreamID.send(id: UUID()).rawValue
             let succeeded = try EventCatalog.standard.encode(SendSucceeded(attempt: 1))
             try await store.append([NewEvent(type: SendSucceeded.eventType, data: succeeded, occurredAt: testEpoch)], to: stream)
@@ -278,7 +279,7 @@ struct SendQueueTests {
     // Issue 6: the same rule on every way an event reaches `events` (schema/0009 checks it in the
     // append statements; the partial unique index holds it for everyone else).
     @Test func aSecondTerminalEventIsRefusedOnEveryPath() async throws {
-        try await withDispatchStore { store, database in
+        try await withStore(catalog: .standard) { store, database in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             func terminal(_ n: Int) throws -> NewEvent {
                 NewEvent(type: SendFailed.eventType, data: try EventCatalog.standard.encode(SendFailed(attempt: n, rule: "late")),
@@ -340,7 +341,7 @@ struct SendQueueTests {
     // A try rescued before it recorded anything called nobody: it is not one of the send's calls,
     // and the live queue and the queue rebuilt from the log give the next try the same call number.
     @Test func aRescuedTryThatRecordedNothingIsNotACall() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/r"
             let open = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             _ = try await enqueue(.google, .conversion, cause: open, device: device, key: "r1", now: testEpoch, store: store)
@@ -378,7 +379,7 @@ struct SendQueueTests {
     // Issue 6: the queue is a projection — rebuilt from the log, it holds the same sends, attempts,
     // tries that made no call (schema/0010) and due times.
     @Test func queueRebuildsFromTheLog() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let device = "device-app1/dev1"
             let cause = try await record(SessionStarted(device: iosDevice()), to: device, at: testEpoch, store: store)
             let done = try await enqueue(.singular, .conversionValue, cause: cause, device: device, key: "done", now: testEpoch,

@@ -12,7 +12,7 @@ import Testing
 /// by provider, outcome and status, attempt latency — read from what the worker itself emitted
 /// while it did real work, into a registry of the test's own (`ScopedMetrics`), so every value is
 /// exact.
-@Suite("Worker metrics")
+@Suite("Worker metrics", .database)
 struct WorkerMetricsTests {
     /// Three Apple lookups on one slot, nothing ahead, enqueued 30 s before the drain: one found
     /// (200), one too soon (404, retried in 5 s), one invalid (400).

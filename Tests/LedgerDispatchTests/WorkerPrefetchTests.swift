@@ -4,6 +4,7 @@ import LedgerDomain
 import LedgerFakeProviders
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 

@@ -17,7 +17,7 @@ import Testing
 /// a rescue done by hand is `WorkerTests.aLateAnswerAfterARescueWritesNothing`. Here: a server
 /// restart mid-drain (on a private cluster of the test's own, since the shared one serves every
 /// other test), and a stalled provider whose lease the running worker rescues by itself.
-@Suite("Send worker recovery", .serialized)
+@Suite("Send worker recovery", .database, .serialized)
 struct WorkerRecoveryTests {
     /// A running `SendWorker.run()` loop over `store`, against `fakes`, on a manual clock.
     struct Loop {
@@ -175,7 +175,7 @@ struct WorkerRecoveryTests {
     // (recorded as outcome-unknown), sends it again, and settles it once; the stalled try writes
     // nothing more (a late answer after a rescue: WorkerTests.aLateAnswerAfterARescueWritesNothing).
     @Test func runningWorkerRescuesATryStalledPastItsLease() async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             try await withCheckedFakeProviders { fakes in
                 // The first lookup's answer is held until the rescue's call has settled the send:
                 // past the 30 s lease once the worker's clock moves, within the 10 s request timeout.

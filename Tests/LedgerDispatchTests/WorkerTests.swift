@@ -12,7 +12,7 @@ import Testing
 
 /// The worker end to end: real PostgreSQL, real HTTP over loopback, fake providers that follow the
 /// documents (issue 6, "What it must show").
-@Suite("Send worker against the fake providers", .serialized)
+@Suite("Send worker against the fake providers", .database, .serialized)
 struct WorkerTests {
     static let devToken = "dev-token-SECRET-1"
     static let branchSecret = "branch-secret-SECRET-2"
@@ -38,7 +38,7 @@ struct WorkerTests {
         slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation,
         _ body: (Rig) async throws -> Void
     ) async throws {
-        try await withDispatchStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             try await withCheckedFakeProviders(configuration: .init(credentials: credentials), sourceLocation: sourceLocation) {
                 fakes in
                 let transport = HTTPProviderTransport()

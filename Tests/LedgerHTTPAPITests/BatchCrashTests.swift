@@ -3,13 +3,14 @@ import Foundation
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// `ledger serve` as a process of its own, killed with SIGKILL while it records a batch.
-@Suite("A batch is all or nothing, even when the server is killed mid-batch")
+@Suite("A batch is all or nothing, even when the server is killed mid-batch", .database)
 struct BatchCrashTests {
     /// The `ledger` executable beside the test bundle (ops/test builds every product first).
     static let binary: String = {

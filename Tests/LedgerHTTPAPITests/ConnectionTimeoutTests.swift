@@ -1,5 +1,6 @@
 import Foundation
 @testable import LedgerHTTPAPI
+import LedgerTestKit
 import NIOCore
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 /// connection open, one that stalls its body. Each is cut off by the server within a bounded
 /// wait; the server's timeouts are short, every other timeout long, so the one that fires is the
 /// one under test.
-@Suite struct ConnectionTimeoutTests {
+@Suite(.database) struct ConnectionTimeoutTests {
     /// How long a test waits for the server to close a connection before it fails.
     static let bound: Duration = .seconds(30)
     /// The timeout under test.

@@ -3,6 +3,7 @@ import AttributionLedger
 import Foundation
 import LedgerHTTPAPI
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import NIOCore
@@ -15,7 +16,7 @@ import Testing
 /// The server as a swift-service-lifecycle `Service`, the way `ledger serve` runs it: in one
 /// `ServiceGroup` after its pool, whose graceful shutdown (SIGTERM in `ledger serve`) stops the
 /// server first.
-@Suite struct GracefulShutdownTests {
+@Suite(.database) struct GracefulShutdownTests {
     /// An append held by a lock on `events` is in flight when the group shuts down: the server
     /// stops accepting connections, the append still finishes and is answered, then the group's
     /// run returns without an error and the pool is closed after the server.

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import LedgerHTTPAPI
+import LedgerTestKit
 import NIOCore
 import NIOHTTP1
 import Prometheus
@@ -8,7 +9,7 @@ import Testing
 
 /// The HTTP API over a real socket on 127.0.0.1 and a real PostgreSQL: append, read back, keys
 /// per app, and refusals that write nothing.
-@Suite struct HTTPAPITests {
+@Suite(.database) struct HTTPAPITests {
     @Test func appendThenReadBackStateSKANAndHistory() async throws {
         try await withAPI { api in
             let open = UUID()

@@ -2,6 +2,7 @@ import AttributionLedger
 import Foundation
 import LedgerDomain
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import NIOHTTP1
@@ -9,7 +10,7 @@ import Testing
 
 /// What the server and the facade log, captured at trace level: internal errors by type and
 /// SQLSTATE only, device and stream ids at debug level at most.
-@Suite struct LoggingTests {
+@Suite(.database) struct LoggingTests {
     static let device = "install-secret-7f3a"
     static let idfa = "DFC5A647-9043-4699-B2A5-76F03A97064B"
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 @testable import LedgerHTTPAPI
+import LedgerTestKit
 import NIOCore
 import NIOHTTP1
 import Testing
@@ -59,7 +60,7 @@ import Testing
         #expect(documented.count >= 8)
     }
 
-    @Test func everyOperationAnswersADocumentedStatus() async throws {
+    @Test(.database) func everyOperationAnswersADocumentedStatus() async throws {
         let operations = try Self.operations()
         try await withAPI { api in
             for operation in operations {

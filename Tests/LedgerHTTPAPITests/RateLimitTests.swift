@@ -1,11 +1,12 @@
 import Foundation
 @testable import LedgerHTTPAPI
+import LedgerTestKit
 import NIOHTTP1
 import Testing
 
 /// Per-app token buckets through real HTTP, and the defaults by address.
 @Suite struct RateLimitTests {
-    @Test func anAppOverItsLimitGets429WithRetryAfterAndAnotherAppIsNotThrottled() async throws {
+    @Test(.database) func anAppOverItsLimitGets429WithRetryAfterAndAnotherAppIsNotThrottled() async throws {
         // One token every 10 s, two at once: the third quick request of app A is over the limit.
         try await withAPI(configure: { $0.rateLimiting = .perApp(HTTPRateLimit(requestsPerSecond: 0.1, burst: 2)) }) { api in
             let path = "/v1/apps/\(appA)/devices/install-r/skan"

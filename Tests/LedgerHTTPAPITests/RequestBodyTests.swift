@@ -1,12 +1,13 @@
 import AsyncHTTPClient
 import Foundation
 @testable import LedgerHTTPAPI
+import LedgerTestKit
 import NIOCore
 import NIOHTTP1
 import Testing
 
 /// POST bodies: JSON by `Content-Type` only, and no key twice in an object.
-@Suite struct RequestBodyTests {
+@Suite(.database) struct RequestBodyTests {
     @Test func onlyApplicationJSONBodiesAreAccepted() async throws {
         try await withAPI { api in
             let path = "/v1/apps/\(appA)/events"

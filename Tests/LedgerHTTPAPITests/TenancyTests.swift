@@ -5,6 +5,7 @@ import LedgerDomain
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
@@ -40,7 +41,7 @@ func withTenantAPI<T: Sendable>(_ body: (RunningAPI, AttributionLedger) async th
     }
 }
 
-@Suite("Tenancy: a key of one app can neither read nor write another's")
+@Suite("Tenancy: a key of one app can neither read nor write another's", .database)
 struct TenancyTests {
     /// The lite app records its device `x` (IDFA, IP) and returns the event id.
     static func recordLiteDevice(_ api: RunningAPI) async throws -> UUID {

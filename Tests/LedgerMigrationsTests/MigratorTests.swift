@@ -1,6 +1,7 @@
 import Foundation
 import LedgerMigrations
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -12,7 +13,7 @@ func schemaFolder(_ files: [String: String]) throws -> String {
     return path
 }
 
-@Suite("Migrations")
+@Suite("Migrations", .database)
 struct MigratorTests {
     @Test("files apply in numeric order, once each, with their checksums recorded")
     func appliesInOrderOnce() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import Synchronization
 import Testing
 
-@Suite("Connection loss: back-off, retries, the pool after an outage")
+@Suite("Connection loss: back-off, retries, the pool after an outage", .database)
 struct ConnectionLossRetryTests {
     @Test("the back-off doubles from 100 ms to 5 s, each wait up to a fifth shorter")
     func backoffDoublesToItsCap() {

@@ -1,8 +1,9 @@
 import Foundation
 @testable import LedgerPostgres
+import LedgerTestKit
 import Testing
 
-@Suite("COPY")
+@Suite("COPY", .database)
 struct CopyTests {
     @Test("COPY FROM STDIN loads 100,000 rows, escapes included")
     func copyHundredThousandRows() async throws {

@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("Errors and transactions")
+@Suite("Errors and transactions", .database)
 struct ErrorAndTransactionTests {
     @Test("a unique violation surfaces as SQLSTATE 23505 with its constraint and table")
     func uniqueViolation() async throws {

@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("LISTEN / NOTIFY", .timeLimit(.minutes(3)))
+@Suite("LISTEN / NOTIFY", .database, .timeLimit(.minutes(3)))
 struct ListenerTests {
     @Test("a listener receives a NOTIFY sent from another connection, and again after its session is killed")
     func receivesAndReconnects() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import ServiceLifecycle
 import Testing
 
-@Suite("Connection pool", .timeLimit(.minutes(3)))
+@Suite("Connection pool", .database, .timeLimit(.minutes(3)))
 struct PoolTests {
     @Test("a pooled connection whose backend was terminated is replaced, and the next query works")
     func terminatedBackendIsReplaced() async throws {

@@ -1,11 +1,12 @@
 import Foundation
 @testable import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The server's clock as a session estimates it (`PostgresConnection.serverClock()`): the event
 /// store stamps `recorded_at` with it, so it must track the server's `clock_timestamp()`.
-@Suite("The server's clock, as a session estimates it")
+@Suite("The server's clock, as a session estimates it", .database)
 struct ServerClockTests {
     /// How far two reads of one clock may disagree beyond what the timing explains: the server
     /// prints microseconds, and the test server runs on this machine's clock.

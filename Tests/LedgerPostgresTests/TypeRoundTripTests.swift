@@ -1,9 +1,10 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import Testing
 
 /// Every type the wrapper binds and decodes survives a trip through a real table.
-@Suite("Types round-trip through PostgreSQL")
+@Suite("Types round-trip through PostgreSQL", .database)
 struct TypeRoundTripTests {
     /// The uuid reader used for every `uuid` column reads exactly what Foundation's parser reads.
     @Test("a uuid's canonical text reads as UUID(uuidString:) reads it; anything else is refused")

@@ -4,12 +4,13 @@ import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import Testing
 
 /// The runner's loop (``ProjectionRunner/run()``) through a database outage.
-@Suite("Projection runner through a database outage")
+@Suite("Projection runner through a database outage", .database)
 struct RunnerOutageTests {
     /// Appends a SKAN registration for each of `devices` new devices.
     static func register(_ devices: Range<Int>, store: EventStore) async throws {
@@ -26,7 +27,7 @@ struct RunnerOutageTests {
     /// since, from its checkpoint, exactly once.
     @Test("the runner survives an outage, logs it once and catches up from its checkpoint", .timeLimit(.minutes(2)))
     func runnerSurvivesAnOutage() async throws {
-        try await withStore { store, database in
+        try await withStore(catalog: .standard) { store, database in
             let skan = SKANDeviceProjection(SKANDeviceReducer())
             let logs = LogCapture()
             let runner = ProjectionRunner(store: store, projections: [skan], batchSize: 50, pollInterval: .milliseconds(100),

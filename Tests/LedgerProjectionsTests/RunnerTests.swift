@@ -5,12 +5,13 @@ import LedgerPostgres
 @testable import LedgerProjections
 import LedgerProviders
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import Testing
 
 /// The runner and the rebuild against the real private PostgreSQL.
-@Suite("Projection runner and rebuild")
+@Suite("Projection runner and rebuild", .database)
 struct RunnerTests {
     static let projections = ProjectionCatalog.standard
     /// A Branch `v1/open` answer (as in LedgerFoldsTests' provider state tests).
@@ -86,7 +87,7 @@ struct RunnerTests {
     // with appends) equals a full rebuild, and "as of now" replayed from the log equals the table.
     @Test(arguments: [UInt64(1), 2, 3])
     func incrementalEqualsRebuild(seed: UInt64) async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let runner = ProjectionRunner(store: store, projections: Self.projections, batchSize: 7)
             try await runner.prepare()
             let histories = try Self.randomHistories(seed: seed, devices: 4, steps: 25)
@@ -161,7 +162,7 @@ struct RunnerTests {
     // written on a session of its own (detail rows from both halves); what it stores equals what
     // incremental steps stored.
     @Test func aRebuildOfManyDevicesEqualsIncremental() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let devices = SKANDeviceProjection.parallelEncodingThreshold + 150
             try await Self.appendAndCatchUp(store, seed: 11, devices: devices)
             let incremental = try await Self.dumpAll(store)
@@ -206,7 +207,7 @@ struct RunnerTests {
     // holds only what the other session committed, and the next rebuild starts from nothing and
     // ends equal to incremental application.
     @Test func aFailedFinalWriteLeavesTheLiveTablesAndTheNextRebuildStartsAfresh() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let devices = SKANDeviceProjection.parallelEncodingThreshold + 50
             try await Self.appendAndCatchUp(store, seed: 12, devices: devices)
             let skan = SKANDeviceProjection(SKANDeviceReducer())
@@ -239,7 +240,7 @@ struct RunnerTests {
 
     // The progress bar's total: counted for a small log, the planner's estimate for a large one.
     @Test func rebuildTotalIsCountedOrEstimated() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             try await append(try Self.randomHistories(seed: 5, devices: 30, steps: 4), to: store)
             try await store.pool.withConnection { connection in
                 let types = SKANDeviceProjection(SKANDeviceReducer()).eventTypes
@@ -259,7 +260,7 @@ struct RunnerTests {
     // Issue 5: a rebuild while writers append concurrently ends equal to incremental application —
     // nothing lost, nothing applied twice — and the live runner keeps going during the rebuild.
     @Test func rebuildDuringConcurrentAppendsEqualsIncremental() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let runner = ProjectionRunner(store: store, projections: Self.projections, batchSize: 50)
             try await runner.prepare()
             let histories = try Self.randomHistories(seed: 42, devices: 8, steps: 30)
@@ -309,7 +310,7 @@ struct RunnerTests {
     // Issue 5: kill the runner mid-batch (its backend is terminated while the step's transaction
     // is open); after a restart the projection equals a clean rebuild — nothing applied twice.
     @Test func crashMidBatchThenRestartEqualsRebuild() async throws {
-        try await withStore { store, database in
+        try await withStore(catalog: .standard) { store, database in
             let histories = try Self.randomHistories(seed: 7, devices: 3, steps: 20)
             try await append(histories, to: store)
             try await waitForHorizon(store)
@@ -353,7 +354,7 @@ struct RunnerTests {
 
     // Issue 5, "as of": the state of a device at a past position is what the table held then.
     @Test func asOfAPastPositionReplaysThatState() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let skan = SKANDeviceProjection(SKANDeviceReducer())
             let runner = ProjectionRunner(store: store, projections: [skan])
             try await runner.prepare()
@@ -381,7 +382,7 @@ struct RunnerTests {
 
     // Issue 5: status shows version, checkpoint and lag; a version change is reported stale until rebuilt.
     @Test func statusShowsLagAndStaleVersions() async throws {
-        try await withStore { store, _ in
+        try await withStore(catalog: .standard) { store, _ in
             let skan = SKANDeviceProjection(SKANDeviceReducer())
             let runner = ProjectionRunner(store: store, projections: [skan])
             try await runner.prepare()

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
 /// The Google App Conversion Tracking API's sample requests, copied verbatim, reproduced exactly.

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
 /// Every rule of the Google App Conversion Tracking API's parameter table, broken once, gets a

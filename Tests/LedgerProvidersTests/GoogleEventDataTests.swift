@@ -1,5 +1,6 @@
 import Foundation
 import LedgerProviders
+import LedgerTestKit
 import Testing
 
 /// Google App Conversion Tracking API, "Event Data Encoding".

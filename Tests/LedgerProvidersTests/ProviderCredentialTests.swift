@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestKit
 import Testing
 
 @testable import LedgerProviders

@@ -2,13 +2,14 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 @testable import LedgerSKANPostbacks
 
 // Issue 10: every postback is appended exactly as received, with the network that forwarded it
 // and the outcome of the checks; Apple: "count only unique postbacks with signatures you verify".
-@Suite("SKAN postback ingest", .serialized)
+@Suite("SKAN postback ingest", .database, .serialized)
 struct IngestTests {
     func storedEvent(_ id: UUID, in store: EventStore) async throws -> (RecordedEvent, SKANPostbackReceived) {
         let record = try #require(try await store.event(id: id))
@@ -17,7 +18,7 @@ struct IngestTests {
 
     @Test("Apple's example is stored as received, verified; sent twice it is one postback and one duplicate")
     func appleExampleAndItsRepeat() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             let raw = Data(AppleExamples.v4.utf8)
             let first = try await ingestor.ingest(raw: raw, network: "example-network", receivedAt: receivedAt)
@@ -39,7 +40,7 @@ struct IngestTests {
 
     @Test("sequences 0, 1 and 2 of one transaction are three postbacks; each repeated is a duplicate")
     func threeSequences() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             var statuses: [SKANIngestResult.Status] = []
@@ -55,7 +56,7 @@ struct IngestTests {
 
     @Test("a bad signature is kept and flagged, and does not claim the transaction")
     func invalidSignature() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let forged = try TestSigner().v4(transaction: "txn-2", fine: 1)
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
@@ -69,7 +70,7 @@ struct IngestTests {
 
     @Test("refused input: a typed error naming the field, and the raw input still kept")
     func refusedInputIsKept() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             let cases: [(Data, SKANPostbackError.Kind, String?)] = [
                 (Data(#"{"version": "4.0", "#.utf8), .malformedJSON, nil),
@@ -100,7 +101,7 @@ struct IngestTests {
 
     @Test("bad arguments store nothing; the same event id twice is stored once")
     func argumentsAndIdempotency() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             let raw = Data(AppleExamples.v4.utf8)
             await #expect(throws: SKANPostbackError.self) {
@@ -122,7 +123,7 @@ struct IngestTests {
 
     @Test("the network's report of the unsigned values: agreement confirms, a difference is a mismatch")
     func secondSource() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             let tampered = Data(AppleExamples.replacing(AppleExamples.v4, "conversion-value", "63", "20").utf8)
             let result = try await ingestor.ingest(raw: tampered, network: "n", receivedAt: receivedAt,
@@ -136,7 +137,7 @@ struct IngestTests {
 
     @Test("the same postback ingested concurrently counts once")
     func concurrentRepeats() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             let raw = Data(AppleExamples.v4.utf8)
             let statuses = try await withThrowingTaskGroup(of: SKANIngestResult.Status.self) { group in
@@ -152,7 +153,7 @@ struct IngestTests {
 
     @Test("refused input of an app is kept under it, at most N per hour; past that nothing is stored; retries still answer")
     func refusedBoundPerApp() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store, refusedPerAppPerHour: 2)
             let app = try AppID("525463029")
             let at = Date(timeIntervalSince1970: 1_763_000_000)
@@ -197,7 +198,7 @@ struct IngestTests {
 
     @Test("a postback whose app-id is not the sender's app is refused and nothing is stored")
     func otherAppsPostback() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let ingestor = SKANPostbackIngestor(store: store)
             do {
                 try await ingestor.ingest(raw: Data(AppleExamples.v4.utf8), network: "n", receivedAt: Date(), app: try AppID("1"))

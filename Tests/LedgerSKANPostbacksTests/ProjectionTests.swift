@@ -3,6 +3,7 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 @testable import LedgerSKANPostbacks
@@ -10,7 +11,7 @@ import Testing
 // Singular SKAdNetwork 4 implementation guide: validation and aggregation of postbacks, decoding
 // the conversion value with the app's conversion model; issue 10: model changes rebuild the
 // projection, old decodings stay.
-@Suite("SKAN postback projection", .serialized)
+@Suite("SKAN postback projection", .database, .serialized)
 struct ProjectionTests {
     static let app = "525463029"
 
@@ -44,7 +45,7 @@ struct ProjectionTests {
 
     @Test("installs, duplicates, invalid signatures, conversions and revenue per network, source and day")
     func aggregates() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             let runner = runner(store)
@@ -89,7 +90,7 @@ struct ProjectionTests {
     // must count what the ingestor counted.
     @Test("the same transaction-id in two apps is two installs, as the ingestor counts them")
     func repeatsArePerApp() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             let runner = runner(store)
@@ -110,7 +111,7 @@ struct ProjectionTests {
 
     @Test("a new model version recomputes the report; the old version's decodings stay")
     func modelChange() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             let runner = runner(store)
@@ -142,7 +143,7 @@ struct ProjectionTests {
 
     @Test("an unsigned value the network contradicts: the install counts, the conversion is not decoded")
     func mismatchNotDecoded() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             let runner = runner(store)
@@ -161,7 +162,7 @@ struct ProjectionTests {
 
     @Test("a rebuild from the log equals the tables built step by step")
     func rebuildEqualsIncremental() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let signer = TestSigner()
             let ingestor = SKANPostbackIngestor(store: store, verifier: signer.verifier)
             let runner = runner(store)
@@ -201,7 +202,7 @@ struct ProjectionTests {
 
     @Test("a postback appended without the ingestor is verified by the projection with Apple's key")
     func appendedDirectly() async throws {
-        try await withStore { store in
+        try await withStore(catalog: .standard) { store in
             let runner = runner(store)
             try await runner.prepare()
             var ids: [UUID] = []

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// has rows) whatever the layout. With `events` partitioned by time
 /// (`LEDGER_TEST_EVENTS_PARTITIONED=1`), the view reads `event_keys`, so an append does not slow
 /// down with every month added.
-@Suite("Appends' key reads: one relation in either layout")
+@Suite("Appends' key reads: one relation in either layout", .database)
 struct AppendKeyReadTests {
     /// The scan nodes of `sql`'s generic plan as the application's role plans it, e.g.
     /// `Index Scan Backward using … on event_keys k`.

@@ -2,13 +2,14 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// Appending to several streams in one statement (`EventStore.append(_:on:)`, issue 3's "appends
 /// to many streams in one transaction"; the send worker records a claim's tries this way): each
 /// part keeps the rules of a lone append, and the whole call stores all or nothing.
-@Suite("Appending to several streams at once")
+@Suite("Appending to several streams at once", .database)
 struct AppendManyTests {
     @Test("parts on new and existing streams get gapless versions and an intact hash chain")
     func versionsAndChain() async throws {

@@ -1,10 +1,11 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("Appending")
+@Suite("Appending", .database)
 struct AppendTests {
     @Test("a batch appends atomically with consecutive versions, and reads back as stored")
     func appendAndRead() async throws {

@@ -2,10 +2,11 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("Appending through the event catalog")
+@Suite("Appending through the event catalog", .database)
 struct CatalogTests {
     static let device = DeviceContext(
         platform: .ios, idfv: "9B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D", limitAdTracking: false, attStatus: .denied,

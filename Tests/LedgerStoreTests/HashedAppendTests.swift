@@ -1,13 +1,14 @@
 import Foundation
 @testable import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The lone event appended outside a transaction, hashed by the store (`EventStore+AppendHashed`):
 /// its hash must be the one the database's rule gives, its `recorded_at` the database's clock,
 /// and every rule the other statements keep must still hold.
-@Suite("Single appends hashed by the store")
+@Suite("Single appends hashed by the store", .database)
 struct HashedAppendTests {
     /// Every stored hash that differs from `ledger_event_hash` over the stored row and the
     /// stream's previous event: the database's own rule, which `ledger verify` applies too.

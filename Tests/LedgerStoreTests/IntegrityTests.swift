@@ -1,10 +1,11 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("Immutability and verification")
+@Suite("Immutability and verification", .database)
 struct IntegrityTests {
     @Test("UPDATE, DELETE and TRUNCATE on events fail: as the application role by privilege, as a superuser by trigger")
     func immutable() async throws {

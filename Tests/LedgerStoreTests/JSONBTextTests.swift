@@ -1,5 +1,6 @@
 import Foundation
 import LedgerPostgres
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -7,7 +8,7 @@ import Testing
 
 /// ``JSONBText`` must print exactly what PostgreSQL prints for `$1::jsonb::text`, or answer nil:
 /// an event's hash covers that text, and `ledger verify` recomputes it in the database.
-@Suite("jsonb's printing, worked out by the store")
+@Suite("jsonb's printing, worked out by the store", .database)
 struct JSONBTextTests {
     /// Texts chosen for the rules: key order (length, then bytes, not Unicode order), escapes in
     /// and out, numbers kept as written, nesting, whitespace, non-ASCII.

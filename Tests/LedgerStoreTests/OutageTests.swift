@@ -1,13 +1,14 @@
 import Foundation
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Logging
 import Testing
 
 /// The store's long-running loops through a database outage: every session ended and new ones
 /// refused for a while (``TestDatabase/Handle/refuseConnections()``), as during a server restart.
-@Suite("Store loops through a database outage")
+@Suite("Store loops through a database outage", .database)
 struct OutageTests {
     /// A store on `database` whose pool and store log to `logs`.
     static func store(_ database: TestDatabase.Handle, logs: LogCapture) -> EventStore {

@@ -2,6 +2,7 @@ import Foundation
 import LedgerMigrations
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -10,7 +11,7 @@ import Testing
 // whole suite on partitioned databases (LEDGER_TEST_EVENTS_PARTITIONED). This suite checks what
 // only the conversion itself can show: history from before it stays readable and verifiable,
 // new events go to the month's partition, and the keys hold across partitions.
-@Suite("Events partitioned by time")
+@Suite("Events partitioned by time", .database)
 struct PartitionedEventsTests {
     @Test("partitioning a ledger in use keeps its history readable and verified; appends, retries and conflicts behave as before")
     func partitionALedgerInUse() async throws {

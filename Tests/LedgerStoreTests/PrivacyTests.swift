@@ -2,12 +2,13 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// Crypto-shredding in the store (issue 9, docs/privacy.md): personal fields sealed per device on
 /// append, opened on read, erased when the device's keys are destroyed.
-@Suite("Privacy: personal fields sealed per device")
+@Suite("Privacy: personal fields sealed per device", .database)
 struct PrivacyTests {
     static let keyA = "q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80="
     static let keyB = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="

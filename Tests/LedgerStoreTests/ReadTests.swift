@@ -1,10 +1,11 @@
 import Foundation
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
-@Suite("Reading")
+@Suite("Reading", .database)
 struct ReadTests {
     /// The classic gap: positions come from a sequence, so an older transaction can commit a
     /// smaller position after a reader has already seen a larger one.

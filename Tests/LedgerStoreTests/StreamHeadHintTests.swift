@@ -1,12 +1,13 @@
 import Foundation
 import LedgerPostgres
 @testable import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
 /// The single-event append after a remembered head (`StreamHeads`, `EventStore.appendNextSQL`):
 /// a hint that is wrong must cost a statement, never a broken chain or a gap.
-@Suite("Appending after a remembered head")
+@Suite("Appending after a remembered head", .database)
 struct StreamHeadHintTests {
     @Test("two stores (two processes) taking turns on one stream keep versions gapless and the chain intact")
     func staleHintsFromAnotherWriter() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerTestKit
 import Synchronization
 import LedgerDomain
 import LedgerPostgres
@@ -9,7 +10,7 @@ import Testing
 
 /// Tampering directly in PostgreSQL, as the database owner with the immutability triggers
 /// disabled and as the application role, and what `verify` makes of it.
-@Suite("Tamper evidence")
+@Suite("Tamper evidence", .database)
 struct TamperTests {
     /// Recomputes, as someone holding the database but not the signing key would, every hash of
     /// `stream` from `version` on and then every seal's digest in place.

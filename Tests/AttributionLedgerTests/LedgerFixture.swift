@@ -3,6 +3,7 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
+import LedgerTestKit
 import LedgerTestSupport
 import Testing
 
@@ -16,7 +17,6 @@ func withLedger<T>(_ body: (AttributionLedger, PostgresPool) async throws -> T) 
     }
 }
 
-let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 let testApp = "com.example.game"
 
 /// An iOS device with everything the providers need.

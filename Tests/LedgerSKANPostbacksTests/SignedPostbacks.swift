@@ -1,11 +1,6 @@
 import Crypto
 import Foundation
-import LedgerDomain
-import LedgerPostgres
 import LedgerSKANPostbacks
-import LedgerStore
-import LedgerTestSupport
-import Testing
 
 /// Apple's documentation examples (docs/skan-postbacks.md; the 2.2 one from Apple's "Combining
 /// parameters for previous SKAdNetwork postback versions"): real signatures by Apple's key.
@@ -82,29 +77,6 @@ struct TestSigner {
         let body = (members + [("attribution-signature", "\"\(signature)\"")]).map { "\"\($0.0)\": \($0.1)" }
         return Data(("{" + body.joined(separator: ", ") + "}").utf8)
     }
-}
-
-/// Runs `body` with a catalog-checking store on a fresh migrated database.
-func withStore<T>(_ body: (EventStore) async throws -> T) async throws -> T {
-    try await TestDatabase.with { database throws in
-        let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 6, logger: TestDatabase.quietLogger)
-        defer { pool.close() }
-        return try await body(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger))
-    }
-}
-
-/// Waits until every event appended so far is below the gap-safe read horizon (other tests'
-/// open transactions on the same server can hold it back for a moment).
-func waitForHorizon(_ store: EventStore) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        let pending = try await store.pool.query(
-            "SELECT count(*) FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())"
-        ).single().decode(Int.self, at: 0)
-        if pending == 0 { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("the read horizon did not pass the appended events within 60 s")
 }
 
 /// A fixed receive time: 2026-03-02 10:00:00 UTC.

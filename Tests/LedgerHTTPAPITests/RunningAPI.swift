@@ -16,7 +16,6 @@ let appA = "com.example.game"
 let appB = "com.example.other"
 let keyA = "test-key-a-not-a-real-credential"
 let keyB = "test-key-b-not-a-real-credential"
-let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 
 /// A running HTTP API on 127.0.0.1 (a port the kernel chose) over a fresh database.
 struct RunningAPI: Sendable {

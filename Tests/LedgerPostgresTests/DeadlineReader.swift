@@ -1,16 +1,4 @@
-import LedgerPostgres
-import LedgerTestSupport
 import Synchronization
-
-/// Runs `body` with a connection to a fresh database of the private cluster. The database is made
-/// off Swift's cooperative pool (the first one of a process waits for the cluster and template);
-/// `body` runs in the test's task, so its expectations are the test's, and its statements are short.
-func withFreshConnection<T>(_ body: (PostgresConnection) throws -> T) async throws -> T {
-    let database = try await TestDatabase.create(migrated: false)
-    defer { database.drop() }
-    let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
-    return try body(connection)
-}
 
 /// Reads an `AsyncStream` on a task of its own, so that a test waits for each element with a
 /// deadline instead of awaiting the stream for ever.
@@ -65,13 +53,3 @@ final class DeadlineReader<Element: Sendable>: Sendable {
 }
 
 extension DeadlineReader.Next: Equatable where Element: Equatable {}
-
-/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns whether it held.
-func waitUntil(timeout: Duration = .seconds(30), _ condition: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    return try await condition()
-}

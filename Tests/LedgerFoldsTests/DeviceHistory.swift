@@ -1,13 +1,14 @@
 import Foundation
 import LedgerDomain
 import LedgerFolds
+import LedgerTestKit
 
 /// A device's history built in memory, as the log would hold it: typed events encoded by the
 /// catalog, positions in order. Replayed through a reducer, without PostgreSQL.
 struct History {
     let device: String
     var events: [LoggedEvent] = []
-    static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
+    static let epoch = testEpoch
 
     init(device: String = "device-app1/dev1") { self.device = device }
 

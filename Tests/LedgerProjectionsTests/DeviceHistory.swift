@@ -3,8 +3,7 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerProjections
 import LedgerStore
-import LedgerTestSupport
-import Testing
+import LedgerTestKit
 
 /// A device's history built in memory, as the store would record it: typed events encoded by the
 /// catalog, positions in order, to append to a real store.
@@ -13,7 +12,7 @@ struct History {
     var events: [RecordedEvent] = []
     var newEvents: [(stream: String, event: NewEvent)] = []
     private var versions: [String: Int64] = [:]
-    static let epoch = Date(timeIntervalSince1970: 1_763_000_000)
+    static let epoch = testEpoch
 
     init(device: String = "device-app1/dev1") { self.device = device }
 
@@ -65,15 +64,6 @@ func iosDevice() -> DeviceContext {
                   osVersion: "17.1", appVersion: "1.2.3", bundleID: "com.example.app")
 }
 
-/// Runs `body` with a store on a fresh migrated database.
-func withStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws -> T) async throws -> T {
-    try await TestDatabase.with { database throws in
-        let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 6, logger: TestDatabase.quietLogger)
-        defer { pool.close() }
-        return try await body(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger), database)
-    }
-}
-
 /// Appends a history's events to the store, stream by stream in order.
 func append(_ history: History, to store: EventStore) async throws {
     for (stream, event) in history.newEvents {
@@ -84,18 +74,4 @@ func append(_ history: History, to store: EventStore) async throws {
 /// Every row of a table as text, sorted: what "equal projections" means in these tests.
 func tableDump(_ table: String, on connection: PostgresConnection) throws -> [String] {
     try connection.query("SELECT t::text FROM \(identifier: table) AS t").map { try $0.decode(String.self, at: 0) }.sorted()
-}
-
-/// Waits until every event appended so far is below the gap-safe horizon (other tests' open
-/// transactions on the same server can hold it back for a moment).
-func waitForHorizon(_ store: EventStore) async throws {
-    let deadline = ContinuousClock.now + .seconds(60)
-    while ContinuousClock.now < deadline {
-        let pending = try await store.pool.query(
-            "SELECT count(*) FROM events WHERE transaction_id >= pg_snapshot_xmin(pg_current_snapshot())"
-        ).single().decode(Int.self, at: 0)
-        if pending == 0 { return }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    Issue.record("the read horizon did not pass the appended events within 60 s")
 }

@@ -21,6 +21,11 @@ func expectProviderError(
     }
 }
 
+/// ``expectProviderError(field:rule:kind:sourceLocation:_:)`` for a body that returns a value.
+func gaExpectError<T>(field: String, rule: String, sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> T) {
+    expectProviderError(field: field, rule: rule, sourceLocation: sourceLocation) { _ = try body() }
+}
+
 /// Parses JSON text for comparisons: objects' members sorted by key at every level, so two
 /// objects compare equal whatever their order; numbers compared by text, bools apart.
 func json(_ text: String, sourceLocation: SourceLocation = #_sourceLocation) -> ProviderJSON {

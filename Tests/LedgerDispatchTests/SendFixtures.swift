@@ -3,19 +3,7 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
-import LedgerTestSupport
 import Testing
-
-/// Runs `body` with a catalog-checked store on a fresh migrated database.
-func withDispatchStore<T>(_ body: (EventStore, TestDatabase.Handle) async throws -> T) async throws -> T {
-    try await TestDatabase.with { database throws in
-        let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 8, logger: TestDatabase.quietLogger)
-        defer { pool.close() }
-        return try await body(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger), database)
-    }
-}
-
-let testEpoch = Date(timeIntervalSince1970: 1_763_000_000)
 
 /// An iOS device with everything the providers need. Devices that are meant to be different
 /// devices need ids of their own (``deviceUUID(_:_:kind:)``): the providers tell devices apart by them.

@@ -65,23 +65,10 @@ func sendExpectingError(
     }
 }
 
-/// The Google App Conversion Tracking API's sample values.
-enum GoogleSample {
-    static let link = GoogleAppLink(devToken: sampleCredentials.googleDevToken, linkID: sampleCredentials.googleLinkID)
-    static let userAgent = GoogleAppUserAgent(
-        name: "MyAnalyticsCompany", version: "1.0.0", osAndVersion: "iOS 10.0.2", locale: "en_US", device: "iPhone9,1",
-        build: "Build/13D15")
+/// The Google App Conversion Tracking API's sample values, sent to the fakes.
+typealias GoogleSample = GoogleDocumentSample
 
-    static func event(
-        _ type: GoogleAppEventType, rdid: String = "0F7AB11F-DA50-498E-B225-21AC1977A85D", value: String? = nil,
-        currency: String? = nil, eventData: GoogleEventData = GoogleEventData()
-    ) throws -> GoogleConversionEvent {
-        GoogleConversionEvent(
-            appEventType: type, rdid: rdid, platform: .iOS, limitAdTracking: false, appVersion: "1.2.4", osVersion: "9.3.2",
-            sdkVersion: "1.9.5r6", timestamp: try GoogleTimestamp(text: "1432681913.123456"), value: value,
-            currencyCode: currency, userAgent: userAgent, deviceIP: "216.58.194.174", eventData: eventData)
-    }
-
+extension GoogleDocumentSample {
     static func builder(_ fakes: FakeProviders) -> GoogleConversionRequestBuilder {
         GoogleConversionRequestBuilder(link: link, endpoint: fakes.googleEndpoint)
     }
