@@ -26,9 +26,10 @@
 //   LedgerPostgres              ─▶ CLedgerPQ (libpq-fe.h)
 //   LedgerDomain, CLedgerPQ        import no other module of the ledger
 //
-// Test targets import their module, what they need below it, and LedgerTestKit: the `.database`
-// mark of tests that run against PostgreSQL, store fixtures, fake providers whose anomalies fail
-// the test, metrics scoped per test (LedgerTestSupport beneath it: fresh databases, log capture).
+// Test targets import their module, what they need below it, and LedgerTestKit alone for their
+// support: the `.database` mark of tests that run against PostgreSQL, store fixtures, fake
+// providers whose anomalies fail the test, metrics scoped per test, and (re-exported)
+// LedgerTestSupport's fresh databases, log capture and seeded randomness.
 import PackageDescription
 
 /// Strict from day one: Swift 6 mode (the tools default), and every warning is an error.
@@ -276,36 +277,36 @@ let package = Package(
         .testTarget(
             name: "LedgerPostgresTests",
             dependencies: [
-                "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
+                "LedgerPostgres", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerDomainTests",
-            dependencies: ["LedgerDomain", "LedgerTestSupport"],
+            dependencies: ["LedgerDomain", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerProvidersTests",
-            dependencies: ["LedgerProviders", "LedgerDomain", "LedgerTestSupport", "LedgerTestKit"],
+            dependencies: ["LedgerProviders", "LedgerDomain", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerStoreTests",
-            dependencies: ["LedgerStore", "LedgerDomain", "LedgerMigrations", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit"],
+            dependencies: ["LedgerStore", "LedgerDomain", "LedgerMigrations", "LedgerPostgres", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerFoldsTests",
-            dependencies: ["LedgerFolds", "LedgerDomain", "LedgerProviders", "LedgerTestSupport", "LedgerTestKit"],
+            dependencies: ["LedgerFolds", "LedgerDomain", "LedgerProviders", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerProjectionsTests",
             dependencies: [
                 "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
-                "LedgerTestSupport", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
+                "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -313,7 +314,7 @@ let package = Package(
             name: "LedgerDispatchTests",
             dependencies: [
                 "LedgerTestKit", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerFolds", "LedgerStore",
-                "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerDomain", "LedgerProviders", "LedgerPostgres",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -331,14 +332,14 @@ let package = Package(
             name: "LedgerAttributionTests",
             dependencies: [
                 "LedgerTestKit", "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
-                "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerSKANPostbacksTests",
             dependencies: [
-                "LedgerSKANPostbacks", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit",
+                "LedgerSKANPostbacks", "LedgerProjections", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
@@ -347,14 +348,14 @@ let package = Package(
             name: "AttributionLedgerTests",
             dependencies: [
                 "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
-                "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
+                "LedgerPostgres", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerHTTPAPITests",
             dependencies: [
-                "LedgerTestKit", "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres", "LedgerTestSupport",
+                "LedgerTestKit", "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -367,14 +368,13 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerMigrationsTests",
-            dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestSupport", "LedgerTestKit"],
+            dependencies: ["LedgerMigrations", "LedgerPostgres", "LedgerTestKit"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "LedgerCLITests",
             dependencies: [
                 "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain",
-                "LedgerTestSupport",
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,5 +1,8 @@
-import LedgerTestSupport
 import Testing
+
+// Tests import LedgerTestKit alone for their support: it brings the fresh databases, log capture
+// and seeded randomness it shares with the benchmarks, which must not link Swift Testing.
+@_exported import LedgerTestSupport
 
 extension Trait where Self == ConditionTrait {
     /// Marks a suite or test that runs against PostgreSQL (a ``TestDatabase``, the private

@@ -4,7 +4,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Runs `body` with a facade over a fresh migrated database, its clock fixed at `testEpoch`.

@@ -6,7 +6,6 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The facade's reads: history, SKAN values, attribution and state, now and as of earlier.

@@ -4,7 +4,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The facade's write path on a real PostgreSQL: validated, idempotent by the caller's id, and

@@ -4,7 +4,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import Testing
 

@@ -9,7 +9,6 @@ import LedgerProjections
 import LedgerProviders
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @testable import LedgerAttribution

@@ -2,7 +2,6 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("ledger append", .database)

@@ -6,7 +6,6 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// `ledger erase` (issue 9, docs/privacy.md): the right to erasure (GDPR art. 17) honoured by an

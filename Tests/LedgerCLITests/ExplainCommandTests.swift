@@ -5,7 +5,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("ledger explain and ledger decisions", .database)

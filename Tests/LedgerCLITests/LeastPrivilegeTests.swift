@@ -1,7 +1,6 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("serve and worker warn about, or refuse, a role that can disable the immutability triggers", .database)

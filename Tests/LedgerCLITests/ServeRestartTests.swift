@@ -3,7 +3,6 @@ import Foundation
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerTestKit
-import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
 import Synchronization

@@ -4,7 +4,6 @@ import NIOHTTP1
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
-import LedgerTestSupport
 import Testing
 
 /// The private cluster's roles (docs/operations.md, "Roles"): the long-running processes log in

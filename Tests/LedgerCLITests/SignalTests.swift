@@ -1,7 +1,6 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// `ledger serve` and `ledger worker` run their parts in one swift-service-lifecycle

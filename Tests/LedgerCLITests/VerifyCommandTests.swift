@@ -3,7 +3,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("ledger verify", .database)

@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// `ledger worker`'s options: refused before it touches a database (exit 64), or doing what they say.

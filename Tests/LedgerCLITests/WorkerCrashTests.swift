@@ -6,7 +6,6 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Issue 6, crash safety: `ledger worker` processes are killed with SIGKILL while they drain sends

@@ -4,7 +4,6 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The outbox and the queue against the real private PostgreSQL (issue 6, items 1 and 2).

@@ -5,7 +5,6 @@ import LedgerFakeProviders
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Sends recorded ahead of a free slot (`SendWorker.Configuration.prefetch`): the time is looked

@@ -8,7 +8,6 @@ import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Issue 6, "What it must show": "Restart PostgreSQL during a drain, terminate the worker's

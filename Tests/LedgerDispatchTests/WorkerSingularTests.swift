@@ -3,7 +3,7 @@ import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders
 import LedgerStore
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 /// Singular's conversion-value calls need the device's SKAN registration (Singular SKAdNetwork 4

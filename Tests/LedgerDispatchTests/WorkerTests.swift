@@ -7,7 +7,6 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The worker end to end: real PostgreSQL, real HTTP over loopback, fake providers that follow the

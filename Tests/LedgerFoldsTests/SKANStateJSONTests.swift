@@ -2,7 +2,7 @@ import Foundation
 import LedgerDomain
 @testable import LedgerFolds
 import LedgerProviders
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 /// The SKAN state's directly written JSON (what a rebuild stores) against `JSONEncoder`'s.

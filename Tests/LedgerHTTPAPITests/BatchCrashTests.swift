@@ -4,7 +4,6 @@ import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
 import Testing

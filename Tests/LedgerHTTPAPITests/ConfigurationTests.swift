@@ -3,7 +3,7 @@ import Foundation
 @testable import LedgerHTTPAPI
 import LedgerDomain
 import LedgerPostgres
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 /// Start-up checks: the address the server may bind and the API key configuration.

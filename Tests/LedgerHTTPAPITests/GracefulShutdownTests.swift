@@ -4,7 +4,6 @@ import Foundation
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import NIOCore
 import NIOHTTP1

@@ -3,7 +3,6 @@ import Foundation
 import LedgerDomain
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import NIOHTTP1
 import Testing

@@ -5,7 +5,6 @@ import LedgerDomain
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import NIOCore
 import NIOHTTP1

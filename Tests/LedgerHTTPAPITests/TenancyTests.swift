@@ -6,7 +6,6 @@ import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import NIOCore
 import NIOHTTP1
 import Prometheus

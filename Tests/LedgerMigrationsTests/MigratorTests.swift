@@ -2,7 +2,6 @@ import Foundation
 import LedgerMigrations
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// A temporary schema folder with the given files.

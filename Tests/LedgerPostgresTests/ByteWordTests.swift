@@ -1,5 +1,5 @@
 import LedgerPostgres
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 /// The eight-bytes-at-a-time tests behind COPY's escaping and the JSON scanner agree with a

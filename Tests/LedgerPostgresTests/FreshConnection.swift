@@ -1,5 +1,5 @@
 import LedgerPostgres
-import LedgerTestSupport
+import LedgerTestKit
 
 /// Runs `body` with a connection to a fresh database of the private cluster. The database is made
 /// off Swift's cooperative pool (the first one of a process waits for the cluster and template);

@@ -1,7 +1,6 @@
 import Foundation
 @testable import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The server's clock as a session estimates it (`PostgresConnection.serverClock()`): the event

@@ -5,7 +5,6 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import Testing
 

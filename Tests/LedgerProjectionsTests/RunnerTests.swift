@@ -6,7 +6,6 @@ import LedgerPostgres
 import LedgerProviders
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import Testing
 

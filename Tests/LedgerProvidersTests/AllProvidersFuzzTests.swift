@@ -1,6 +1,5 @@
 import Foundation
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @testable import LedgerProviders

@@ -1,6 +1,6 @@
 import Foundation
 import LedgerProviders
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 /// Parsers never trap: every input gives a value or a typed `ProviderError`. (Typed throws make

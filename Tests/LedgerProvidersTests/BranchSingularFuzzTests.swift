@@ -1,5 +1,5 @@
 import Foundation
-import LedgerTestSupport
+import LedgerTestKit
 import Testing
 
 @testable import LedgerProviders

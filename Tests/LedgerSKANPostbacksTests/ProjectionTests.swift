@@ -4,7 +4,6 @@ import LedgerPostgres
 import LedgerProjections
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 @testable import LedgerSKANPostbacks
 

@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The appends' two reads about keys, a stream's head and whether an id is stored, through the

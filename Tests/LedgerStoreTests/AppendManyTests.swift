@@ -3,7 +3,6 @@ import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Appending to several streams in one statement (`EventStore.append(_:on:)`, issue 3's "appends

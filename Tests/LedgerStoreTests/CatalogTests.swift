@@ -3,7 +3,6 @@ import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("Appending through the event catalog", .database)

@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Another store on `database`, as another process would have it (hints of its own), on a pool

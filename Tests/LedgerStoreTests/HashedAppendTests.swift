@@ -2,7 +2,6 @@ import Foundation
 @testable import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The lone event appended outside a transaction, hashed by the store (`EventStore+AppendHashed`):

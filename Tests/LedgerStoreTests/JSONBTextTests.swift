@@ -1,7 +1,6 @@
 import Foundation
 import LedgerPostgres
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @testable import LedgerStore

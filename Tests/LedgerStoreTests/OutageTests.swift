@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Logging
 import Testing
 

@@ -3,7 +3,6 @@ import LedgerMigrations
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 // Issue 3, item 1: the events table is partition-ready (by time) without code changes elsewhere.

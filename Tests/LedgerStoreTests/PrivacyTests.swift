@@ -3,7 +3,6 @@ import LedgerDomain
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// Crypto-shredding in the store (issue 9, docs/privacy.md): personal fields sealed per device on

@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 @Suite("Reading", .database)

@@ -2,7 +2,6 @@ import Foundation
 import LedgerPostgres
 @testable import LedgerStore
 import LedgerTestKit
-import LedgerTestSupport
 import Testing
 
 /// The single-event append after a remembered head (`StreamHeads`, `EventStore.appendNextSQL`):

@@ -4,7 +4,6 @@ import Synchronization
 import LedgerDomain
 import LedgerPostgres
 import LedgerStore
-import LedgerTestSupport
 import Logging
 import Testing
 
