@@ -92,11 +92,6 @@ public struct EventStore: Sendable {
     {
         let need = privacy.sealingNeed(stream: stream, events: events)
         let keyCommitsWithAppend = need == .sealMayCreateKey && !connection.isInTransaction
-        if keyCommitsWithAppend, events.count == 1, stream.hasPrefix("device-"),
-            let result = try appendWithNewKey(events[0], to: stream, expected: expected, on: connection)
-        {
-            return result
-        }
         let sealer = need == .none
             ? nil : privacy.sealer(stream: stream, events: events, on: connection, keyCommitsWithAppend: keyCommitsWithAppend)
         let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)
