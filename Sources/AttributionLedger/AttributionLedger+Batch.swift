@@ -37,13 +37,9 @@ extension AttributionLedger {
         }
         guard !facts.isEmpty else { return [] }
         let started = ContinuousClock.now
-        let items = facts.map { fact in
-            FactToRecord(fact.fact, app: fact.device.app, device: fact.device.device, id: fact.id, occurredAt: fact.occurredAt,
-                         metadata: fact.metadata)
-        }
         let recorded: [RecordedFact]
         do {
-            recorded = try await recorder.record(items, now: clock.now())
+            recorded = try await recorder.record(planned: facts.map(\.planned), now: clock.now())
         } catch {
             let place = Self.place(of: error, in: facts)
             let type = facts[place ?? 0].eventType

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerAttribution
-import LedgerDomain
+// The facts a backend records and the values in them: `import AttributionLedger` is all it needs.
+@_exported import LedgerDomain
 import LedgerPostgres
 import LedgerStore
 import Logging
@@ -16,7 +17,7 @@ import Logging
 /// any earlier time or position.
 ///
 /// ```swift
-/// let ledger = AttributionLedger(pool: pool)
+/// let ledger = AttributionLedger(conninfo: "postgresql://ledger_app@db.internal/ledger")
 /// let device = try DeviceRef(app: "com.example.game", device: "install-7f3a")
 /// let recorded = try await ledger.recordFirstOpen(open, for: device, id: requestID, occurredAt: launchTime)
 /// let skan = try await ledger.skanValues(of: device)
@@ -51,6 +52,24 @@ public struct AttributionLedger: Sendable {
         self.init(store: store, recorder: DeviceFactRecorder(store: store, settings: settings, logger: logger), clock: clock,
                   defaultActor: defaultActor, logger: logger)
     }
+
+    /// A ledger over the database at `conninfo`, with a pool of sessions of its own: how a backend
+    /// makes one, needing none of the PostgreSQL wrapper's types. ``close()`` ends the sessions.
+    ///
+    /// - Parameters:
+    ///   - conninfo: a libpq conninfo string or `postgresql://` URI of a migrated ledger database.
+    ///   - maxConnections: the most sessions open at once; calls beyond that wait in line.
+    ///   - settings, clock, defaultActor, logger: as for ``init(pool:settings:clock:defaultActor:logger:)``.
+    public init(
+        conninfo: String, maxConnections: Int = 4, settings: AttributionSettings = AttributionSettings(),
+        clock: any WallClock = SystemClock(), defaultActor: String = "swift-api", logger: Logger = Logger(label: "ledger.api")
+    ) {
+        self.init(pool: PostgresPool(conninfo: conninfo, maxConnections: maxConnections, logger: logger), settings: settings,
+                  clock: clock, defaultActor: defaultActor, logger: logger)
+    }
+
+    /// Ends the sessions of the ledger's pool; calls after it fail.
+    public func close() { store.pool.close() }
 
     /// A ledger over an existing store and recorder (for callers that configure them themselves).
     ///

@@ -72,10 +72,8 @@ public struct PreparedFact: Sendable {
     public let occurredAt: Date
     /// Its envelope metadata.
     public let metadata: EventMetadata
-    /// The canonical JSON of the fact, as it will be stored.
-    public let data: Data
-    /// The canonical JSON of the metadata, as it will be stored.
-    public let metadataData: Data
+    /// The event and the sends it causes, as the recorder checked and encoded them.
+    let planned: DeviceFactRecorder.PlannedFact
 
     /// The fact's type name (`FirstOpen`).
     public var eventType: String { type(of: fact).eventType }
@@ -109,13 +107,16 @@ extension AttributionLedger {
         let metadata = EventMetadata(
             correlationID: options.correlationID, causationID: options.causationID, actor: options.actor ?? defaultActor,
             appID: device.app)
+        let item = FactToRecord(fact, app: device.app, device: device.device, id: id, occurredAt: occurredAt, metadata: metadata)
         do {
-            let data = try EventCatalog.standard.encode(fact)
-            let metadataData = try EventCatalog.standard.encode(metadata: metadata)
-            return PreparedFact(fact: fact, device: device, id: id, occurredAt: occurredAt, metadata: metadata, data: data,
-                                metadataData: metadataData)
-        } catch {
+            return PreparedFact(fact: fact, device: device, id: id, occurredAt: occurredAt, metadata: metadata,
+                                planned: try recorder.plan(item))
+        } catch let error as EventValidationError {
             throw AttributionLedgerError(error)
+        } catch let error as RuleViolation {
+            throw .invalid(eventType: Fact.eventType, field: error.field, rule: error.rule, message: error.message)
+        } catch {
+            throw .invalid(eventType: Fact.eventType, field: nil, rule: "encodable", message: "\(error)")
         }
     }
 
@@ -161,7 +162,7 @@ extension AttributionLedger {
         let type = prepared.eventType
         let started = ContinuousClock.now
         do {
-            let fact = try await recordOpened(prepared.fact, prepared)
+            let fact = try await recorder.record(planned: [prepared.planned], now: clock.now())[0]
             metrics.recorded(type: type, duplicate: fact.wasDuplicate, duration: ContinuousClock.now - started)
             logger.debug("recorded a device fact", metadata: [
                 "ledger.event_type": "\(type)", "ledger.position": "\(fact.position)", "ledger.duplicate": "\(fact.wasDuplicate)",
@@ -184,15 +185,6 @@ extension AttributionLedger {
         }
     }
 
-    /// Opens the existential so the recorder's generic `record` sees the concrete type.
-    private func recordOpened<Fact: LedgerEvent>(_ fact: Fact, _ prepared: PreparedFact) async throws -> RecordedFactResult {
-        let result = try await recorder.record(
-            fact, app: prepared.device.app, device: prepared.device.device, id: prepared.id, occurredAt: prepared.occurredAt,
-            metadata: prepared.metadata, now: clock.now())
-        return RecordedFactResult(eventID: result.eventID, position: result.position, wasDuplicate: result.wasDuplicate,
-                                  sends: result.sends)
-    }
-
     /// Checks and records any device fact: the generic form of the `record…` methods.
     /// - Returns: the fact's position (the first recording's on a retry with the same id and content).
     /// - Throws: ``AttributionLedgerError`` (`invalid`, `id_conflict`), `PostgresError`.
@@ -202,12 +194,4 @@ extension AttributionLedger {
     ) async throws -> Recorded {
         try await record(prepare(fact, for: device, id: id, occurredAt: occurredAt, options: options))
     }
-}
-
-/// The parts of the recorder's answer the facade passes on.
-struct RecordedFactResult: Sendable {
-    var eventID: UUID
-    var position: Int64
-    var wasDuplicate: Bool
-    var sends: [UUID]
 }

@@ -40,8 +40,7 @@ do {
     if wanted("append_mixed") {
         // As append_single, but one in four of each round's 50 streams per writer (every fourth)
         // already has an event, written by another store: the store's first append to each finds
-        // a stream with events it has no hint for. Three in four new is where guessing a stream
-        // new (NewStreamOdds) turns on and off the most.
+        // a stream with events it has no hint for.
         let append = storeAppend(conninfo: database.conninfo)
         for (writers, perWriter) in [(1, 6_000), (4, 4_000)] {
             try seedStreams(conninfo: database.conninfo, name: "append_mixed", writers: writers, rounds: 20,

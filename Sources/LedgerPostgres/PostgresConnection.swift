@@ -21,10 +21,6 @@ public final class PostgresConnection {
     private var inManagedTransaction = false
     /// What ``afterCommit(_:)`` registered for the open transaction, in order.
     private var commitActions: [() -> Void] = []
-    /// The server's clock as last measured on this session (``serverClock()``), and when it was
-    /// last measured.
-    var measuredClock: ServerClock?
-    var clockMeasuredAt: ContinuousClock.Instant?
     /// The logger this connection reports server notices to.
     public let logger: Logger
     /// This session's place among the sessions the process has opened: 1 for the first, and
@@ -75,9 +71,7 @@ public final class PostgresConnection {
         self.sessionNumber = standby ? .max : number
         _ = PQsetNoticeReceiver(connection, ledgerNoticeReceiver, Unmanaged.passUnretained(noticeSink).toOpaque())
         do {
-            // The server's clock is read in the same round trip (``serverClock()``).
-            measuredClock = try readServerClock(
-                running: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'; ")
+            try run(script: "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET client_encoding = 'UTF8'")
         } catch {
             throw PostgresError(code: .connectionFailed, message: "session setup failed: \(error.message)",
                                 sqlState: error.sqlState)

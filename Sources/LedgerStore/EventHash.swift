@@ -9,10 +9,9 @@ import LedgerPostgres
 ///            schema version, data text, metadata text, occurred_at µs, recorded_at µs
 ///            joined by "\n")
 ///
-/// where the data and metadata texts are `jsonb`'s printing (``JSONBText``), the event id is
-/// lowercase, and each time is its whole microseconds since 1970. `ledger verify` recomputes
-/// every hash from what is stored (over the text the database prints), so a hash computed here
-/// is checked like any other.
+/// where the data and metadata texts are `jsonb`'s printing, the event id is lowercase, and each
+/// time is its whole microseconds since 1970: how an export's events are checked without the
+/// database (``StoredExportVerifier``).
 enum EventHash {
     /// The hash of one event chained after `previous` (nil for a stream's first event).
     static func compute(previous: Data?, stream: String, version: Int64, eventID: UUID, type: String,

@@ -70,27 +70,26 @@ struct PreparedBatch {
                                                                 .int64(Int64(events.count))])
     }
 
-    /// The statement that appends a lone event without reading the stream's head
-    /// (``EventStore/appendNextSQL``): right after `head` when there is a hint and the expected
-    /// version allows it (`usesHint`), or as version 1 when the append expects no stream and no
-    /// hint says otherwise. Nil when neither holds, and for an event that ends a send: that one
-    /// reads the head (``EventStore/appendOneSQL``), which refuses a second with LE004 before
-    /// inserting, so no append relies on a conflict being swallowed for that rule (`events`
-    /// partitioned by time keeps it with a plain 23505: ops/sql/partition-events-by-time.sql).
+    /// The cached-head insert of a lone event (``EventStore/appendNextSQL``): right after `head`
+    /// when there is a hint and the expected version allows it (`usesHint`), or as version 1 when
+    /// the append expects no stream and no hint says otherwise. Nil when neither holds, and for an
+    /// event that ends a send: that one reads the head (``EventStore/appendOneSQL``), which
+    /// refuses a second with LE004 before inserting, so no append relies on a conflict being
+    /// swallowed for that rule (`events` partitioned by time keeps it with a plain 23505:
+    /// ops/sql/partition-events-by-time.sql).
     func query(stream: String, expected: ExpectedVersion, after head: StreamHeads.Head?)
         -> (query: PostgresQuery, usesHint: Bool)?
     {
         guard let event = loneEventBinds, !EventStore.terminalSendEventTypes.contains(events[0].type) else { return nil }
-        let previous: (version: Int64, hash: PostgresValue, recordedAt: PostgresValue)
         switch (expected, head) {
-        case (.noStream, nil): previous = (0, .null, .null)  // nothing to chain to, as for any first event
-        case (.any, let head?): previous = (head.version, .bytea(head.hash), .timestamptz(head.recordedAt))
-        case (.exact(let version), let head?) where version == head.version:
-            previous = (head.version, .bytea(head.hash), .timestamptz(head.recordedAt))
+        case (.noStream, nil): break  // version 1, recorded at the database's clock
+        case (.any, _?): break
+        case (.exact(let version), let head?) where version == head.version: break
         default: return nil
         }
+        let after: PostgresValue = head.map { .timestamptz($0.recordedAt) } ?? .null
         let query = PostgresQuery(sql: EventStore.appendNextSQL,
-                                  binds: [.text(stream), .int64(previous.version)] + event + [previous.hash, previous.recordedAt])
+                                  binds: [.text(stream), .int64(head?.version ?? 0)] + event + [after])
         return (query, head != nil)
     }
 
@@ -104,13 +103,30 @@ struct PreparedBatch {
 }
 
 extension EventStore {
-    /// The append of one event: the same rules as ``appendSQL`` without the batch's JSON array
-    /// and recursion. `$1` stream, `$2` expected version (NULL: any), `$3` event id, `$4` type,
-    /// `$5` schema version, `$6` data, `$7` metadata, `$8` occurred at.
+    /// The general single append: one event, in or outside a transaction, whatever the store
+    /// knows of the stream. The same rules as ``appendSQL`` without the batch's JSON array. `$1`
+    /// stream, `$2` expected version (NULL: any), `$3` event id, `$4` type, `$5` schema version,
+    /// `$6` data, `$7` metadata, `$8` occurred at.
     ///
-    /// `clock` is a subquery with a volatile target, so it is evaluated once and both the
-    /// column and the hash see the same `recorded_at`.
-    static let appendOneSQL = insertOneSQL()
+    /// It reads the stream's head, stamps `recorded_at` with the database's clock, never before
+    /// the head's, and inserts without a hash: the database's check chains the event as it goes
+    /// in (schema/0016). It inserts nothing when the expected version does not hold, the id is
+    /// already stored or a concurrent append took the version (`ON CONFLICT DO NOTHING`); the
+    /// store then tells those apart. A second event that ends a send fails it with LE004.
+    static let appendOneSQL = """
+        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
+                            occurred_at, recorded_at, hash)
+        SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
+               $8::timestamptz, greatest(clock.t, head.r), NULL::bytea
+        FROM (SELECT clock_timestamp() AS t) AS clock
+        LEFT JOIN LATERAL (SELECT stream_version AS v, recorded_at AS r FROM event_key_rows
+                           WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1) AS head ON true
+        WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
+          AND NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
+          AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))
+        ON CONFLICT DO NOTHING
+        RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
+        """
 
     /// The event types that end a send stream: one of them per stream, a database rule (the
     /// partial unique index `events_one_terminal_per_send`, schema/0003).
@@ -125,56 +141,23 @@ extension EventStore {
         return "CASE WHEN \(type) IN (\(types)) THEN ledger_refuse_second_terminal(\(stream), \(type)) ELSE true END"
     }
 
-    /// ``appendOneSQL``'s statement; `condition` (SQL) must also hold for the event to be
-    /// inserted (``appendWithKeySQL`` inserts it only with its new key). With `first` (SQL of two
-    /// parameters), a stream that turns out to have no event takes the `recorded_at` and hash the
-    /// store worked out for its first event (``PreparedBatch/hashedInsert``); a stream with events
-    /// gets the database's, after its head, as without: the database's check chains an event
-    /// inserted without a hash (schema/0016). Without `guarded`, an id
-    /// already stored, a lost race or a second terminal event are left to the table's unique
-    /// keys (`23505`) instead of inserting nothing (``EventStore/appendFirstOrNextSQL``).
-    static func insertOneSQL(alsoRequiring condition: String? = nil, first: (recordedAt: String, hash: String)? = nil,
-                             guarded: Bool = true) -> String {
-        let clock = "greatest(clock.t, head.r)"
-        // Without a hash the database's check chains the event as it goes in (schema/0016).
-        let (recordedAt, eventHash) = first.map {
-            ("CASE WHEN head.v IS NULL THEN \($0.recordedAt) ELSE \(clock) END", "CASE WHEN head.v IS NULL THEN \($0.hash) END")
-        } ?? (clock, "NULL::bytea")
-        let guards = guarded ? """
-
-              AND NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
-              AND \(refuseSecondTerminal(stream: "$1::text", type: "$4::text"))
-            """ : ""
-        return """
-        INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                            occurred_at, recorded_at, hash)
-        SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
-               $8::timestamptz, \(recordedAt),
-               \(eventHash)
-        FROM (SELECT clock_timestamp() AS t) AS clock
-        LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
-                           WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1) AS head ON true
-        WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)\(guards)\(condition.map { "\n  AND " + $0 } ?? "")
-        \(guarded ? "ON CONFLICT DO NOTHING\n" : "")RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
-        """
-    }
-
-    /// The append of one event after a known head: `$9` the hash and `$2` the version of a
-    /// committed event the stream is known to have (``StreamHeads``), or NULL and 0 for a
-    /// stream's first event; the other parameters as in ``appendOneSQL``. Committed events stay,
-    /// so the event after that one is the stream's next unless another writer took its version
-    /// since: the unique key on `(stream_id, stream_version)` and `ON CONFLICT DO NOTHING` then
-    /// turn the stale hint into zero rows, as they do an event id already stored, and the store
-    /// runs ``appendOneSQL``, which reads the head and tells an idempotent retry from a conflict.
-    /// (Events that end a send never come here.)
+    /// The cached-head insert: one event after a known head, a plain `INSERT … VALUES` that
+    /// reads nothing. `$2` the version of a committed event the stream is known to have
+    /// (``StreamHeads``), or 0 for a stream's first event; `$9` that event's `recorded_at` (NULL
+    /// for a first event), which the new one is never stamped before; the other parameters as in
+    /// ``appendOneSQL``. The hash is left to the database's check, which reads the previous
+    /// version and chains the event as it goes in (schema/0016), and which would compute it to
+    /// check one given here anyway. Committed events stay, so the event after the hinted one is
+    /// the stream's next unless another writer took its version since: the unique key on
+    /// `(stream_id, stream_version)` and `ON CONFLICT DO NOTHING` then turn the stale hint into
+    /// zero rows, as they do an event id already stored, without failing a caller's
+    /// transaction, and the store runs ``appendOneSQL``, which reads the head and tells an
+    /// idempotent retry from a conflict. (Events that end a send never come here.)
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                            occurred_at, recorded_at, hash)
-        SELECT $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
-               clock.t,
-               ledger_event_hash($9::bytea, $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer,
-                                 $6::jsonb, $7::jsonb, $8::timestamptz, clock.t)
-        FROM (SELECT greatest(clock_timestamp(), $10::timestamptz) AS t) AS clock
+                            occurred_at, recorded_at)
+        VALUES ($1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
+                greatest(clock_timestamp(), $9::timestamptz))
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text, recorded_at, hash
         """
@@ -230,23 +213,11 @@ extension EventStore {
         let events = batch.events
         let inTransaction = connection.isInTransaction
         let sessionsOpened = PostgresConnection.sessionsOpened  // before any statement is sent (StreamHeads)
-        // A hint this session may not use still says the stream has events: no guessing it new.
-        let known = heads.head(of: stream)
-        let hint = known.flatMap { heads.usable($0, on: connection) }
-        // Outside a transaction a lone event's hash is computed here (EventStore+AppendHashed);
-        // nil means the statements below decide (a stale hint or a retry leaves no hint to try).
-        var hintUsable = true
-        if !inTransaction, let insert = batch.hashedInsert(stream: stream, expected: expected, hint: hint,
-                                                           odds: known == nil ? newStreamOdds : nil, on: connection) {
-            if let result = try appendHashed(insert, batch: batch, to: stream, sessionsOpened: sessionsOpened, on: connection) {
-                return result
-            }
-            hintUsable = false
-        }
-        // A lone event after the head this process last saw, or a stream's first: no head read.
-        // Zero rows means the hint was stale, the stream exists, or the event is a retry: the
-        // statements below decide.
-        if hintUsable, let (direct, usesHint) = batch.query(stream: stream, expected: expected, after: hint) {
+        let hint = heads.head(of: stream, usableOn: connection)
+        // A lone event after the head this process last saw, or a stream's first: the cached-head
+        // insert, no head read. Zero rows means the hint was stale, the stream exists, or the
+        // event is a retry: the general statement below decides.
+        if let (direct, usesHint) = batch.query(stream: stream, expected: expected, after: hint) {
             let rows: PostgresRows
             switch Result(catching: { () throws(PostgresError) -> PostgresRows in try connection.query(direct, prepare: true) }) {
             case .success(let returned): rows = returned
@@ -340,7 +311,7 @@ extension EventStore {
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
         if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }) {
-            heads.rememberCommitted(stream, version: last.streamVersion, hash: last.hash, recordedAt: last.recordedAt,
+            heads.rememberCommitted(stream, version: last.streamVersion, recordedAt: last.recordedAt,
                                     sessionsOpened: sessionsOpened,
                                     on: connection)
         }

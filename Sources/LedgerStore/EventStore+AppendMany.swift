@@ -169,7 +169,7 @@ extension EventStore {
                 throw PostgresError(code: .unexpectedResponse, message: "the append stored part of stream \(part.stream)")
             }
             if let last = events.last {
-                heads.rememberCommitted(part.stream, version: last.streamVersion, hash: last.hash, recordedAt: last.recordedAt,
+                heads.rememberCommitted(part.stream, version: last.streamVersion, recordedAt: last.recordedAt,
                                         sessionsOpened: sessionsOpened,
                                         on: connection)
             }

@@ -7,12 +7,15 @@ import Logging
 /// gap-safe global reads, subscriptions and verification.
 ///
 /// An append is one prepared statement (see `EventStore+Append.swift`): it reads the stream's
-/// head, chains the hashes and inserts the batch, or inserts nothing when an id is already stored
-/// or the expected version does not hold; the store then tells an idempotent retry from a
-/// conflict. A lone event outside a transaction is hashed by the store, which sends every column
-/// (`EventStore+AppendHashed.swift`). No lock is shared between writers: two appends to one
-/// stream race on its `(stream_id, stream_version)` key and one loses; appends to different
-/// streams never wait.
+/// head, stamps and inserts the batch, or inserts nothing when an id is already stored or the
+/// expected version does not hold; the store then tells an idempotent retry from a conflict. The
+/// database's check of each inserted event chains its hash (schema/0016). A single event takes
+/// one of two statements: the cached-head insert (``appendNextSQL``), a plain insert after the
+/// head this process last saw committed (``StreamHeads``) or as a stream's first event, which
+/// reads nothing; and, when there is no usable hint or the insert stored nothing, the general
+/// statement (``appendOneSQL``), which reads the head. No lock is shared between writers: two
+/// appends to one stream race on its `(stream_id, stream_version)` key and one loses; appends to
+/// different streams never wait.
 public struct EventStore: Sendable {
     /// The largest payload (`data`) accepted, in bytes of JSON.
     public static let maximumPayloadBytes = 1_048_576
@@ -32,10 +35,6 @@ public struct EventStore: Sendable {
     let notifier: AppendNotifier
     /// Each stream's last appended version and hash, as a hint for the next append.
     let heads = StreamHeads()
-    /// Appends hashed by the store itself (`EventStore+AppendHashed.swift`), counted for tests.
-    let hashedAppends = AppendCounter()
-    /// How streams this store had no hint for have turned out: new or not.
-    let newStreamOdds = NewStreamOdds()
 
     /// - Parameter privacy: the personal-data protection; by default configured from the
     ///   environment for this pool's database (``PersonalDataProtection/configured(conninfo:environment:catalog:)``).
@@ -92,11 +91,6 @@ public struct EventStore: Sendable {
     {
         let need = privacy.sealingNeed(stream: stream, events: events)
         let keyCommitsWithAppend = need == .sealMayCreateKey && !connection.isInTransaction
-        if keyCommitsWithAppend, events.count == 1, stream.hasPrefix("device-"),
-            let result = try appendWithNewKey(events[0], to: stream, expected: expected, on: connection)
-        {
-            return result
-        }
         let sealer = need == .none
             ? nil : privacy.sealer(stream: stream, events: events, on: connection, keyCommitsWithAppend: keyCommitsWithAppend)
         let payload = try Self.preparePayload(events, stream: stream, validator: validator, sealer: sealer)

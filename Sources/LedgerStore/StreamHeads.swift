@@ -2,8 +2,9 @@ import Foundation
 import LedgerPostgres
 import Synchronization
 
-/// The last version, hash and `recorded_at` this process saw committed to each stream: lets the
-/// next single-event append skip reading the stream's head.
+/// The last version and `recorded_at` this process saw committed to each stream: lets the next
+/// single-event append skip reading the stream's head (the cached-head insert,
+/// ``EventStore/appendNextSQL``).
 ///
 /// A hint names an event that was committed: it is remembered only once its append has
 /// committed (at once outside a transaction, after the commit inside one), so the append that
@@ -25,7 +26,6 @@ import Synchronization
 final class StreamHeads: Sendable {
     struct Head: Equatable, Sendable {
         var version: Int64
-        var hash: Data
         /// The event's `recorded_at`: the stream's next event is never recorded before it.
         var recordedAt: Date
         /// ``PostgresConnection/sessionsOpened`` before the statement that stored the event.
@@ -82,9 +82,9 @@ final class StreamHeads: Sendable {
     /// outside a transaction (the statement committed it), after the commit of a transaction the
     /// wrapper manages, and not at all inside one it does not (a plain `BEGIN`), whose end it
     /// cannot see.
-    func rememberCommitted(_ stream: String, version: Int64, hash: Data, recordedAt: Date, sessionsOpened: UInt64,
+    func rememberCommitted(_ stream: String, version: Int64, recordedAt: Date, sessionsOpened: UInt64,
                            on connection: PostgresConnection) {
-        let head = Head(version: version, hash: hash, recordedAt: recordedAt, sessionsOpened: sessionsOpened)
+        let head = Head(version: version, recordedAt: recordedAt, sessionsOpened: sessionsOpened)
         guard connection.isInTransaction else { return remember(stream, head) }
         connection.afterCommit { [self] in remember(stream, head) }
     }

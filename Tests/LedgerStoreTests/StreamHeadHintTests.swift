@@ -127,7 +127,7 @@ struct StreamHeadHintTests {
             let first = sampleEvent(1)
             let stored = try store.append([first], to: "device-app1/first", expected: .noStream, on: connection)
             #expect(stored.events.map(\.streamVersion) == [1] && !stored.wasDuplicate)
-            // The same statement on the same session, now with a hash after a hint.
+            // The same statement on the same session, now after a hint.
             try store.append([sampleEvent(2)], to: "device-app1/first", on: connection)
             #expect(store.heads.hitCount == 1)
             let retry = try store.append([first], to: "device-app1/first", expected: .noStream, on: connection)

@@ -131,8 +131,8 @@ SELECT setval('event_positions', coalesce((SELECT max(position) FROM events), 0)
 -- The existing table becomes the first partition, as it is.
 DO $$
 DECLARE
-    -- Now, or just after the latest recorded_at if a single append stamped one ahead of now (the
-    -- store stamps them from its reading of the server's clock). The BRIN index finds it.
+    -- Now, or just after the latest recorded_at if one is ahead of now (the server's clock was
+    -- stepped back since it was stamped). The BRIN index finds it.
     boundary timestamptz := greatest(clock_timestamp(),
         (SELECT max(recorded_at) + interval '1 microsecond' FROM events WHERE recorded_at > clock_timestamp() - interval '1 hour'));
     first_name text := 'events_before_' || to_char(boundary AT TIME ZONE 'UTC', 'YYYY_MM_DD_HH24MISS');

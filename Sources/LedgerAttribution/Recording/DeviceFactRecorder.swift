@@ -93,7 +93,8 @@ public struct DeviceFactRecorder: Sendable {
     /// - Parameters:
     ///   - occurredAt: the device's time of the fact.
     ///   - now: the ledger's time (enqueue time of the sends it causes).
-    /// - Throws: `RuleViolation` (invalid fact), ``TenancyViolation``, `EventStoreError`, `PostgresError`.
+    /// - Throws: `EventValidationError` or `RuleViolation` (invalid fact), ``TenancyViolation``,
+    ///   `EventStoreError`, `PostgresError`.
     public func record<Fact: LedgerEvent>(
         _ fact: Fact, app: AppID, device: DeviceID, id: UUID, occurredAt: Date, metadata: EventMetadata, now: Date
     ) async throws -> RecordedFact {
@@ -105,10 +106,16 @@ public struct DeviceFactRecorder: Sendable {
     /// of them. Facts already recorded with the same content answer as duplicates.
     ///
     /// - Returns: one ``RecordedFact`` per fact, in order.
-    /// - Throws: `RuleViolation` (an invalid fact; nothing written), ``TenancyViolation``,
-    ///   `EventStoreError` (`eventIDConflict`), `PostgresError`.
+    /// - Throws: `EventValidationError` or `RuleViolation` (an invalid fact; nothing written),
+    ///   ``TenancyViolation``, `EventStoreError` (`eventIDConflict`), `PostgresError`.
     public func record(_ facts: [FactToRecord], now: Date) async throws -> [RecordedFact] {
-        let planned = try facts.map { try plan($0) }
+        try await record(planned: facts.map { try plan($0) }, now: now)
+    }
+
+    /// Records facts ``plan(_:)`` checked and encoded, as ``record(_:now:)`` does: a caller that
+    /// must refuse a whole batch before writing any of it (the Swift API) plans each fact first,
+    /// and nothing is checked or encoded twice.
+    public func record(planned: [PlannedFact], now: Date) async throws -> [RecordedFact] {
         var attempt = 0
         while true {
             attempt += 1
@@ -125,8 +132,9 @@ public struct DeviceFactRecorder: Sendable {
         }
     }
 
-    /// A fact's event and the sends it causes, built and checked before any statement is sent.
-    struct PlannedFact: Sendable {
+    /// A fact's event and the sends it causes, checked and encoded once, before any statement is
+    /// sent (``plan(_:)``).
+    public struct PlannedFact: Sendable {
         var id: UUID
         var app: AppID
         var stream: StreamID
@@ -134,8 +142,10 @@ public struct DeviceFactRecorder: Sendable {
         var requests: [SendRequested]
     }
 
-    func plan(_ item: FactToRecord) throws -> PlannedFact {
-        try item.fact.validate()
+    /// Checks `item` and encodes it with the sends it causes, writing nothing: the catalog's rules
+    /// for the fact (its encoding checks them), the metadata's, and the metadata's app.
+    /// - Throws: `EventValidationError` or `RuleViolation` naming the field and the rule.
+    public func plan(_ item: FactToRecord) throws -> PlannedFact {
         guard item.metadata.appID == nil || item.metadata.appID == item.app else {
             throw RuleViolation(field: "metadata.app_id", rule: "matches_device_app",
                                 message: "The metadata's app_id must be the app of the device the fact is recorded for.")

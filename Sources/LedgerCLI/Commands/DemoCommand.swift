@@ -1,4 +1,5 @@
 import ArgumentParser
+import AttributionLedger
 import Foundation
 import LedgerAttribution
 import LedgerDispatch
@@ -71,7 +72,9 @@ struct DemoCommand: AsyncParsableCommand {
                     clock: clock, jitter: { 0.5 }, logger: logger)
                 let run = String(UUID().uuidString.lowercased().prefix(6))
                 let day = DemoDay(
-                    store: store, fakes: fakes, worker: worker, recorder: DeviceFactRecorder(store: store, logger: logger),
+                    store: store, fakes: fakes, worker: worker,
+                    ledger: AttributionLedger(store: store, recorder: DeviceFactRecorder(store: store, logger: logger), clock: clock,
+                                              defaultActor: "ledger.demo", logger: logger),
                     decider: AttributionDecider(store: store, logger: logger), clock: clock, run: run, start: simulatedStart)
                 _ = try await day.play { step in
                     if !json { FileHandle.standardError.write(Data("ledger demo: \(step)…\n".utf8)) }

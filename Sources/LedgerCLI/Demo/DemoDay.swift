@@ -1,3 +1,4 @@
+import AttributionLedger
 import Foundation
 import LedgerAttribution
 import LedgerDispatch
@@ -12,7 +13,7 @@ import Logging
 /// A realistic simulated day for `ledger demo`: iOS and Android installs, sessions, purchases in
 /// several currencies, AdServices tokens (one ready only on the second try, one phoned home after
 /// its 24 h TTL), Branch links, SKAN updates across the three windows — recorded through the
-/// fact recorder, sent by the real worker over HTTP to the loopback fake providers, and decided.
+/// Swift API (``AttributionLedger``) as a backend records them, sent by the real worker over HTTP to the loopback fake providers, and decided.
 ///
 /// The simulated clock starts a few minutes from now: the fake Branch stamps link clicks with the
 /// real time, and a click must come before the install it caused.
@@ -20,7 +21,8 @@ struct DemoDay {
     let store: EventStore
     let fakes: FakeProviders
     let worker: SendWorker
-    let recorder: DeviceFactRecorder
+    /// The Swift API the facts are recorded through; its clock is `clock`.
+    let ledger: AttributionLedger
     let decider: AttributionDecider
     let clock: ManualClock
     let run: String
@@ -190,9 +192,7 @@ struct DemoDay {
 
     func record<Fact: LedgerEvent>(_ fact: Fact, _ device: Device, at: Date) async throws {
         if clock.now() < at { clock.set(at) }
-        _ = try await recorder.record(fact, app: try AppID(device.app), device: try DeviceID(device.id), id: UUID(),
-                                      occurredAt: at, metadata: EventMetadata(actor: "ledger.demo", appID: try AppID(device.app)),
-                                      now: at)
+        try await ledger.record(fact, for: try DeviceRef(app: device.app, device: device.id), id: UUID(), occurredAt: at)
     }
 
     /// Drains every send due by `limit` on the simulated clock, jumping the clock to each next due
