@@ -80,15 +80,11 @@ public enum SendQueue {
     /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
     /// the streams of `claims` that are still this worker's tries (same attempt, same owner,
     /// running), their rows locked for the statement. A claim that no longer holds (its lease was
-    /// rescued, the send made pending again) records nothing, and its try makes no call.
+    /// rescued, the send made pending again) records nothing, and its try makes no call
+    /// (`ledger_send_still_held`, schema/0018).
     public static func stillHeld(_ claims: [Claim], owner: String) -> AppendCondition {
-        AppendCondition(streams: """
-            SELECT q.stream_id FROM send_queue AS q
-            JOIN jsonb_to_recordset($2::jsonb) AS c(send_id uuid, attempt integer)
-              ON q.send_id = c.send_id AND q.attempt = c.attempt
-            WHERE q.lease_owner = $3::text AND q.state = 'running'
-            FOR UPDATE OF q
-            """, binds: [.jsonb(tries(claims.map { ($0, nil, true) })), .text(owner)])
+        AppendCondition(function: "ledger_send_still_held",
+                        arguments: [.jsonb(tries(claims.map { ($0, nil, true) })), .text(owner)])
     }
 
     /// The condition under which tries' outcomes are recorded, which also settles them, in the
@@ -96,27 +92,9 @@ public enum SendQueue {
     /// same owner, running) is settled — `retryAt` nil, the row leaves the queue; else it is
     /// pending again not before then, and counted among the send's ``Claim/uncalled`` tries when
     /// it made no call (`called` false) — and its stream may append. The others (a late answer
-    /// from a rescued try) change nothing and append nothing.
+    /// from a rescued try) change nothing and append nothing (`ledger_send_settled`, schema/0018).
     public static func settled(_ tries: [(claim: Claim, retryAt: Date?, called: Bool)], owner: String) -> AppendCondition {
-        AppendCondition(expressions: """
-            outcome AS MATERIALIZED (
-                SELECT * FROM jsonb_to_recordset($2::jsonb)
-                    AS o(send_id uuid, attempt integer, retry_at timestamptz, uncalled integer)
-            ), finished AS (
-                DELETE FROM send_queue AS q USING outcome AS o
-                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NULL
-                  AND q.lease_owner = $3::text AND q.state = 'running'
-                RETURNING q.stream_id
-            ), retried AS (
-                UPDATE send_queue AS q SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-                    not_before = o.retry_at, uncalled = q.uncalled + coalesce(o.uncalled, 0)
-                FROM outcome AS o
-                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NOT NULL
-                  AND q.lease_owner = $3::text AND q.state = 'running'
-                RETURNING q.stream_id
-            )
-            """, streams: "SELECT stream_id FROM finished UNION ALL SELECT stream_id FROM retried",
-            binds: [.jsonb(Self.tries(tries)), .text(owner)])
+        AppendCondition(function: "ledger_send_settled", arguments: [.jsonb(Self.tries(tries)), .text(owner)])
     }
 
     /// ``settled(_:owner:)`` for tries that all called the provider.
