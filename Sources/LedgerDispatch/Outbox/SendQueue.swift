@@ -58,23 +58,25 @@ public enum SendQueue {
     public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
                              on connection: PostgresConnection) throws -> [Claim] {
         guard limit > 0 else { return [] }
-        // One statement (schema/0006), which also reads each send's cause event. Run on its own,
-        // its commit need not wait for its flush; inside a caller's transaction, it leaves that
-        // transaction's commit as it is.
+        // One statement (schema/0006). Run on its own, its commit need not wait for its flush;
+        // inside a caller's transaction, it leaves that transaction's commit as it is.
         let rows = try connection.query("""
-            SELECT c.send_id, c.stream_id, c.attempt, c.request, c.deadline, c.uncalled, \(unescaped: EventStore.eventColumns(of: "e"))
-            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction)) AS c
-            LEFT JOIN LATERAL (SELECT * FROM events WHERE event_id = (c.request::jsonb ->> 'cause_event_id')::uuid LIMIT 1) AS e ON true
+            SELECT send_id, stream_id, attempt, request, deadline, uncalled
+            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction))
             """, prepare: true)
         let decoder = LedgerJSON.makeDecoder()
-        return try rows.map { row in
+        var claims = try rows.map { row in
             Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                   attempt: try row.decode(Int.self, at: 2),
                   uncalled: try row.decode(Int.self, at: 5),
                   request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
-                  deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease),
-                  cause: try EventStore.event(from: row, at: 6))
+                  deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease), cause: nil)
         }
+        guard !claims.isEmpty else { return [] }
+        // The causes, as stored, in one more round trip for the whole claim.
+        let causes = try EventStore.storedEvents(withIDs: Array(Set(claims.map(\.request.causeEventID))), on: connection)
+        for index in claims.indices { claims[index].cause = causes.first { $0.id == claims[index].request.causeEventID } }
+        return claims
     }
 
     /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
