@@ -236,39 +236,4 @@ public enum SendQueue {
                   running: try row.decode(Int.self, at: 2), oldestEnqueuedAt: try row.decode(Date?.self, at: 3))
         }
     }
-
-    /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
-    /// pending, with the attempt count, the tries that made no call and the next due time its
-    /// stream records. The queue is a projection: this is what ops run if it was lost or damaged.
-    /// Nothing is sent by it.
-    @discardableResult
-    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
-        try connection.transaction { connection in
-            try connection.execute("LOCK TABLE send_queue IN EXCLUSIVE MODE")
-            try connection.execute("DELETE FROM send_queue")
-            return try connection.execute("""
-                INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                    enqueued_at, not_before, deadline, attempt, uncalled, request)
-                SELECT (r.data ->> 'send_id')::uuid, r.stream_id, r.data ->> 'provider', r.data ->> 'kind',
-                    r.data ->> 'device_stream_id',
-                    CASE r.data ->> 'provider' WHEN 'branch' THEN r.data ->> 'device_stream_id'
-                        WHEN 'singular' THEN 'singular:' || (r.data ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
-                    r.position, r.occurred_at,
-                    greatest(coalesce((r.data ->> 'not_before')::timestamptz, r.occurred_at),
-                             coalesce((SELECT max((s.data ->> 'not_before')::timestamptz) FROM events s
-                                       WHERE s.stream_id = r.stream_id AND s.event_type = 'RetryScheduled'), r.occurred_at)),
-                    r.occurred_at + \(deadline) * interval '1 second',
-                    coalesce((SELECT max((a.data ->> 'attempt')::int) FROM events a
-                              WHERE a.stream_id = r.stream_id
-                                AND a.event_type IN ('SendAttempted', 'RetryScheduled', 'SendOutcomeUnknown')), 0),
-                    (SELECT count(*) FROM events u WHERE u.stream_id = r.stream_id AND u.event_type = 'RetryScheduled'
-                       AND u.data ->> 'called' = 'false'),
-                    r.data
-                FROM events r
-                WHERE r.event_type = 'SendRequested' AND r.stream_id LIKE 'send-%'
-                  AND NOT EXISTS (SELECT 1 FROM events t WHERE t.stream_id = r.stream_id
-                                  AND t.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
-                """)
-        }
-    }
 }
