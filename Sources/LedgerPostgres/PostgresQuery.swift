@@ -3,8 +3,8 @@ import Foundation
 /// A SQL statement whose interpolated values become bound parameters.
 ///
 /// ```swift
-/// let query: PostgresQuery = "SELECT position FROM events WHERE stream_id = \(streamID) AND version > \(v)"
-/// // sql: "SELECT position FROM events WHERE stream_id = $1 AND version > $2", two bound values
+/// let query: PostgresQuery = "SELECT total FROM orders WHERE customer_id = \(customerID) AND placed_at > \(since)"
+/// // sql: "SELECT total FROM orders WHERE customer_id = $1 AND placed_at > $2", two bound values
 /// ```
 /// A value can never change the statement's text, so `'; DROP TABLE x; --` is stored literally.
 /// Identifiers (table and channel names) go through ``StringInterpolation/appendInterpolation(identifier:)``,

@@ -85,6 +85,7 @@ extension EventStore {
         -> [String: AppendResult]
     {
         guard !appends.isEmpty else { return [:] }
+        _ = try condition.call()
         var streams = Set<String>()
         var ids = Set<UUID>()
         for part in appends {
@@ -137,9 +138,9 @@ extension EventStore {
         let total = prepared.reduce(0) { $0 + $1.events.count }
         let json = PostgresValue.jsonb(Self.manyJSON(prepared, appends))
         guard let condition else {
-            return (PostgresQuery(sql: Self.appendManySQL(condition: nil), binds: [json, .int64(Int64(total))]), total, keys)
+            return (PostgresQuery(sql: try Self.appendManySQL(condition: nil), binds: [json, .int64(Int64(total))]), total, keys)
         }
-        return (PostgresQuery(sql: Self.appendManySQL(condition: condition), binds: [json] + condition.binds), total, keys)
+        return (PostgresQuery(sql: try Self.appendManySQL(condition: condition), binds: [json] + condition.arguments), total, keys)
     }
 
     /// The results of a multi-stream statement's rows, by stream: announces the append (after
@@ -221,7 +222,7 @@ extension EventStore {
 
     /// The append to several streams, as one statement. `$1` the events as a JSON array (each
     /// naming its stream, its place `k` in its stream's part, and the part's expected version);
-    /// without a condition `$2` their number, with one its parameters from `$2`.
+    /// without a condition `$2` their number, with one the gate's arguments from `$2`.
     ///
     /// As ``appendSQL``, per stream: `head` is each stream's last event, `chain` numbers and
     /// stamps the versions, partitioned by stream; the database's check chains the hashes.
@@ -229,19 +230,18 @@ extension EventStore {
     /// hold or any id is already stored (the caller then appends part by part, which tells the
     /// cases apart); a unique-key race with a concurrent append skips rows, and
     /// `ledger_batch_interrupted` then fails the whole statement. With a condition, only the
-    /// streams it returns are appended, and anything short of all their events fails the
-    /// statement, the condition's own changes with it. The count is checked on `checked`'s one
+    /// streams its gate returns are appended, and anything short of all their events fails the
+    /// statement, the gate's own changes with it. The count is checked on `checked`'s one
     /// row, outer-joined to the inserted rows, so it is checked even when nothing was inserted;
     /// that row then comes back without an event.
-    static func appendManySQL(condition: AppendCondition?) -> String {
-        let expressions = condition.map { $0.expressions.isEmpty ? "" : $0.expressions + "," } ?? ""
-        let allowed = condition.map { "allowed AS MATERIALIZED (\($0.streams))," } ?? ""
+    static func appendManySQL(condition: AppendCondition?) throws -> String {
+        var allowed = ""
+        if let condition { allowed = "allowed AS MATERIALIZED (SELECT stream_id FROM " + (try condition.call()) + ")," }
         let onlyAllowed = condition == nil ? "" : "WHERE e->>'stream_id' IN (SELECT stream_id FROM allowed)"
         let wanted = condition == nil ? "$2::bigint" : "(SELECT count(*) FROM input)"
         let accepted = condition == nil ? "checked.inserted IN (0, \(wanted))" : "checked.inserted = \(wanted)"
         return """
             WITH
-              \(expressions)
               \(allowed)
               clock AS MATERIALIZED (SELECT clock_timestamp() AS t),
               input AS MATERIALIZED (
@@ -281,21 +281,31 @@ extension EventStore {
 }
 
 /// What lets each part of a conditional multi-stream append go ahead
-/// (``EventStore/append(_:where:on:)``), evaluated in the append's own statement.
+/// (``EventStore/append(_:where:on:)``): a gate, a database function that returns the streams
+/// allowed to append (`SETOF text`), called in the append's own statement with bound arguments.
+/// The gate may change its own tables (the send worker settles its queue rows in it): its changes
+/// and the events commit together or not at all. The module that owns the gate's tables writes
+/// its SQL (schema/); the store only names it.
 public struct AppendCondition: Sendable {
-    /// Common table expressions the condition needs, `name AS (…)` separated by commas (they may
-    /// change tables: `DELETE … RETURNING`); empty for none.
-    public var expressions: String
-    /// A query of one text column, `stream_id`: the streams allowed to append. It may read the
-    /// expressions, and lock rows (`FOR UPDATE`).
-    public var streams: String
-    /// The parameters of both, numbered from `$2` (`$1` is the append's).
-    public var binds: [PostgresValue]
+    /// The gate function's name: a plain identifier (lower-case letters, digits, `_`), checked
+    /// before it is written into the statement.
+    public var function: String
+    /// Its arguments, in order, bound as parameters (the store numbers them).
+    public var arguments: [PostgresValue]
 
-    /// A condition.
-    public init(expressions: String = "", streams: String, binds: [PostgresValue]) {
-        self.expressions = expressions
-        self.streams = streams
-        self.binds = binds
+    /// A condition calling `function(arguments…)`.
+    public init(function: String, arguments: [PostgresValue]) {
+        self.function = function
+        self.arguments = arguments
+    }
+
+    /// The gate as a `FROM` item of one column, `stream_id`; its arguments from `$2` on (`$1`
+    /// is the append's). Throws for a name that is not a plain identifier.
+    func call() throws(EventStoreError) -> String {
+        guard let first = function.utf8.first, !(48...57).contains(first), function.utf8.count <= 63,
+            function.utf8.allSatisfy({ $0 == UInt8(ascii: "_") || (48...57).contains($0) || (97...122).contains($0) })
+        else { throw .invalidConditionFunction(function) }
+        let parameters = arguments.indices.map { "$\($0 + 2)" }.joined(separator: ", ")
+        return "\(function)(\(parameters)) AS gate(stream_id)"
     }
 }

@@ -34,22 +34,6 @@ extension EventStore {
             hash: try row.decode(Data.self, at: first + 11))
     }
 
-    /// For queries of other modules that read an event along with their own columns: the
-    /// event's columns as a select list, from the `events` row named `alias`. Decode them with
-    /// ``event(from:at:)``.
-    public static func eventColumns(of alias: String) -> String {
-        ["position", "transaction_id::text", "stream_id", "stream_version", "event_id", "event_type", "schema_version",
-         "data", "metadata", "occurred_at", "recorded_at", "hash"].map { "\(alias).\($0)" }.joined(separator: ", ")
-    }
-
-    /// The event selected by ``eventColumns(of:)`` from column `first` of `row` on, as stored
-    /// (sealed fields still sealed: open them with ``PersonalDataProtection/reveal(_:on:)``); nil
-    /// when an outer join found none.
-    public static func event(from row: PostgresRow, at first: Int) throws -> RecordedEvent? {
-        guard try row.decode(Int64?.self, at: first) != nil else { return nil }
-        return try record(from: row, at: first)
-    }
-
     static func appendAsOf(_ asOf: AsOf?, to query: inout PostgresQuery) {
         switch asOf {
         case .none: break
@@ -162,10 +146,11 @@ extension EventStore {
     }
 
 
-    /// Events by id, in the order of `ids` (missing ones left out).
-    static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws
-        -> [RecordedEvent]
-    {
+    /// The events with these ids as stored (sealed fields still sealed: open them with
+    /// ``PersonalDataProtection/reveal(_:on:)``), in stream order; an id not in the log is left
+    /// out. For modules that read events by id on a connection they hold (the send worker's
+    /// claim reads its sends' causes so, once per claim).
+    public static func storedEvents(withIDs ids: [UUID], on connection: PostgresConnection) throws -> [RecordedEvent] {
         let rows: PostgresRows
         if ids.count == 1 {
             // One id (the worker's cause read, on every try): a statement whose generic plan
@@ -176,7 +161,14 @@ extension EventStore {
             rows = try connection.query(
                 "SELECT \(unescaped: columns) FROM events WHERE event_id = ANY(\(literal)::uuid[]) ORDER BY events.stream_id, events.stream_version")
         }
-        var events = try rows.map { try record(from: $0) }
+        return try rows.map { try record(from: $0) }
+    }
+
+    /// Events by id, in the order of `ids` (missing ones left out), their sealed fields opened.
+    static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws
+        -> [RecordedEvent]
+    {
+        var events = try storedEvents(withIDs: ids, on: connection)
         try privacy.reveal(&events, on: connection)
         let byID = Dictionary(uniqueKeysWithValues: events.map { ($0.id, $0) })
         return ids.compactMap { byID[$0] }

@@ -15,6 +15,9 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     case invalidStreamID(String, rule: String)
     /// An append needs at least one event.
     case emptyBatch
+    /// A conditional append's gate (``AppendCondition/function``) is not a plain identifier: the
+    /// name is written into the statement, so nothing else may pass.
+    case invalidConditionFunction(String)
 
     public var description: String {
         switch self {
@@ -28,6 +31,8 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "stream id \(id.isEmpty ? "(empty)" : id) is invalid [\(rule)]"
         case .emptyBatch:
             "an append needs at least one event"
+        case .invalidConditionFunction:
+            "an append condition's function name must be a plain identifier (a-z, 0-9, _)"
         }
     }
 

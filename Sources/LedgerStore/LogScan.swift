@@ -13,11 +13,15 @@ import LedgerPostgres
 /// id, type, schema version, data, both times); `metadata` and `hash` are left empty, since no
 /// projection computes from them (the hash chain is `ledger verify`'s business).
 public enum LogScan {
-    /// Reads the next chunk of at most `limit` events of `types` after `checkpoint`. Public for
-    /// the benchmark that times the rebuild's stages.
-    public static func chunk(after checkpoint: GlobalCheckpoint, types: [String], limit: Int,
+    /// Reads the next chunk of at most `limit` events of `types` after `checkpoint`.
+    ///
+    /// - Parameter wholeSnapshot: read every event the transaction's snapshot sees, not only
+    ///   those below the gap-safe horizon: for a reader that holds one snapshot (`REPEATABLE
+    ///   READ`) over its whole scan, behind which nothing can commit, such as the send queue's
+    ///   rebuild.
+    public static func chunk(after checkpoint: GlobalCheckpoint, types: [String], limit: Int, wholeSnapshot: Bool = false,
                              on connection: PostgresConnection) throws -> [RecordedEvent] {
-        let sql = try scanSQL(after: checkpoint, types: types, limit: limit)
+        let sql = try scanSQL(after: checkpoint, types: types, limit: limit, wholeSnapshot: wholeSnapshot)
         var events: [RecordedEvent] = []
         events.reserveCapacity(limit)
         _ = try connection.copyOutBinary(sql) { row in
@@ -27,9 +31,11 @@ public enum LogScan {
     }
 
     /// The scan's `COPY (SELECT …) TO STDOUT (FORMAT binary)` statement: the next `limit` events of
-    /// `types` after `checkpoint`, gap-safely, in (transaction id, position) order; the rows
-    /// ``event(from:)`` reads.
-    static func scanSQL(after checkpoint: GlobalCheckpoint, types: [String], limit: Int) throws -> String {
+    /// `types` after `checkpoint`, gap-safely (or all the snapshot sees), in (transaction id,
+    /// position) order; the rows ``event(from:)`` reads.
+    static func scanSQL(after checkpoint: GlobalCheckpoint, types: [String], limit: Int, wholeSnapshot: Bool = false) throws
+        -> String
+    {
         // COPY takes no bound parameters: every value below is a number, and type names are
         // checked against the store's type-name rule before being quoted as literals.
         let typeList = try types.map { type -> String in
@@ -43,7 +49,7 @@ public enum LogScan {
                 occurred_at, recorded_at
             FROM events
             WHERE (transaction_id, position) > ('\(checkpoint.transactionID)'::xid8, \(checkpoint.position))
-              AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+              \(wholeSnapshot ? "" : "AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())")
               AND event_type IN (\(typeList))
             ORDER BY events.transaction_id, events.position LIMIT \(limit)) TO STDOUT (FORMAT binary)
             """

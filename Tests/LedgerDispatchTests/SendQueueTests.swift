@@ -305,7 +305,7 @@ struct SendQueueTests {
             for append in [
                 { try store.append([unknown, try terminal(3)], to: stream, on: connection) },
                 {
-                    let condition = AppendCondition(streams: "SELECT unnest($2::text[]) AS stream_id", binds: [.text("{\(stream),\(other)}")])
+                    let condition = AppendCondition(function: "string_to_table", arguments: [.text("\(stream),\(other)"), .text(",")])
                     _ = try store.append([StreamAppend([try terminal(2)], to: stream), StreamAppend([try terminal(1)], to: other)],
                                          where: condition, on: connection)
                 },

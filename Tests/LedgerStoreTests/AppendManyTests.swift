@@ -146,9 +146,11 @@ struct AppendManyTests {
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
             try connection.execute("INSERT INTO gate VALUES ('device-app1/gate-1'), ('device-app1/gate-3')")
-            let condition = AppendCondition(
-                expressions: "opened AS (DELETE FROM gate WHERE stream_id = ANY($2::text[]) RETURNING stream_id)",
-                streams: "SELECT stream_id FROM opened", binds: [.text("{device-app1/gate-1,device-app1/gate-2}")])
+            try connection.execute("""
+                CREATE FUNCTION open_gate(p_streams text[]) RETURNS SETOF text LANGUAGE sql
+                AS $$ DELETE FROM gate WHERE stream_id = ANY(p_streams) RETURNING stream_id $$
+                """)
+            let condition = AppendCondition(function: "open_gate", arguments: [.text("{device-app1/gate-1,device-app1/gate-2}")])
             let results = try store.append([StreamAppend([sampleEvent(1), sampleEvent(2)], to: "device-app1/gate-1"),
                                             StreamAppend([sampleEvent(3)], to: "device-app1/gate-2")],
                                            where: condition, on: connection)
@@ -168,8 +170,10 @@ struct AppendManyTests {
             try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
             try connection.execute("INSERT INTO gate VALUES ('device-app1/gate-4'), ('device-app1/gate-5')")
             try store.append([sampleEvent(1)], to: "device-app1/gate-5", on: connection)
-            let condition = AppendCondition(
-                expressions: "opened AS (DELETE FROM gate RETURNING stream_id)", streams: "SELECT stream_id FROM opened", binds: [])
+            try connection.execute("""
+                CREATE FUNCTION open_every_gate() RETURNS SETOF text LANGUAGE sql AS $$ DELETE FROM gate RETURNING stream_id $$
+                """)
+            let condition = AppendCondition(function: "open_every_gate", arguments: [])
             #expect(throws: EventStoreError.self) {
                 try store.append([StreamAppend([sampleEvent(2)], to: "device-app1/gate-4"),
                                   StreamAppend([sampleEvent(3)], to: "device-app1/gate-5", expected: .exact(7))],
@@ -193,7 +197,7 @@ struct AppendManyTests {
             defer { store.pool.close() }
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let devices = ["device-com.example.game/cond-1", "device-com.example.game/cond-2"]
-            let condition = AppendCondition(streams: "SELECT unnest($2::text[]) AS stream_id", binds: [.text("{\(devices.joined(separator: ","))}")])
+            let condition = AppendCondition(function: "string_to_table", arguments: [.text(devices.joined(separator: ",")), .text(",")])
             let parts = try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) }
             let results = try store.append(parts, where: condition, on: connection)
             #expect(Set(results.keys) == Set(devices))
@@ -213,12 +217,30 @@ struct AppendManyTests {
             defer { store.pool.close() }
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             let devices = ["device-com.example.game/none-1", "device-com.example.game/none-2"]
-            let nothing = AppendCondition(streams: "SELECT NULL::text AS stream_id WHERE false", binds: [])
+            let nothing = AppendCondition(function: "string_to_table", arguments: [.null, .text(",")])
             let results = try store.append(try devices.map { StreamAppend([try PrivacyTests.firstOpen()], to: $0) },
                                            where: nothing, on: connection)
             #expect(results.isEmpty)
             #expect(try eventCount(database) == 0)
             #expect(devices.allSatisfy { store.privacy.cachedKey(for: $0, now: Date()) == nil })
+        }
+    }
+
+    @Test("a condition's function must be a plain identifier: anything else is refused before anything runs")
+    func conditionFunctionNameIsChecked() async throws {
+        try await withStore { store, database throws in
+            let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try connection.execute("CREATE TABLE gate (stream_id text PRIMARY KEY)")
+            let names = ["string_to_table($2, $3) AS gate(stream_id)); DROP TABLE gate; --", "String_To_Table",
+                         "public.string_to_table", "1gate", "", String(repeating: "g", count: 64)]
+            for name in names {
+                let condition = AppendCondition(function: name, arguments: [.text("device-app1/gate-1"), .text(",")])
+                #expect(throws: EventStoreError.invalidConditionFunction(name)) {
+                    try store.append([StreamAppend([sampleEvent(1)], to: "device-app1/gate-1")], where: condition, on: connection)
+                }
+            }
+            #expect(try eventCount(database) == 0)
+            #expect(try connection.query("SELECT count(*) FROM gate").single().decode(Int.self, at: 0) == 0)
         }
     }
 }

@@ -44,13 +44,10 @@ extension AttributionDecider {
         let runner = ProjectionRunner(store: store, projections: [projection, obligations], logger: logger)
         try await runner.prepare()
         try await runner.catchUp()
-        let devices = try await store.pool.withConnection { connection in
-            try connection.query("""
-                SELECT DISTINCT device_stream_id FROM google_obligations_rows AS o
-                WHERE state = 'open' AND cross_network_sends > 0
-                  AND NOT EXISTS (SELECT 1 FROM privacy_erasures AS e WHERE e.subject = o.device_stream_id)
-                ORDER BY device_stream_id
-                """).map { try $0.decode(String.self, at: 0) }
+        let devices = try await store.pool.withConnection { [obligations] connection in
+            let reported = try obligations.devicesWithOpenObligations(reportRequested: true, on: connection)
+            let erased = try EventStore.erasedSubjects(among: reported, on: connection)
+            return reported.filter { !erased.contains($0) }
         }
         var requested = 0
         for device in devices {
@@ -113,11 +110,8 @@ extension AttributionDecider {
     /// on. An obligation whose report failed for good stays open (still owed, for ops to see) but
     /// is not requested again, so its device is not read again on every pass.
     func devicesOwingGoogle() async throws -> [String] {
-        try await store.pool.withConnection { connection in
-            try connection.query("""
-                SELECT DISTINCT device_stream_id FROM google_obligations_rows
-                WHERE state = 'open' AND cross_network_sends = 0 ORDER BY device_stream_id
-                """).map { try $0.decode(String.self, at: 0) }
+        try await store.pool.withConnection { [obligations] in
+            try obligations.devicesWithOpenObligations(reportRequested: false, on: $0)
         }
     }
 }

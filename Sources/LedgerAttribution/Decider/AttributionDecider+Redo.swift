@@ -81,12 +81,8 @@ extension AttributionDecider {
         let runner = ProjectionRunner(store: store, projections: [projection], logger: logger)
         try await runner.prepare()
         try await runner.catchUp()
-        let devices = try await store.pool.withConnection { connection in
-            try connection.query("""
-                SELECT DISTINCT device_stream_id FROM attribution_process_rows
-                WHERE state = 'decided' AND decided_at >= \(since ?? Date(timeIntervalSince1970: 0))
-                ORDER BY device_stream_id
-                """).map { try $0.decode(String.self, at: 0) }
+        let devices = try await store.pool.withConnection { [projection] in
+            try projection.devicesDecided(since: since ?? Date(timeIntervalSince1970: 0), on: $0)
         }
         let obligations = GoogleObligationProjection(GoogleObligationReducer())
         var report = RedoReport()

@@ -77,12 +77,8 @@ public struct AttributionDecider: Service {
         try await runner.prepare()
         try await runner.catchUp()
         let cutoff = now.addingTimeInterval(-settings.shortestDeadline)
-        let devices = try await store.pool.withConnection { connection in
-            try connection.query("""
-                SELECT DISTINCT device_stream_id FROM attribution_process_rows
-                WHERE state = 'waiting' AND (finished_sends = awaited_sends OR waiting_since <= \(cutoff))
-                ORDER BY device_stream_id
-                """).map { try $0.decode(String.self, at: 0) }
+        let devices = try await store.pool.withConnection { [projection] in
+            try projection.devicesWithDueTriggers(waitingSince: cutoff, on: $0)
         }
         var made: [DecisionMade] = []
         for device in devices {

@@ -43,3 +43,25 @@ extension AttributionProcessReducer: DeviceStateStorage {
 /// The attribution process projection: ``AttributionProcessReducer``'s states in
 /// `attribution_process`, one row per trigger in `attribution_process_rows`.
 public typealias AttributionProcessProjection = DeviceStateProjection<AttributionProcessReducer>
+
+extension DeviceStateProjection where Reducer == AttributionProcessReducer {
+    /// The devices with a waiting trigger that is ready (every awaited send finished) or has
+    /// waited since `cutoff` or earlier, in device order: the ones the decider decides.
+    public func devicesWithDueTriggers(waitingSince cutoff: Date, on connection: PostgresConnection) throws -> [String] {
+        try connection.query("""
+            SELECT DISTINCT device_stream_id FROM \(identifier: rowsTable)
+            WHERE state = 'waiting' AND (finished_sends = awaited_sends OR waiting_since <= \(cutoff))
+            ORDER BY device_stream_id
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+
+    /// The devices with a trigger decided at or after `since`, in device order: the ones a redo
+    /// of the decisions since then examines.
+    public func devicesDecided(since: Date, on connection: PostgresConnection) throws -> [String] {
+        try connection.query("""
+            SELECT DISTINCT device_stream_id FROM \(identifier: rowsTable)
+            WHERE state = 'decided' AND decided_at >= \(since)
+            ORDER BY device_stream_id
+            """).map { try $0.decode(String.self, at: 0) }
+    }
+}

@@ -58,37 +58,35 @@ public enum SendQueue {
     public static func claim(limit: Int, owner: String, now: Date, lease: TimeInterval,
                              on connection: PostgresConnection) throws -> [Claim] {
         guard limit > 0 else { return [] }
-        // One statement (schema/0006), which also reads each send's cause event. Run on its own,
-        // its commit need not wait for its flush; inside a caller's transaction, it leaves that
-        // transaction's commit as it is.
+        // One statement (schema/0006). Run on its own, its commit need not wait for its flush;
+        // inside a caller's transaction, it leaves that transaction's commit as it is.
         let rows = try connection.query("""
-            SELECT c.send_id, c.stream_id, c.attempt, c.request, c.deadline, c.uncalled, \(unescaped: EventStore.eventColumns(of: "e"))
-            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction)) AS c
-            LEFT JOIN LATERAL (SELECT * FROM events WHERE event_id = (c.request::jsonb ->> 'cause_event_id')::uuid LIMIT 1) AS e ON true
+            SELECT send_id, stream_id, attempt, request, deadline, uncalled
+            FROM ledger_claim_sends(\(owner), \(now.addingTimeInterval(lease)), \(now), \(limit)::integer, \(!connection.isInTransaction))
             """, prepare: true)
         let decoder = LedgerJSON.makeDecoder()
-        return try rows.map { row in
+        var claims = try rows.map { row in
             Claim(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                   attempt: try row.decode(Int.self, at: 2),
                   uncalled: try row.decode(Int.self, at: 5),
                   request: try decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 3).utf8)),
-                  deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease),
-                  cause: try EventStore.event(from: row, at: 6))
+                  deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease), cause: nil)
         }
+        guard !claims.isEmpty else { return [] }
+        // The causes, as stored, in one more round trip for the whole claim.
+        let causes = try EventStore.storedEvents(withIDs: Array(Set(claims.map(\.request.causeEventID))), on: connection)
+        for index in claims.indices { claims[index].cause = causes.first { $0.id == claims[index].request.causeEventID } }
+        return claims
     }
 
     /// The condition under which a claim's tries are recorded (``EventStore/append(_:where:on:)``):
     /// the streams of `claims` that are still this worker's tries (same attempt, same owner,
     /// running), their rows locked for the statement. A claim that no longer holds (its lease was
-    /// rescued, the send made pending again) records nothing, and its try makes no call.
+    /// rescued, the send made pending again) records nothing, and its try makes no call
+    /// (`ledger_send_still_held`, schema/0018).
     public static func stillHeld(_ claims: [Claim], owner: String) -> AppendCondition {
-        AppendCondition(streams: """
-            SELECT q.stream_id FROM send_queue AS q
-            JOIN jsonb_to_recordset($2::jsonb) AS c(send_id uuid, attempt integer)
-              ON q.send_id = c.send_id AND q.attempt = c.attempt
-            WHERE q.lease_owner = $3::text AND q.state = 'running'
-            FOR UPDATE OF q
-            """, binds: [.jsonb(tries(claims.map { ($0, nil, true) })), .text(owner)])
+        AppendCondition(function: "ledger_send_still_held",
+                        arguments: [.jsonb(tries(claims.map { ($0, nil, true) })), .text(owner)])
     }
 
     /// The condition under which tries' outcomes are recorded, which also settles them, in the
@@ -96,27 +94,9 @@ public enum SendQueue {
     /// same owner, running) is settled — `retryAt` nil, the row leaves the queue; else it is
     /// pending again not before then, and counted among the send's ``Claim/uncalled`` tries when
     /// it made no call (`called` false) — and its stream may append. The others (a late answer
-    /// from a rescued try) change nothing and append nothing.
+    /// from a rescued try) change nothing and append nothing (`ledger_send_settled`, schema/0018).
     public static func settled(_ tries: [(claim: Claim, retryAt: Date?, called: Bool)], owner: String) -> AppendCondition {
-        AppendCondition(expressions: """
-            outcome AS MATERIALIZED (
-                SELECT * FROM jsonb_to_recordset($2::jsonb)
-                    AS o(send_id uuid, attempt integer, retry_at timestamptz, uncalled integer)
-            ), finished AS (
-                DELETE FROM send_queue AS q USING outcome AS o
-                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NULL
-                  AND q.lease_owner = $3::text AND q.state = 'running'
-                RETURNING q.stream_id
-            ), retried AS (
-                UPDATE send_queue AS q SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-                    not_before = o.retry_at, uncalled = q.uncalled + coalesce(o.uncalled, 0)
-                FROM outcome AS o
-                WHERE q.send_id = o.send_id AND q.attempt = o.attempt AND o.retry_at IS NOT NULL
-                  AND q.lease_owner = $3::text AND q.state = 'running'
-                RETURNING q.stream_id
-            )
-            """, streams: "SELECT stream_id FROM finished UNION ALL SELECT stream_id FROM retried",
-            binds: [.jsonb(Self.tries(tries)), .text(owner)])
+        AppendCondition(function: "ledger_send_settled", arguments: [.jsonb(Self.tries(tries)), .text(owner)])
     }
 
     /// ``settled(_:owner:)`` for tries that all called the provider.
@@ -254,41 +234,6 @@ public enum SendQueue {
             """).map { row in
             Depth(provider: try row.decode(String.self, at: 0), pending: try row.decode(Int.self, at: 1),
                   running: try row.decode(Int.self, at: 2), oldestEnqueuedAt: try row.decode(Date?.self, at: 3))
-        }
-    }
-
-    /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
-    /// pending, with the attempt count, the tries that made no call and the next due time its
-    /// stream records. The queue is a projection: this is what ops run if it was lost or damaged.
-    /// Nothing is sent by it.
-    @discardableResult
-    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
-        try connection.transaction { connection in
-            try connection.execute("LOCK TABLE send_queue IN EXCLUSIVE MODE")
-            try connection.execute("DELETE FROM send_queue")
-            return try connection.execute("""
-                INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                    enqueued_at, not_before, deadline, attempt, uncalled, request)
-                SELECT (r.data ->> 'send_id')::uuid, r.stream_id, r.data ->> 'provider', r.data ->> 'kind',
-                    r.data ->> 'device_stream_id',
-                    CASE r.data ->> 'provider' WHEN 'branch' THEN r.data ->> 'device_stream_id'
-                        WHEN 'singular' THEN 'singular:' || (r.data ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
-                    r.position, r.occurred_at,
-                    greatest(coalesce((r.data ->> 'not_before')::timestamptz, r.occurred_at),
-                             coalesce((SELECT max((s.data ->> 'not_before')::timestamptz) FROM events s
-                                       WHERE s.stream_id = r.stream_id AND s.event_type = 'RetryScheduled'), r.occurred_at)),
-                    r.occurred_at + \(deadline) * interval '1 second',
-                    coalesce((SELECT max((a.data ->> 'attempt')::int) FROM events a
-                              WHERE a.stream_id = r.stream_id
-                                AND a.event_type IN ('SendAttempted', 'RetryScheduled', 'SendOutcomeUnknown')), 0),
-                    (SELECT count(*) FROM events u WHERE u.stream_id = r.stream_id AND u.event_type = 'RetryScheduled'
-                       AND u.data ->> 'called' = 'false'),
-                    r.data
-                FROM events r
-                WHERE r.event_type = 'SendRequested' AND r.stream_id LIKE 'send-%'
-                  AND NOT EXISTS (SELECT 1 FROM events t WHERE t.stream_id = r.stream_id
-                                  AND t.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled'))
-                """)
         }
     }
 }

@@ -7,7 +7,7 @@ import Logging
 /// Erases one device's personal data (crypto-shredding), in one transaction: destroys every data
 /// key of the device (so every personal field of its events, in its own stream and in its sends'
 /// streams, can never be opened again), appends `ErasureCompleted` to the device's stream (who
-/// asked, when; no personal data), records the erasure in `privacy_erasures`, and cancels the
+/// asked, when; no personal data), has the store record the erasure, and cancels the
 /// device's pending and running sends (`SendCancelled`, reason `erasure`).
 ///
 /// The log itself is not changed: hashes cover the ciphertext, so `ledger verify` still passes.
@@ -71,36 +71,26 @@ public struct DeviceEraser: Sendable {
         }
         let subject = device.rawValue
         let outcome = try connection.transaction { connection in
-            try connection.execute("SELECT pg_advisory_xact_lock(hashtextextended('ledger.privacy.' || \(subject), 0))")
-            let earlier = try connection.query(
-                "SELECT event_id, erased_at FROM privacy_erasures WHERE subject = \(subject)").first
+            let earlier = try EventStore.lockForErasure(of: subject, on: connection)
             if earlier == nil {
                 let known = try EventStore.streamExists(subject, on: connection)
                 guard known else { throw PrivacyError.unknownDevice(subject) }
             }
-            let destroyed = try connection.execute("""
-                UPDATE privacy_keys SET wrapped_key = NULL, destroyed_at = clock_timestamp()
-                WHERE subject = \(subject) AND wrapped_key IS NOT NULL
-                """)
+            let destroyed = try EventStore.destroyKeys(of: subject, on: connection)
             let metadata = try EventCatalog.standard.encode(metadata: EventMetadata(actor: actor, appID: device.tenant?.app))
-            var eventID: UUID
-            var erasedAt: Date
+            let erasure: EventStore.Erasure
             if let earlier {
-                eventID = try earlier.decode(UUID.self, at: 0)
-                erasedAt = try earlier.decode(Date.self, at: 1)
+                erasure = earlier
             } else {
                 let event = ErasureCompleted(deviceStreamID: device, requestedBy: requestedBy, requestedAt: requestedAt)
                 let appended = try store.append(
                     [try NewEvent(event, metadata: metadata, occurredAt: now)], to: subject, on: connection)
-                eventID = appended.events[0].id
-                erasedAt = try connection.query("""
-                    INSERT INTO privacy_erasures (subject, requested_by, requested_at, event_id)
-                    VALUES (\(subject), \(requestedBy), \(requestedAt), \(eventID)) RETURNING erased_at
-                    """).single().decode(Date.self, at: 0)
+                erasure = try EventStore.recordErasure(of: subject, requestedBy: requestedBy, requestedAt: requestedAt,
+                                                       eventID: appended.events[0].id, on: connection)
             }
             let cancelled = try cancelSends(of: subject, metadata: metadata, now: now, store: store, on: connection)
-            return Outcome(deviceStreamID: device, erasureEventID: eventID, erasedAt: erasedAt, alreadyErased: earlier != nil,
-                           keysDestroyed: destroyed, sendsCancelled: cancelled)
+            return Outcome(deviceStreamID: device, erasureEventID: erasure.eventID, erasedAt: erasure.erasedAt,
+                           alreadyErased: earlier != nil, keysDestroyed: destroyed, sendsCancelled: cancelled)
         }
         store.privacy.forgetCachedKeys(of: subject)
         // Inside a caller's transaction, a key cached meanwhile (registered to be cached when that

@@ -35,7 +35,9 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
     public var personalFieldsRead: PersonalFieldSelection { reducer.personalFieldsRead }
     var hasDetail: Bool { !reducer.detailColumns.isEmpty }
     var sendsTable: String { name + "_sends" }
-    var rowsTable: String { name + "_rows" }
+    /// `<name>_rows`, the detail rows' table: for the queries of the module that declares the
+    /// projection (its own table, asked through typed methods it gives the others).
+    public var rowsTable: String { name + "_rows" }
     /// `<name>`, `<name>_sends` and, with detail columns, `<name>_rows`.
     public var tableNames: [String] { [name, sendsTable] + (hasDetail ? [rowsTable] : []) }
 

@@ -65,4 +65,15 @@ extension DeviceStateProjection where Reducer == GoogleObligationReducer {
                               state: try row.decode(String.self, at: 2), openedAt: try row.decode(Date.self, at: 3))
         }
     }
+
+    /// The devices with an open obligation, in device order: with `reportRequested` false, those
+    /// no cross-network report was requested for (owed now); with it true, those whose reports
+    /// were requested and the obligation is still open (failed for good, or not yet answered).
+    public func devicesWithOpenObligations(reportRequested: Bool, on connection: PostgresConnection) throws -> [String] {
+        try connection.query("""
+            SELECT DISTINCT device_stream_id FROM \(identifier: rowsTable)
+            WHERE state = 'open' AND \(unescaped: reportRequested ? "cross_network_sends > 0" : "cross_network_sends = 0")
+            ORDER BY device_stream_id
+            """).map { try $0.decode(String.self, at: 0) }
+    }
 }

@@ -1,0 +1,103 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
+
+extension SendQueue {
+    /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
+    /// pending, with the attempt count, the tries that made no call and the next due time its
+    /// stream records. The queue is a projection: this is what ops run if it was lost or damaged.
+    /// Nothing is sent by it.
+    ///
+    /// The send streams are folded from the store's scan of the log, under one snapshot taken
+    /// after the queue is locked (`LOCK` takes none), so no send committed behind the scan is
+    /// missed; a send leaves the fold as soon as its terminal event is read.
+    @discardableResult
+    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
+        try connection.transaction(isolation: .repeatableRead) { connection in
+            try connection.execute("LOCK TABLE send_queue IN EXCLUSIVE MODE")
+            var fold = PendingSendFold()
+            var checkpoint = GlobalCheckpoint.start
+            let chunkSize = 10_000
+            while true {
+                let chunk = try LogScan.chunk(after: checkpoint, types: PendingSendFold.types, limit: chunkSize,
+                                              wholeSnapshot: true, on: connection)
+                for event in chunk { fold.apply(event) }
+                guard let last = chunk.last, chunk.count == chunkSize else { break }
+                checkpoint = GlobalCheckpoint(transactionID: last.transactionID, position: last.position)
+            }
+            try connection.execute("DELETE FROM send_queue")
+            let rows = fold.rows()
+            guard !rows.isEmpty else { return 0 }
+            let sends = "[" + rows.joined(separator: ",") + "]"
+            return try connection.execute("""
+                INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
+                    enqueued_at, not_before, deadline, attempt, uncalled, request)
+                SELECT (s.request ->> 'send_id')::uuid, s.stream_id, s.request ->> 'provider', s.request ->> 'kind',
+                    s.request ->> 'device_stream_id',
+                    CASE s.request ->> 'provider' WHEN 'branch' THEN s.request ->> 'device_stream_id'
+                        WHEN 'singular' THEN 'singular:' || (s.request ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
+                    s.position, s.occurred_at,
+                    greatest(coalesce((s.request ->> 'not_before')::timestamptz, s.occurred_at),
+                             coalesce((SELECT max(t.n::timestamptz) FROM jsonb_array_elements_text(s.not_befores) AS t(n)),
+                                      s.occurred_at)),
+                    s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request
+                FROM jsonb_to_recordset(\(sends)::jsonb) AS s(stream_id text, position bigint, occurred_at timestamptz,
+                    request jsonb, not_befores jsonb, attempt integer, uncalled integer)
+                """)
+        }
+    }
+}
+
+/// The pending sends of the log, folded from its send events in scan order: per send stream, its
+/// `SendRequested`, its tries' highest attempt, its retries' due times (raw JSON) and its tries
+/// that made no call. A stream leaves the fold when its terminal event is read; one whose terminal
+/// event comes first (a later transaction id can commit first) drops its request when it comes.
+struct PendingSendFold {
+    private struct Send {
+        var request: RecordedEvent?
+        var attempt = 0
+        var notBefores: [String] = []
+        var uncalled = 0
+    }
+
+    private static let terminalTypes = [SendSucceeded.eventType, SendFailed.eventType, SendCancelled.eventType]
+    /// The event types the fold reads.
+    static let types = [SendRequested.eventType, SendAttempted.eventType, RetryScheduled.eventType,
+                        SendOutcomeUnknown.eventType] + terminalTypes
+    private var sends: [String: Send] = [:]
+    private var endedEarly: Set<String> = []
+
+    mutating func apply(_ event: RecordedEvent) {
+        let stream = event.streamID
+        guard stream.hasPrefix("send-") else { return }
+        if endedEarly.contains(stream) {
+            if event.type == SendRequested.eventType { endedEarly.remove(stream) }
+        } else if Self.terminalTypes.contains(event.type) {
+            if sends.removeValue(forKey: stream)?.request == nil { endedEarly.insert(stream) }
+        } else if event.type == SendRequested.eventType {
+            sends[stream, default: Send()].request = event
+        } else {
+            let members = JSONObjectBytes.members(of: ArraySlice(event.data)) ?? []
+            func member(_ key: String) -> String? { members.first { $0.key == key }.map { String(decoding: $0.raw, as: UTF8.self) } }
+            var send = sends[stream] ?? Send()
+            send.attempt = max(send.attempt, member("attempt").flatMap { Int($0) } ?? 0)
+            if event.type == RetryScheduled.eventType {
+                if let notBefore = member("not_before") { send.notBefores.append(notBefore) }
+                if member("called") == "false" { send.uncalled += 1 }
+            }
+            sends[stream] = send
+        }
+    }
+
+    /// The pending sends as the JSON objects the rebuild inserts from (stream ids need no
+    /// escaping: the store checks them against their character rule).
+    func rows() -> [String] {
+        sends.compactMap { stream, send in
+            guard let request = send.request else { return nil }
+            return #"{"stream_id":"\#(stream)","position":\#(request.position),"occurred_at":"\#(PostgresTimestamp.format(request.occurredAt))","#
+                + #""request":\#(String(decoding: request.data, as: UTF8.self)),"not_befores":[\#(send.notBefores.joined(separator: ","))],"#
+                + #""attempt":\#(send.attempt),"uncalled":\#(send.uncalled)}"#
+        }
+    }
+}
