@@ -92,7 +92,7 @@ public struct EventStore: Sendable {
     {
         let need = privacy.sealingNeed(stream: stream, events: events)
         let keyCommitsWithAppend = need == .sealMayCreateKey && !connection.isInTransaction
-        if keyCommitsWithAppend, events.count == 1, stream.hasPrefix("device-"),
+        if keyCommitsWithAppend, events.count == 1, privacy.dataSubjects.isSubject(stream),
             let result = try appendWithNewKey(events[0], to: stream, expected: expected, on: connection)
         {
             return result
