@@ -18,7 +18,7 @@ extension AttributionLedger {
     /// - Throws: ``AttributionLedgerError`` `forbidden` when an event read records another app
     ///   (nothing is returned), `PostgresError`.
     public func history(of device: DeviceRef, asOf: AsOf? = nil, types: [String] = []) async throws -> [RecordedEvent] {
-        let events = try await store.readDeviceHistory(device.streamID.rawValue, types: types, asOf: asOf)
+        let events = try await store.readHistory(of: .deviceHistory(device.streamID.rawValue), types: types, asOf: asOf)
         try checkTenancy(events, of: device)
         // With a type filter the stream's own first event may not be among those read.
         if !types.isEmpty { try await checkStreamTenancy(of: device) }

@@ -128,9 +128,10 @@ extension EventStore {
         RETURNING position, stream_version, transaction_id::text AS transaction_text, recorded_at, hash
         """
 
-    /// The event types that end a send stream: one of them per stream, a database rule (the
-    /// partial unique index `events_one_terminal_per_send`, schema/0003).
-    static let terminalSendEventTypes: Set<String> = [SendSucceeded.eventType, SendFailed.eventType, SendCancelled.eventType]
+    /// The event types that end their stream, from the catalog (``EventCatalog/streamEndingTypes``):
+    /// one of them per stream, a database rule too (the partial unique index
+    /// `events_one_terminal_per_send`, schema/0003).
+    static let terminalSendEventTypes = EventCatalog.standard.streamEndingTypes
 
     /// The append statements' part of that rule (schema/0009): an event whose `type` (SQL) is
     /// terminal is inserted only if its `stream` has no terminal event yet, and otherwise fails

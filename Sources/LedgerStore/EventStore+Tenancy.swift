@@ -49,12 +49,13 @@ extension EventStore {
     /// continues in its `device-<app>/<device>` stream. A stream whose events record more than
     /// one app held two tenants' events under one name.
     public func legacyPerAppStreams() async throws -> [LegacyStream] {
+        let perApp = StreamCategory.allCases.filter { $0 != .send }.map { $0.rawValue + "-%" }
         let rows = try await pool.query("""
             SELECT stream_id, count(*), min(recorded_at), max(recorded_at),
                    array_to_string(array_agg(DISTINCT metadata ->> 'app_id') FILTER (WHERE metadata ? 'app_id'), ',')
             FROM events
-            WHERE (stream_id LIKE 'device-%' OR stream_id LIKE 'decision-%' OR stream_id LIKE 'skan-%')
-              AND strpos(stream_id, '/') = 0 AND stream_id NOT LIKE 'skan-model-%'
+            WHERE stream_id LIKE ANY(\(PostgresQuery.textArrayLiteral(perApp))::text[])
+              AND strpos(stream_id, '/') = 0 AND stream_id NOT LIKE \(StreamID.skanModelPrefix + "%")
             GROUP BY stream_id ORDER BY stream_id
             """)
         return try rows.map { row in

@@ -162,7 +162,7 @@ import Testing
             #expect(calls.first?.adEventID == decision.winner?.adEventID)
             #expect(rig.fakes.google.anomalies.isEmpty)
             // The ledger tells the story in order: fact, sends and answers, decision, cross-network.
-            let history = try await rig.store.readDeviceHistory(Self.device)
+            let history = try await rig.store.readHistory(of: .deviceHistory(Self.device))
             let types = history.map(\.type)
             let decided = try #require(types.firstIndex(of: AttributionDecided.eventType))
             #expect(types.first == FirstOpen.eventType)

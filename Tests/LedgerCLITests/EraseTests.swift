@@ -162,7 +162,7 @@ struct EraseTests {
         #expect(verified.status == 0 && verified.stdout.hasPrefix("OK: "), "\(verified.stdout)\(verified.stderr)")
 
         // Reads show the erasure; typed decoding still works; the auditor sees who and when.
-        let history = try await store.readDeviceHistory(Self.device)
+        let history = try await store.readHistory(of: .deviceHistory(Self.device))
         for event in history {
             _ = try EventCatalog.standard.decode(type: event.type, schemaVersion: event.schemaVersion, data: event.data)
         }

@@ -67,7 +67,7 @@ struct PrivacyTests {
             let read = try await store.readStream(Self.device)
             let decoded = try LedgerJSON.makeDecoder().decode(FirstOpen.self, from: read[0].data)
             #expect(decoded == FirstOpen(appID: try AppID("com.example.game"), device: Self.deviceContext))
-            #expect(try await store.readDeviceHistory(Self.device)[0].data == read[0].data)
+            #expect(try await store.readHistory(of: .deviceHistory(Self.device))[0].data == read[0].data)
             #expect(try await store.event(id: event.id)?.data == read[0].data)
         }
     }

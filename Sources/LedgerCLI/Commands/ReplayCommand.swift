@@ -45,7 +45,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let logger = makeLogger("ledger.replay")
             let (pool, store) = try database.openStore(logger: logger)
             defer { pool.close() }
-            let history = try await store.readDeviceHistory(stream, asOf: at)
+            let history = try await store.readHistory(of: .deviceHistory(stream), asOf: at)
             guard !history.isEmpty else { throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)") }
             for event in history {
                 if json {

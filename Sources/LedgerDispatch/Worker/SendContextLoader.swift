@@ -60,13 +60,13 @@ struct SendContextLoader: Sendable {
 
     /// The device's state by `reducer`, replayed from its history in the log as it is now.
     func state<Reducer: DeviceStateReducer>(of device: String, by reducer: Reducer) async throws -> Reducer.State {
-        let events = try await store.readDeviceHistory(device, types: reducer.eventTypes)
+        let events = try await store.readHistory(of: .deviceHistory(device), types: reducer.eventTypes)
         return try reducer.replay(events.map(LoggedEvent.init), device: device)
     }
 
     /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
     func lastLaunchDevice(_ device: String, before cause: RecordedEvent) async throws -> DeviceContext? {
-        let launches = try await store.readDeviceHistory(device, types: [FirstOpen.eventType, SessionStarted.eventType],
+        let launches = try await store.readHistory(of: .deviceHistory(device), types: [FirstOpen.eventType, SessionStarted.eventType],
                                                          asOf: .position(cause.position))
         guard let last = launches.last else { return nil }
         struct Launch: Decodable { var device: DeviceContext }

@@ -18,6 +18,8 @@ public struct EventCatalog: Sendable {
         public let streamCategory: StreamCategory
         /// Dotted JSON paths of its personal fields (see ``LedgerEvent/personalFields``).
         public let personalFields: [String]
+        /// Whether it ends its stream (``LedgerEvent/endsStream``).
+        public let endsStream: Bool
         /// The Swift type that encodes and decodes it.
         public let swiftType: any LedgerEvent.Type
 
@@ -27,6 +29,7 @@ public struct EventCatalog: Sendable {
             category = Event.category
             streamCategory = Event.streamCategory
             personalFields = Event.personalFields
+            endsStream = Event.endsStream
             swiftType = type
         }
 
@@ -64,6 +67,12 @@ public struct EventCatalog: Sendable {
     /// The newest schema version of the type called `name`, or `nil` if there is no such type.
     public func entry(named name: String) -> Entry? {
         byName[name]?.max { $0.key < $1.key }?.value
+    }
+
+    /// The names of the types that end their stream (``LedgerEvent/endsStream``): the store
+    /// refuses a second one in a stream, as the database does.
+    public var streamEndingTypes: Set<String> {
+        Set(entries.lazy.filter(\.endsStream).map(\.eventType))
     }
 
     /// The entry for one schema version of a type.

@@ -29,11 +29,19 @@ public protocol LedgerEvent: Codable, Sendable, Hashable {
     /// the Swift type (an erased event still decodes); ``validate()`` requires the ones an append
     /// needs.
     static var personalFields: [String] { get }
+    /// Whether an event of this type ends its stream: at most one such event per stream, a rule
+    /// the database enforces too (a send's outcome: succeeded, failed or cancelled).
+    static var endsStream: Bool { get }
 
     /// Checks the domain rules a decoded value must meet before it is appended (ranges, formats,
     /// fields required at append time, consistency between fields).
     /// - Throws: a ``RuleViolation`` whose `field` is the dotted path of the offending field.
     func validate() throws(RuleViolation)
+}
+
+extension LedgerEvent {
+    /// Most events do not end their stream.
+    public static var endsStream: Bool { false }
 }
 
 /// What an event is about. Used to group the catalog and to route reads; independent of the stream

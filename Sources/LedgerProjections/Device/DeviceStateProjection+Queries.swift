@@ -22,7 +22,7 @@ extension DeviceStateProjection {
     /// at `asOf` (now when nil): the auditor's "what did we believe then". Independent of the
     /// live tables, so it also checks them.
     public func state(of deviceStream: String, asOf: AsOf? = nil, store: EventStore) async throws -> Reducer.State {
-        let events = try await store.readDeviceHistory(deviceStream, types: eventTypes, asOf: asOf)
+        let events = try await store.readHistory(of: .deviceHistory(deviceStream), types: eventTypes, asOf: asOf)
         return try replay(events, device: deviceStream)
     }
 

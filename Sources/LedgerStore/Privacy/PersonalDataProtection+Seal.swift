@@ -172,8 +172,8 @@ extension PersonalDataProtection {
     func sealingNeed(stream: String, events: [NewEvent]) -> SealingNeed {
         guard isEnabled, events.contains(where: { sealingPlan(type: $0.type, schemaVersion: $0.schemaVersion) != nil })
         else { return .none }
-        let subject: String? = stream.hasPrefix("device-") ? stream : subjects.withLock { $0[stream] }
-        guard let subject else { return stream.hasPrefix("send-") ? .sealMayCreateKey : .seal }
+        let subject: String? = dataSubjects.isSubject(stream) ? stream : subjects.withLock { $0[stream] }
+        guard let subject else { return dataSubjects.isLinked(stream) ? .sealMayCreateKey : .seal }
         guard cachedKey(for: subject, now: Date()) == nil else { return .seal }
         return events.contains(where: carriesPersonalValue) ? .sealMayCreateKey : .none
     }

@@ -29,6 +29,8 @@ public final class PersonalDataProtection: Sendable {
 
     let keys: Result<MasterKeys, PrivacyError>
     let catalog: EventCatalog
+    /// Whose personal data each stream holds.
+    public let dataSubjects: DataSubjects
     /// False only for ``disabled`` (benchmark baselines).
     public let isEnabled: Bool
     let writeCache = Mutex<[String: CachedKey]>([:])
@@ -56,16 +58,19 @@ public final class PersonalDataProtection: Sendable {
     }
 
     /// Protection with explicit master keys.
-    public init(masterKeys: MasterKeys, catalog: EventCatalog = .standard) {
+    public init(masterKeys: MasterKeys, catalog: EventCatalog = .standard, dataSubjects: DataSubjects = .ledger) {
         self.keys = .success(masterKeys)
         self.catalog = catalog
+        self.dataSubjects = dataSubjects
         self.isEnabled = true
         self.plans = Self.sealingPlans(of: catalog)
     }
 
-    init(keys: Result<MasterKeys, PrivacyError>, catalog: EventCatalog, isEnabled: Bool) {
+    init(keys: Result<MasterKeys, PrivacyError>, catalog: EventCatalog, isEnabled: Bool,
+         dataSubjects: DataSubjects = .ledger) {
         self.keys = keys
         self.catalog = catalog
+        self.dataSubjects = dataSubjects
         self.isEnabled = isEnabled
         self.plans = Self.sealingPlans(of: catalog)
     }
@@ -157,7 +162,7 @@ public final class PersonalDataProtection: Sendable {
     /// the send's `SendRequested` (the worker reads it with its claim): the stream's first append
     /// then skips looking it up in the log.
     public func noteSubject(_ deviceStream: String, ofSendStream stream: String) {
-        guard stream.hasPrefix("send-"), deviceStream.hasPrefix("device-") else { return }
+        guard dataSubjects.isLinked(stream), dataSubjects.isSubject(deviceStream) else { return }
         remember(subject: deviceStream, of: stream)
     }
 
@@ -173,18 +178,18 @@ public final class PersonalDataProtection: Sendable {
     /// own subject; a send stream's is the `device_stream_id` of its `SendRequested` (in `batch`, or
     /// already stored).
     func subject(of stream: String, batch: [NewEvent], on connection: PostgresConnection) throws -> String? {
-        if stream.hasPrefix("device-") { return stream }
-        guard stream.hasPrefix("send-") else { return nil }
+        if dataSubjects.isSubject(stream) { return stream }
+        guard dataSubjects.isLinked(stream) else { return nil }
         if let known = subjects.withLock({ $0[stream] }) { return known }
         var found: String?
-        for event in batch where event.type == SendRequested.eventType {
+        for event in batch where event.type == dataSubjects.linkEventType {
             let object = try? JSONSerialization.jsonObject(with: event.data) as? [String: Any]
-            found = object?["device_stream_id"] as? String
+            found = object?[dataSubjects.linkField] as? String
         }
         if found == nil {
             found = try connection.query("""
-                SELECT data ->> 'device_stream_id' FROM events
-                WHERE stream_id = \(stream) AND stream_version = 1 AND event_type = 'SendRequested'
+                SELECT data ->> \(dataSubjects.linkField) FROM events
+                WHERE stream_id = \(stream) AND stream_version = 1 AND event_type = \(dataSubjects.linkEventType)
                 """, prepare: true).first?.decode(String?.self, at: 0)
         }
         if let found { remember(subject: found, of: stream) }

@@ -7,6 +7,7 @@ import Foundation
 public struct SendSucceeded: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SendSucceeded"
+    public static let endsStream = true
     /// The version of this JSON shape.
     public static let schemaVersion = 1
     /// What the event is about.
@@ -33,6 +34,7 @@ public struct SendSucceeded: LedgerEvent {
 public struct SendFailed: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SendFailed"
+    public static let endsStream = true
     /// The version of this JSON shape.
     public static let schemaVersion = 1
     /// What the event is about.
@@ -116,6 +118,7 @@ public struct SendOutcomeUnknown: LedgerEvent {
 public struct SendCancelled: LedgerEvent {
     /// The stored type name (see ``LedgerEvent/eventType``).
     public static let eventType = "SendCancelled"
+    public static let endsStream = true
     /// The version of this JSON shape.
     public static let schemaVersion = 1
     /// What the event is about.
