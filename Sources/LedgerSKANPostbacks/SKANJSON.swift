@@ -83,7 +83,7 @@ struct SKANJSONObject {
     init(parsing bytes: Data) throws(Failure) {
         let result = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Result<Reader, Failure> in
             var reader = Reader(tokenizer: JSONTokenizer(buffer.bindMemory(to: UInt8.self), maximumDepth: 64))
-            do {
+            do throws(JSONSyntaxError) {
                 if let failure = try reader.read() { return .failure(failure) }
             } catch {
                 return .failure(.syntax(offset: error.offset))

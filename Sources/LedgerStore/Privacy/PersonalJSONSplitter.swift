@@ -114,20 +114,17 @@ struct PersonalJSONSplitter: Sendable {
 
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
-        var personal: [(path: String, value: ArraySlice<UInt8>)] = []
         var remaining: [UInt8] = []
         remaining.reserveCapacity(bytes.count)
-        let copied = bytes.withUnsafeBufferPointer { buffer -> [(path: String, value: Range<Int>)]? in
+        var personal: [(path: String, value: Range<Int>)] = []
+        let copied = bytes.withUnsafeBufferPointer { buffer in
             var tokenizer = JSONTokenizer(buffer, maximumDepth: JSONObjectBytes.maximumDepth)
-            var places: [(path: String, value: Range<Int>)] = []
             tokenizer.skipWhitespace()
-            guard (try? copyObject(&tokenizer, node: root, depth: 1, into: &remaining, personal: &places)) == true,
-                  (try? tokenizer.end()) != nil else { return nil }
-            return places
+            guard (try? copyObject(&tokenizer, node: root, depth: 1, into: &remaining, personal: &personal)) == true else { return false }
+            return (try? tokenizer.end()) != nil
         }
-        guard let copied else { return nil }
-        personal = copied.map { ($0.path, bytes[$0.value]) }
-        return Split(remaining: remaining, personal: personal)
+        guard copied else { return nil }
+        return Split(remaining: remaining, personal: personal.map { ($0.path, bytes[$0.value]) })
     }
 
     /// Copies the object at `tokenizer` into `out` without its personal members, in one pass: the
