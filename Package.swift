@@ -15,7 +15,7 @@
 //   LedgerSKANPostbacks         ─▶ LedgerProjections
 //   LedgerProjections           ─▶ LedgerFolds
 //   LedgerDispatch              ─▶ LedgerFolds
-//   LedgerFolds                 ─▶ LedgerStore (its JSON byte scanner only), LedgerProviders
+//   LedgerFolds                 ─▶ LedgerProviders
 //   LedgerTestKit               ─▶ LedgerFakeProviders, LedgerTestSupport, LedgerStore
 //   LedgerFakeProviders         ─▶ LedgerProviders
 //   LedgerTestSupport           ─▶ LedgerMigrations, LedgerPrivateCluster
@@ -114,13 +114,11 @@ let package = Package(
         // Pure provider protocols (no I/O), on the domain's values.
         .target(name: "LedgerProviders", dependencies: ["LedgerDomain"], swiftSettings: strict),
         // Device folds: pure reducers over events. The per-device states (SKAN 4, AdServices
-        // tokens, Branch identity, Google obligations, the attribution process), no I/O. The
-        // store is a dependency only for its JSON byte scanner (`JSONObjectBytes`), until that
-        // moves to the domain.
+        // tokens, Branch identity, Google obligations, the attribution process), no I/O.
         .target(
             name: "LedgerFolds",
             dependencies: [
-                "LedgerDomain", "LedgerProviders", "LedgerStore", .product(name: "Crypto", package: "swift-crypto"),
+                "LedgerDomain", "LedgerProviders", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strict
         ),

@@ -1,5 +1,5 @@
 /// Tests on eight bytes at once (one `UInt64` loaded from a buffer), for scans that skip runs of
-/// ordinary bytes: COPY's text escaping here, the JSON scanner's strings in LedgerStore.
+/// ordinary bytes: COPY's text escaping.
 ///
 /// Both rest on the exact test for a zero byte, `(x - 0x01…) & ~x & 0x80…`, which is non-zero
 /// exactly when some byte of `x` is zero; with `n` in place of 1 it is non-zero exactly when some

@@ -1,6 +1,7 @@
 import Foundation
+import LedgerDomain
 
-/// A strict RFC 8259 reader for one JSON object, made for postbacks: it keeps each top-level
+/// A strict RFC 8259 reader for one JSON object (on ``JSONTokenizer``), made for postbacks: it keeps each top-level
 /// member's value as its literal text (a signature covers values as written, so `525463029`
 /// must stay `525463029`), refuses a key that appears twice (two readers could otherwise see two
 /// different postbacks in one text), and validates nested values without keeping them.
@@ -42,65 +43,24 @@ struct SKANJSONObject {
         case duplicateKey(String)
     }
 
-    /// The postback fields, recognised by their bytes while reading (no key string is made and
-    /// no key hashed: this is most of the speed).
-    enum Key: Int, CaseIterable {
-        /// `version`.
-        case version
-        /// `ad-network-id`.
-        case adNetworkID
-        /// `source-identifier`.
-        case sourceIdentifier
-        /// `campaign-id`.
-        case campaignID
-        /// `app-id`.
-        case appID
-        /// `transaction-id`.
-        case transactionID
-        /// `redownload`.
-        case redownload
-        /// `source-app-id`.
-        case sourceAppID
-        /// `source-domain`.
-        case sourceDomain
-        /// `fidelity-type`.
-        case fidelityType
-        /// `did-win`.
-        case didWin
-        /// `postback-sequence-index`.
-        case postbackSequenceIndex
-        /// `conversion-value`.
-        case conversionValue
-        /// `coarse-conversion-value`.
-        case coarseConversionValue
-        /// `country-code`.
-        case countryCode
-        /// `attribution-signature`.
-        case attributionSignature
+    /// The postback fields, each with its JSON name, recognised by their bytes while reading (no
+    /// key string is made and no key hashed: this is most of the speed).
+    enum Key: String, CaseIterable {
+        case version, adNetworkID = "ad-network-id", sourceIdentifier = "source-identifier", campaignID = "campaign-id"
+        case appID = "app-id", transactionID = "transaction-id", redownload, sourceAppID = "source-app-id"
+        case sourceDomain = "source-domain", fidelityType = "fidelity-type", didWin = "did-win"
+        case postbackSequenceIndex = "postback-sequence-index", conversionValue = "conversion-value"
+        case coarseConversionValue = "coarse-conversion-value", countryCode = "country-code"
+        case attributionSignature = "attribution-signature"
 
         /// The JSON name.
-        var name: String { SKANJSONObject.knownKeys[rawValue] }
+        var name: String { rawValue }
+        /// The place of its value in ``SKANJSONObject/known``.
+        var index: Int { Self.allCases.firstIndex(of: self)! }
     }
 
     /// The JSON names of ``Key``, in its order.
-    static let knownKeys: [String] = [
-        "version",
-        "ad-network-id",
-        "source-identifier",
-        "campaign-id",
-        "app-id",
-        "transaction-id",
-        "redownload",
-        "source-app-id",
-        "source-domain",
-        "fidelity-type",
-        "did-win",
-        "postback-sequence-index",
-        "conversion-value",
-        "coarse-conversion-value",
-        "country-code",
-        "attribution-signature",
-    ]
+    static let knownKeys: [String] = Key.allCases.map(\.rawValue)
     static let knownKeyBytes: [[UInt8]] = knownKeys.map { Array($0.utf8) }
 
     /// Values of ``knownKeys``, by index.
@@ -116,35 +76,68 @@ struct SKANJSONObject {
     }
 
     /// The value of a known key.
-    subscript(key: Key) -> Value? { known[key.rawValue] }
+    subscript(key: Key) -> Value? { known[key.index] }
 
     /// Parses `bytes` (UTF-8 already checked by the caller, or not: invalid UTF-8 in a string is
     /// a syntax error here too).
     init(parsing bytes: Data) throws(Failure) {
         let result = bytes.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) -> Result<Reader, Failure> in
-            var reader = Reader(bytes: buffer.bindMemory(to: UInt8.self))
-            return Result { () throws(Failure) -> Reader in
-                try reader.topLevelObject()
-                return reader
+            var reader = Reader(tokenizer: JSONTokenizer(buffer.bindMemory(to: UInt8.self), maximumDepth: 64))
+            do throws(JSONSyntaxError) {
+                if let failure = try reader.read() { return .failure(failure) }
+            } catch {
+                return .failure(.syntax(offset: error.offset))
             }
+            return .success(reader)
         }
         let reader = try result.get()
         known = reader.known
         others = reader.others
     }
 
-    /// The cursor.
-    /// The cursor (value readers are in SKANJSON+Values.swift).
+    /// The members read so far, over a ``JSONTokenizer`` (nested values are checked by it and not
+    /// kept; nesting is limited to 64 levels).
     struct Reader {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var index = 0
+        var tokenizer: JSONTokenizer
         var known = [Value?](repeating: nil, count: SKANJSONObject.knownKeys.count)
         var others: [(key: String, value: Value)] = []
 
-        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+        /// Reads the whole text: nil when it is one object with no key twice, else why not (a
+        /// syntax error throws).
+        mutating func read() throws(JSONSyntaxError) -> Failure? {
+            tokenizer.skipWhitespace()
+            guard tokenizer.peek == UInt8(ascii: "{") else {
+                // Tell "valid JSON, not an object" from "not JSON".
+                _ = try tokenizer.skipValue(depth: 1)
+                try tokenizer.end()
+                return .notAnObject
+            }
+            if try tokenizer.open(depth: 1) {
+                repeat {
+                    let key = try tokenizer.key()
+                    let token = try tokenizer.skipValue(depth: 2)
+                    if let repeated = add(value(of: token), key: key) { return .duplicateKey(repeated) }
+                } while try tokenizer.nextItem(closing: UInt8(ascii: "}"))
+            }
+            try tokenizer.end()
+            return nil
+        }
 
-        /// The index of the known key spelled by `bytes[range]`, if it is one.
+        /// A member's value as kept: strings unescaped, numbers as written.
+        func value(of token: JSONToken) -> Value {
+            switch token.kind {
+            case .string: .string(tokenizer.text(token))
+            case .number: .number(String(decoding: tokenizer.slice(token.range), as: UTF8.self))
+            case .true: .bool(true)
+            case .false: .bool(false)
+            case .null: .null
+            case .object, .array: .nested
+            }
+        }
+
+        /// The index of the known key spelled by the bytes of `range`, if it is one.
         func knownKey(_ range: Range<Int>) -> Int? {
+            let bytes = tokenizer.bytes
             for (number, key) in SKANJSONObject.knownKeyBytes.enumerated() where key.count == range.count {
                 if key.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress! + range.lowerBound, range.count) == 0 }) {
                     return number
@@ -153,85 +146,22 @@ struct SKANJSONObject {
             return nil
         }
 
-        /// Stores a member: `keyBytes` spell a plain key, `escapedKey` is a key written with escapes.
-        mutating func add(_ value: Value, keyBytes: Range<Int>?, escapedKey: String?) throws(Failure) {
-            if let keyBytes, let number = knownKey(keyBytes) {
-                guard known[number] == nil else { throw .duplicateKey(SKANJSONObject.knownKeys[number]) }
+        /// Stores a member; the key's name when it was already there.
+        mutating func add(_ value: Value, key: JSONToken) -> String? {
+            if !key.hasEscapes, let number = knownKey(key.body) {
+                guard known[number] == nil else { return SKANJSONObject.knownKeys[number] }
                 known[number] = value
-                return
+                return nil
             }
-            let name = escapedKey ?? keyBytes.map { String(decoding: UnsafeBufferPointer(rebasing: bytes[$0]), as: UTF8.self) } ?? ""
+            let name = tokenizer.text(key)
             if let number = SKANJSONObject.knownKeys.firstIndex(of: name) {  // a known key written with escapes
-                guard known[number] == nil else { throw .duplicateKey(name) }
+                guard known[number] == nil else { return name }
                 known[number] = value
-                return
+                return nil
             }
-            for member in others where member.key == name { throw .duplicateKey(name) }
+            for member in others where member.key == name { return name }
             others.append((name, value))
-        }
-
-        mutating func topLevelObject() throws(Failure) {
-            skipSpace()
-            guard index < bytes.count else { throw .syntax(offset: index) }
-            guard bytes[index] == UInt8(ascii: "{") else {
-                // Tell "valid JSON, not an object" from "not JSON".
-                try skipValue(depth: 0)
-                skipSpace()
-                guard index == bytes.count else { throw .syntax(offset: index) }
-                throw .notAnObject
-            }
-            index += 1
-            skipSpace()
-            if peek() == UInt8(ascii: "}") {
-                index += 1
-            } else {
-                while true {
-                    skipSpace()
-                    guard peek() == UInt8(ascii: "\"") else { throw .syntax(offset: index) }
-                    let keyStart = index
-                    let plainKey = plainStringEnd()
-                    var keyText: String?
-                    if plainKey == nil { keyText = try string() } else { index = plainKey! + 1 }
-                    skipSpace()
-                    guard peek() == UInt8(ascii: ":") else { throw .syntax(offset: index) }
-                    index += 1
-                    skipSpace()
-                    let value = try value()
-                    let keyBytes = plainKey.map { (keyStart + 1)..<$0 }
-                    try add(value, keyBytes: keyBytes, escapedKey: keyText)
-                    skipSpace()
-                    guard let next = peek() else { throw .syntax(offset: index) }
-                    index += 1
-                    if next == UInt8(ascii: "}") { break }
-                    guard next == UInt8(ascii: ",") else { throw .syntax(offset: index - 1) }
-                }
-            }
-            skipSpace()
-            guard index == bytes.count else { throw .syntax(offset: index) }
-        }
-
-        /// For a string at `index` (its opening quote) of plain ASCII without escapes or control
-        /// characters: the index of its closing quote.
-        func plainStringEnd() -> Int? {
-            var at = index + 1
-            while at < bytes.count {
-                let byte = bytes[at]
-                if byte == UInt8(ascii: "\"") { return at }
-                if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return nil }
-                at += 1
-            }
             return nil
-        }
-
-        func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
-
-        mutating func skipSpace() {
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x20, 0x0A, 0x0D, 0x09: index += 1
-                default: return
-                }
-            }
         }
     }
 }

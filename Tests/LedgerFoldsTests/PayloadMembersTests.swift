@@ -51,7 +51,11 @@ struct PayloadMembersTests {
         ("{\"revenue\":{\"amount\":\"1\",\"currency\":\"USD\"},\"kind\":\"iap\",\"transaction_id\":\"a\tb\"}", false),
     ])
     func quickRevenue(json: String, readsAsBytes: Bool) throws {
-        let payload = try #require(PayloadMembers(Data(json.utf8)))
+        // Bytes that are not JSON (a raw tab in a string) step aside at the scan already.
+        guard let payload = PayloadMembers(Data(json.utf8)) else {
+            #expect(!readsAsBytes)
+            return
+        }
         let quick = SKANDeviceReducer.quickRevenue(payload)
         #expect((quick != nil) == readsAsBytes)
         if let quick {

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerStore
+import LedgerDomain
 
 /// The top-level members of a stored payload (``JSONObjectBytes``): for reducers that need two
 /// or three fields of a large payload.
@@ -13,24 +13,15 @@ struct PayloadMembers {
     /// Each member's key (between its quotes), value, and span (key's quote to value's end), as
     /// offsets in ``bytes``, in stored order. Offsets, not slices: a slice retains the array, and
     /// two retains per member were a visible part of a quick read.
-    private let places: [(key: Range<Int>, value: Range<Int>, span: Range<Int>)]
+    private let places: [JSONObjectBytes.Place]
 
     init?(_ data: Data) {
         let bytes = data.withUnsafeBytes { [UInt8]($0) }
-        var places: [(key: Range<Int>, value: Range<Int>, span: Range<Int>)] = []
+        var places: [JSONObjectBytes.Place] = []
         places.reserveCapacity(16)
-        let scanned = bytes.withUnsafeBufferPointer { buffer -> Bool in
-            guard JSONObjectBytes.memberOffsets(of: buffer, into: &places) else { return false }
-            // A repeated key: which one counts is the decoder's business.
-            for index in places.indices {
-                let key = places[index].key
-                for earlier in places[..<index] where earlier.key.count == key.count
-                    && memcmp(buffer.baseAddress! + earlier.key.lowerBound, buffer.baseAddress! + key.lowerBound, key.count) == 0
-                {
-                    return false
-                }
-            }
-            return true
+        // A repeated key: which one counts is the decoder's business.
+        let scanned = bytes.withUnsafeBufferPointer { buffer in
+            JSONObjectBytes.memberOffsets(of: buffer, into: &places) && !JSONObjectBytes.repeatsKey(places, in: buffer)
         }
         guard scanned else { return nil }
         self.bytes = bytes

@@ -1,7 +1,6 @@
 import Foundation
 import LedgerDomain
 import LedgerProviders
-import LedgerStore
 
 /// Per-device SKAdNetwork 4 state, as the snippet of Singular's SKAdNetwork 4 implementation guide keeps it, folded from the log.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 
 /// Takes an event's personal members out of its JSON bytes without building a tree of it.
 ///
@@ -22,7 +23,7 @@ struct PersonalJSONSplitter: Sendable {
         var children: [PathNode]
 
         /// The index of the child named by `key`'s bytes, if any.
-        func childIndex(named key: ArraySlice<UInt8>) -> Int? {
+        func childIndex(named key: UnsafeBufferPointer<UInt8>) -> Int? {
             children.firstIndex { $0.name.count == key.count && $0.name.elementsEqual(key) }
         }
     }
@@ -113,32 +114,34 @@ struct PersonalJSONSplitter: Sendable {
 
     func split(_ data: Data) -> Split? {
         let bytes = [UInt8](data)
-        var personal: [(path: String, value: ArraySlice<UInt8>)] = []
         var remaining: [UInt8] = []
         remaining.reserveCapacity(bytes.count)
-        var scanner = JSONObjectBytes.Scanner(bytes: bytes[...])
-        guard copyObject(&scanner, node: root, depth: 1, into: &remaining, personal: &personal) else { return nil }
-        scanner.skipWhitespace()
-        guard scanner.atEnd else { return nil }
-        return Split(remaining: remaining, personal: personal)
+        var personal: [(path: String, value: Range<Int>)] = []
+        let copied = bytes.withUnsafeBufferPointer { buffer in
+            var tokenizer = JSONTokenizer(buffer, maximumDepth: JSONObjectBytes.maximumDepth)
+            tokenizer.skipWhitespace()
+            guard (try? copyObject(&tokenizer, node: root, depth: 1, into: &remaining, personal: &personal)) == true else { return false }
+            return (try? tokenizer.end()) != nil
+        }
+        guard copied else { return nil }
+        return Split(remaining: remaining, personal: personal.map { ($0.path, bytes[$0.value]) })
     }
 
-    /// Copies the object at `scanner` into `out` without its personal members, in one pass: the
+    /// Copies the object at `tokenizer` into `out` without its personal members, in one pass: the
     /// objects on the way to a personal path are copied the same way, every other member byte
-    /// for byte. False when the bytes do not scan, a key is escaped, the object nests deeper than
-    /// ``JSONObjectBytes/maximumDepth``, a top-level member is named like a reserved marker, or a
-    /// name on a personal path appears twice in one object (`{"device":{"idfa":"x"},"device":{}}`:
-    /// only the tree can say which one counts; jsonb keeps the last).
+    /// for byte. False (or a throw) when the bytes are not JSON, a key is escaped, the object
+    /// nests deeper than ``JSONObjectBytes/maximumDepth``, a top-level member is named like a
+    /// reserved marker, or a name on a personal path appears twice in one object
+    /// (`{"device":{"idfa":"x"},"device":{}}`: only the tree can say which one counts; jsonb keeps
+    /// the last).
     private func copyObject(
-        _ scanner: inout JSONObjectBytes.Scanner, node: PathNode, depth: Int, into out: inout [UInt8],
-        personal: inout [(path: String, value: ArraySlice<UInt8>)]
-    ) -> Bool {
-        let bytes = scanner.bytes
-        scanner.skipWhitespace()
-        guard depth <= JSONObjectBytes.maximumDepth, scanner.take(UInt8(ascii: "{")) else { return false }
+        _ tokenizer: inout JSONTokenizer, node: PathNode, depth: Int, into out: inout [UInt8],
+        personal: inout [(path: String, value: Range<Int>)]
+    ) throws(JSONSyntaxError) -> Bool {
+        let bytes = tokenizer.bytes
+        guard tokenizer.peek == UInt8(ascii: "{") else { return false }
         out.append(UInt8(ascii: "{"))
-        scanner.skipWhitespace()
-        if scanner.take(UInt8(ascii: "}")) {
+        guard try tokenizer.open(depth: depth) else {
             out.append(UInt8(ascii: "}"))
             return true
         }
@@ -146,39 +149,37 @@ struct PersonalJSONSplitter: Sendable {
         // The children of `node` met so far, one bit each (a node with more than 64 steps aside).
         var seen: UInt64 = 0
         guard node.children.count <= 64 else { return false }
-        while true {
-            guard let (keyStart, key) = scanner.takeKey() else { return false }
-            if depth == 1, reserved.contains(where: { $0.elementsEqual(key) }) { return false }
-            let valueStart = scanner.index
-            let stepIndex = node.childIndex(named: key)
+        repeat {
+            let key = try tokenizer.key()
+            guard !key.hasEscapes else { return false }
+            let keyBytes = tokenizer.slice(key.body)
+            if depth == 1, reserved.contains(where: { $0.elementsEqual(keyBytes) }) { return false }
+            let valueStart = tokenizer.offset
+            let stepIndex = node.childIndex(named: keyBytes)
             if let stepIndex {
                 guard seen & (1 << stepIndex) == 0 else { return false }
                 seen |= 1 << stepIndex
             }
             let step = stepIndex.map { node.children[$0] }
-            if let step, !step.isPersonal, !step.children.isEmpty, scanner.peek == UInt8(ascii: "{") {
+            if let step, !step.isPersonal, !step.children.isEmpty, tokenizer.peek == UInt8(ascii: "{") {
                 // On the way to a personal path: copied member by member.
                 if !first { out.append(UInt8(ascii: ",")) }
                 first = false
-                out.append(contentsOf: bytes[keyStart..<valueStart])  // `"key":`
-                guard copyObject(&scanner, node: step, depth: depth + 1, into: &out, personal: &personal) else { return false }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[key.range.lowerBound..<valueStart]))  // `"key":`
+                guard try copyObject(&tokenizer, node: step, depth: depth + 1, into: &out, personal: &personal) else { return false }
             } else {
-                guard scanner.skipValue(depth: depth) else { return false }
-                let value = bytes[valueStart..<scanner.index]
-                if let step, step.isPersonal, !value.elementsEqual("null".utf8) {
-                    personal.append((step.path, value))
+                let value = try tokenizer.skipValue(depth: depth + 1)
+                if let step, step.isPersonal, value.kind != .null {
+                    personal.append((step.path, value.range))
                 } else {
                     if !first { out.append(UInt8(ascii: ",")) }
                     first = false
-                    out.append(contentsOf: bytes[keyStart..<scanner.index])
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[key.range.lowerBound..<value.range.upperBound]))
                 }
             }
-            scanner.skipWhitespace()
-            if scanner.take(UInt8(ascii: ",")) { continue }
-            guard scanner.take(UInt8(ascii: "}")) else { return false }
-            out.append(UInt8(ascii: "}"))
-            return true
-        }
+        } while try tokenizer.nextItem(closing: UInt8(ascii: "}"))
+        out.append(UInt8(ascii: "}"))
+        return true
     }
 
     /// One member of a scanned object (see ``JSONObjectBytes/Member``).

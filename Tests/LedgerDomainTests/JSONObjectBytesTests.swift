@@ -1,5 +1,5 @@
 import Foundation
-@testable import LedgerStore
+import LedgerDomain
 import Testing
 
 @Suite("JSON object bytes")
@@ -37,27 +37,33 @@ private extension Array where Element == UInt8 {
 }
 
 extension JSONObjectBytesTests {
-    @Test("strings are stepped over eight bytes at a time exactly as byte by byte: quotes and escapes at every offset")
+    @Test("strings are stepped over eight bytes at a time exactly as byte by byte: quotes, escapes and refusals at every offset")
     func stringsAtEveryOffset() throws {
         var generator = SystemRandomNumberGenerator()
-        // The quote and the backslash, and bytes at the edges of the eight-byte tests (below and
-        // at 0x20, either side of the backslash, the top of ASCII and above).
-        let alphabet: [UInt8] = Array(#"ab"\\"#.utf8) + [0x01, 0x1F, 0x20, 0x21, 0x5B, 0x5D, 0x7F, 0x80, 0xFF]
+        // The quote and the backslash, an escape letter, and bytes at the edges of the eight-byte
+        // tests (below and at 0x20, either side of the backslash, the top of ASCII and above).
+        let alphabet: [UInt8] = Array(#"ab"\"#.utf8) + [0x01, 0x1F, 0x20, 0x21, 0x5B, 0x5D, 0x7F, 0x80, 0xFF]
         for _ in 0..<3000 {
             let body = (0..<Int.random(in: 0...30, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }
             let bytes = [UInt8(ascii: "\"")] + body
-            // Byte by byte: the end of the string (after its closing quote), or nil when unterminated.
+            // Byte by byte: the end of the string (after its closing quote), or nil when refused.
             var index = 1, expected: Int?
-            while index < bytes.count {
-                if bytes[index] == UInt8(ascii: "\"") { expected = index + 1; break }
-                index += bytes[index] == UInt8(ascii: "\\") ? 2 : 1
+            scan: while index < bytes.count {
+                switch bytes[index] {
+                case UInt8(ascii: "\""): expected = index + 1; break scan
+                case UInt8(ascii: "\\"):
+                    guard index + 1 < bytes.count, Array(#""\/bfnrt"#.utf8).contains(bytes[index + 1]) else { break scan }
+                    index += 2
+                case 0..<0x20, 0x80...: break scan
+                default: index += 1
+                }
             }
-            let (ended, offset) = bytes.withUnsafeBufferPointer { buffer in
-                var cursor = JSONObjectBytes.Cursor(buffer)
-                return (cursor.skipString(), cursor.offset)
+            let (token, offset) = bytes.withUnsafeBufferPointer { buffer in
+                var tokenizer = JSONTokenizer(buffer, maximumDepth: 1)
+                return (try? tokenizer.string(), tokenizer.offset)
             }
-            #expect(ended == (expected != nil), "\(bytes)")
-            #expect(offset == expected ?? bytes.count, "\(bytes)")
+            #expect(token?.range.upperBound == expected, "\(bytes)")
+            if expected != nil { #expect(offset == expected, "\(bytes)") }
             // A plain body: no backslash and no control character, wherever they stand.
             let plain = !body.contains { $0 == UInt8(ascii: "\\") || $0 < 0x20 }
             #expect((JSONObjectBytes.plainStringBody((bytes + [UInt8(ascii: "\"")])[...]) != nil) == plain, "\(body)")
