@@ -20,9 +20,9 @@ public struct APIKeys: Sendable {
     let entries: [(app: AppID, digest: [UInt8])]
 
     /// Keys from digests by app.
-    /// - Throws: ``APIKeysError`` for an invalid app id, a digest that is not 64 hex digits, or a
+    /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``) for an invalid app id, a digest that is not 64 hex digits, or a
     ///   digest given to two apps (a key must belong to one app).
-    public init(digests: [String: [String]]) throws(APIKeysError) {
+    public init(digests: [String: [String]]) throws(APIError) {
         var entries: [(app: AppID, digest: [UInt8])] = []
         var owners: [[UInt8]: String] = [:]
         for (app, hexes) in digests.sorted(by: { $0.key < $1.key }) {
@@ -42,8 +42,8 @@ public struct APIKeys: Sendable {
     }
 
     /// Keys from the JSON form described above.
-    /// - Throws: ``APIKeysError``.
-    public init(json: Data) throws(APIKeysError) {
+    /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``).
+    public init(json: Data) throws(APIError) {
         guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { throw .notAnObject }
         var digests: [String: [String]] = [:]
         for (app, value) in object {
@@ -57,8 +57,8 @@ public struct APIKeys: Sendable {
     }
 
     /// Keys from `LEDGER_API_KEYS` (JSON) or `LEDGER_API_KEYS_FILE` (a path to the JSON).
-    /// - Throws: ``APIKeysError`` when neither is set, the file cannot be read, or the JSON is invalid.
-    public static func fromEnvironment(_ environment: [String: String]) throws(APIKeysError) -> APIKeys {
+    /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``) when neither is set, the file cannot be read, or the JSON is invalid.
+    public static func fromEnvironment(_ environment: [String: String]) throws(APIError) -> APIKeys {
         if let inline = environment["LEDGER_API_KEYS"], !inline.isEmpty {
             return try APIKeys(json: Data(inline.utf8))
         }
@@ -117,36 +117,30 @@ public struct APIKeys: Sendable {
     }
 }
 
-/// Why the API key configuration was refused. Never quotes a digest or a key.
-public enum APIKeysError: Error, Sendable, Hashable, CustomStringConvertible {
+extension APIError {
     /// Neither `LEDGER_API_KEYS` nor `LEDGER_API_KEYS_FILE` is set.
-    case notConfigured
+    static let notConfigured = refusedConfiguration(
+        .invalidAPIKeys, rule: "configured", "no API keys: set LEDGER_API_KEYS (JSON: app id → SHA-256 hex of the key) or LEDGER_API_KEYS_FILE")
     /// The file could not be read.
-    case unreadableFile(String)
+    static func unreadableFile(_ path: String) -> APIError {
+        refusedConfiguration(.invalidAPIKeys, field: path, rule: "readable_file", "LEDGER_API_KEYS_FILE \(path) cannot be read")
+    }
     /// The configuration is not a JSON object.
-    case notAnObject
+    static let notAnObject = refusedConfiguration(
+        .invalidAPIKeys, rule: "json_object", "the API key configuration must be a JSON object: app id → SHA-256 hex digest (or a list of them)")
     /// An app id is not valid.
-    case invalidApp(String, rule: String)
+    static func invalidApp(_ app: String, rule: String) -> APIError {
+        refusedConfiguration(.invalidAPIKeys, field: app, rule: rule,
+                             "the API key configuration names an invalid app id '\(app)' [\(rule)]")
+    }
     /// A digest of this app is not 64 hex digits (or not a string).
-    case invalidDigest(app: String)
+    static func invalidDigest(app: String) -> APIError {
+        refusedConfiguration(.invalidAPIKeys, field: app, rule: "sha256_hex",
+                             "the API key digest of app '\(app)' must be 64 hex digits (the SHA-256 of the key)")
+    }
     /// One digest is given to both apps (named in order); the digest itself is not kept.
-    case digestOfTwoApps(String, String)
-
-    /// One line for an operator.
-    public var description: String {
-        switch self {
-        case .notConfigured:
-            "no API keys: set LEDGER_API_KEYS (JSON: app id → SHA-256 hex of the key) or LEDGER_API_KEYS_FILE"
-        case .unreadableFile(let path):
-            "LEDGER_API_KEYS_FILE \(path) cannot be read"
-        case .notAnObject:
-            "the API key configuration must be a JSON object: app id → SHA-256 hex digest (or a list of them)"
-        case .invalidApp(let app, let rule):
-            "the API key configuration names an invalid app id '\(app)' [\(rule)]"
-        case .invalidDigest(let app):
-            "the API key digest of app '\(app)' must be 64 hex digits (the SHA-256 of the key)"
-        case .digestOfTwoApps(let first, let second):
-            "apps '\(first)' and '\(second)' have the same API key digest: a key must belong to one app; give each app a key of its own"
-        }
+    static func digestOfTwoApps(_ first: String, _ second: String) -> APIError {
+        refusedConfiguration(.invalidAPIKeys, field: second, rule: "one_app_per_key",
+                             "apps '\(first)' and '\(second)' have the same API key digest: a key must belong to one app; give each app a key of its own")
     }
 }

@@ -56,7 +56,7 @@ extension APIError {
         let seconds = retryAfterSeconds(wait)
         let perSecond = limit.requestsPerSecond
         let rate = perSecond < 1e15 && perSecond.rounded() == perSecond ? String(Int64(perSecond)) : String(perSecond)
-        var refusal = APIError(.tooManyRequests, code: "rate_limited", rule: "app_rate_limit",
+        var refusal = APIError(.tooManyRequests, code: .rateLimited, rule: "app_rate_limit",
                                message: "This app sent more requests than the server takes (\(rate) per second, bursts of "
                                    + "\(limit.burst)); retry after the seconds Retry-After gives.")
         refusal.headers[.retryAfter] = String(seconds)

@@ -145,7 +145,7 @@ struct AppendRequest {
         } else {
             refusal.field = error.field.map { "\(base).data.\($0)" } ?? "\(base).data"
         }
-        if error.code == .invalid { refusal.code = "invalid_event" }
+        if error.code == .invalid { refusal.code = .invalidEvent }
         return refusal
     }
 }

@@ -20,26 +20,26 @@ struct ErrorMiddleware: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            Counter(label: "ledger_http_refusals_total", dimensions: [("code", error.code), ("rule", error.rule)]).increment()
+            Counter(label: "ledger_http_refusals_total", dimensions: [("code", error.code.description), ("rule", error.rule)]).increment()
             throw error
         } catch let error as HTTPError where error.status == .notFound {
             let allowed = RouteTable.methods(forPath: request.uri.path)
             if !allowed.isEmpty {
-                var refusal = APIError(.methodNotAllowed, code: "method_not_allowed", rule: "allowed_methods",
+                var refusal = APIError(.methodNotAllowed, code: .methodNotAllowed, rule: "allowed_methods",
                                        message: "This path answers \(allowed.joined(separator: ", ")) only.")
                 refusal.headers[.allow] = allowed.joined(separator: ", ")
                 throw refusal
             }
-            throw APIError(.notFound, code: "not_found", rule: "known_route", message: "No such route; see docs/openapi.yaml.")
+            throw APIError(.notFound, code: .notFound, rule: "known_route", message: "No such route; see docs/openapi.yaml.")
         } catch let error as HTTPError {
-            throw APIError(error.status, code: "http_error", rule: "http_\(error.status.code)",
+            throw APIError(error.status, code: .httpError, rule: "http_\(error.status.code)",
                            message: error.body ?? error.status.reasonPhrase)
         } catch is NIOTooManyBytesError {
             throw APIError.payloadTooLarge(limit: nil)
         } catch let error as AttributionLedgerError {
             // A facade refusal a route did not map itself (reads refused by a tenant check).
             let refusal = APIError.fromLedger(error, index: error.index, fieldPrefix: nil)
-            Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code), ("rule", refusal.rule)]).increment()
+            Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code.description), ("rule", refusal.rule)]).increment()
             throw refusal
         } catch let error as RequestTimeoutError {
             throw APIError.requestTimeout(error.timeout)
@@ -49,7 +49,7 @@ struct ErrorMiddleware: RouterMiddleware {
             logger.warning("request failed: the database is unreachable", metadata: [
                 "http.method": "\(request.method)", "http.route": "\(context.endpointPath ?? "unknown")"])
             Counter(label: "ledger_http_unavailable_total").increment()
-            var refusal = APIError(.serviceUnavailable, code: "database_unavailable", rule: "database_reachable",
+            var refusal = APIError(.serviceUnavailable, code: .databaseUnavailable, rule: "database_reachable",
                                    message: "The ledger's database is unreachable; retry with the same ids shortly.")
             refusal.headers[.retryAfter] = "2"
             throw refusal
@@ -59,7 +59,7 @@ struct ErrorMiddleware: RouterMiddleware {
             metadata["http.route"] = "\(context.endpointPath ?? "unknown")"
             logger.error("request failed", metadata: metadata)
             Counter(label: "ledger_http_internal_errors_total").increment()
-            throw APIError(.internalServerError, code: "internal", rule: "internal_error",
+            throw APIError(.internalServerError, code: .internal, rule: "internal_error",
                            message: "The ledger failed to answer; the error is logged. Retrying with the same ids is safe.")
         }
     }
@@ -84,7 +84,7 @@ extension APIError {
     static func requestTimeout(_ timeout: TimeAmount) -> APIError {
         let milliseconds = timeout.nanoseconds / 1_000_000
         let limit = milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-        var refusal = APIError(.requestTimeout, code: "request_timeout", field: "body", rule: "request_timeout",
+        var refusal = APIError(.requestTimeout, code: .requestTimeout, field: "body", rule: "request_timeout",
                                message: "The request did not arrive within \(limit) of its first byte; the connection is closed.")
         refusal.headers[.connection] = "close"
         return refusal
@@ -92,7 +92,7 @@ extension APIError {
 
     /// 413 for a body over the limit.
     static func payloadTooLarge(limit: Int?) -> APIError {
-        APIError(.contentTooLarge, code: "payload_too_large", field: "body", rule: limit.map { "max_\($0)_bytes" } ?? "max_body_bytes",
+        APIError(.contentTooLarge, code: .payloadTooLarge, field: "body", rule: limit.map { "max_\($0)_bytes" } ?? "max_body_bytes",
                  message: "The request body is larger than the server accepts\(limit.map { " (\($0) bytes)" } ?? "").")
     }
 }

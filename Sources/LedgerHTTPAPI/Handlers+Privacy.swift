@@ -33,7 +33,7 @@ extension Handlers {
         let (device, _) = try readTarget(request, context)
         let data = try await body(of: request)
         guard case .object(let object) = try JSONBody.parse(data) else {
-            throw APIError(.badRequest, code: "malformed_json", field: "body", rule: "json_object",
+            throw APIError(.badRequest, code: .malformedJSON, field: "body", rule: "json_object",
                            message: "The body must be a JSON object with 'requested_by'.")
         }
         if let unknown = object.keys.sorted().first(where: { !["requested_by", "requested_at"].contains($0) }) {
@@ -84,7 +84,7 @@ extension Handlers {
         } catch let error as AttributionLedgerError {
             var refusal = APIError.fromLedger(error, index: nil, fieldPrefix: nil)
             if error.code == .invalid {
-                refusal.code = error.rule == "network" || error.field == "network" ? "invalid_request" : "invalid_postback"
+                refusal.code = error.rule == "network" || error.field == "network" ? .invalidRequest : .invalidPostback
                 if let kept = error.eventID { refusal.message += " The postback is kept as refused (event \(kept.uuidString.lowercased()))." }
             }
             throw refusal

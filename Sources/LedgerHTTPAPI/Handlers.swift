@@ -46,7 +46,7 @@ struct Handlers: Sendable {
     /// - Throws: 401 without a known key, 429 over the key's app's rate limit, 403 with a key of
     ///   another app.
     func authorize(_ request: Request, _ context: BasicRequestContext) throws(APIError) -> AppID {
-        var unauthenticated = APIError(.unauthorized, code: "unauthenticated", field: "Authorization", rule: "bearer_api_key",
+        var unauthenticated = APIError(.unauthorized, code: .unauthenticated, field: "Authorization", rule: "bearer_api_key",
                                        message: "Send 'Authorization: Bearer <API key>' with a key of this app.")
         unauthenticated.headers[.wwwAuthenticate] = "Bearer realm=\"ledger\""
         guard let header = request.headers[.authorization] else { throw unauthenticated }
@@ -60,7 +60,7 @@ struct Handlers: Sendable {
         }
         try limiter?.admit(app)
         guard app.rawValue == context.parameters.get("app").map(Self.decoded) else {
-            throw APIError(.forbidden, code: "forbidden", field: "app", rule: "key_of_this_app",
+            throw APIError(.forbidden, code: .forbidden, field: "app", rule: "key_of_this_app",
                            message: "This API key belongs to another app; it can neither read nor write this one.")
         }
         return app
@@ -153,7 +153,7 @@ struct Handlers: Sendable {
 
     func prometheus() throws -> Response {
         guard let metrics else {
-            throw APIError(.notFound, code: "not_found", rule: "metrics_enabled", message: "Metrics are not enabled on this server.")
+            throw APIError(.notFound, code: .notFound, rule: "metrics_enabled", message: "Metrics are not enabled on this server.")
         }
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer())))

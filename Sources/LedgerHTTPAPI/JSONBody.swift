@@ -31,7 +31,7 @@ enum JSONBody {
     /// - Throws: 415 ``APIError`` (`unsupported_media_type`, field `Content-Type`, rule `application_json`).
     static func requireJSON(_ request: Request) throws(APIError) {
         guard isJSON(contentType: request.headers[.contentType]) else {
-            throw APIError(.unsupportedMediaType, code: "unsupported_media_type", field: "Content-Type", rule: "application_json",
+            throw APIError(.unsupportedMediaType, code: .unsupportedMediaType, field: "Content-Type", rule: "application_json",
                            message: "The body must be JSON, sent with 'Content-Type: application/json'.")
         }
     }
@@ -50,7 +50,7 @@ enum JSONBody {
         return try value(of: document, at: "")
     }
 
-    private static let syntaxError = APIError(.badRequest, code: "malformed_json", field: "body", rule: "json_syntax",
+    private static let syntaxError = APIError(.badRequest, code: .malformedJSON, field: "body", rule: "json_syntax",
                                               message: "The body is not valid JSON (UTF-8, at most \(maxDepth) levels deep).")
 
     /// `document` as a ``JSONValue``; `path` is where it sits (`""` for the root).
@@ -75,7 +75,7 @@ enum JSONBody {
             for member in members {
                 let memberPath = path.isEmpty ? member.key : "\(path).\(member.key)"
                 guard object[member.key] == nil else {
-                    throw APIError(.badRequest, code: "malformed_json", field: memberPath, rule: "no_duplicate_keys",
+                    throw APIError(.badRequest, code: .malformedJSON, field: memberPath, rule: "no_duplicate_keys",
                                    message: "The key appears twice in one JSON object; each key may appear once.")
                 }
                 object[member.key] = try value(of: member.value, at: memberPath)

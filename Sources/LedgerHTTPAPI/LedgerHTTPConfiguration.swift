@@ -87,9 +87,9 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
     }
 
     /// Checks the configuration before the server binds.
-    /// - Throws: ``LedgerHTTPConfigurationError``: a non-loopback host without ``insecureListen``,
+    /// - Throws: ``APIError`` (``APIError/Code/invalidConfiguration``): a non-loopback host without ``insecureListen``,
     ///   a timeout that is not positive, a rate limit that is not positive.
-    public func validate() throws(LedgerHTTPConfigurationError) {
+    public func validate() throws(APIError) {
         if !insecureListen, !Self.isLoopback(host: host) { throw .nonLoopbackHost(host) }
         for (name, value) in [("headerTimeout", headerTimeout), ("idleTimeout", idleTimeout), ("requestTimeout", requestTimeout)]
         where value <= .zero {
@@ -119,24 +119,17 @@ public struct HTTPRateLimit: Sendable, Hashable {
     public static let standard = HTTPRateLimit(requestsPerSecond: 100, burst: 200)
 }
 
-/// Why a ``LedgerHTTPConfiguration`` was refused.
-public enum LedgerHTTPConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+extension APIError {
     /// The host is not a loopback address and ``LedgerHTTPConfiguration/insecureListen`` is off.
-    case nonLoopbackHost(String)
-    /// A timeout (named) is zero or negative.
-    case nonPositiveTimeout(String)
-    /// The rate limit's rate or burst is not positive.
-    case invalidRateLimit
-
-    /// One line for an operator.
-    public var description: String {
-        switch self {
-        case .nonLoopbackHost(let host):
-            "\(host) is not a loopback address, and the API has no TLS: keys and device data would cross the network in clear text"
-        case .nonPositiveTimeout(let name):
-            "\(name) must be more than zero"
-        case .invalidRateLimit:
-            "a rate limit needs a rate above zero and a burst of at least 1"
-        }
+    static func nonLoopbackHost(_ host: String) -> APIError {
+        refusedConfiguration(.invalidConfiguration, field: host, rule: "loopback_host",
+                             "\(host) is not a loopback address, and the API has no TLS: keys and device data would cross the network in clear text")
     }
+    /// A timeout (named) is zero or negative.
+    static func nonPositiveTimeout(_ name: String) -> APIError {
+        refusedConfiguration(.invalidConfiguration, field: name, rule: "positive_timeout", "\(name) must be more than zero")
+    }
+    /// The rate limit's rate or burst is not positive.
+    static let invalidRateLimit = refusedConfiguration(
+        .invalidConfiguration, rule: "positive_rate_limit", "a rate limit needs a rate above zero and a burst of at least 1")
 }

@@ -70,9 +70,9 @@ public struct LedgerHTTPServer: Service {
 
     /// The Hummingbird application, not yet running: HTTP/1 with the configuration's timeouts.
     /// - Parameter onServerRunning: called with the bound port once the server listens.
-    /// - Throws: ``LedgerHTTPConfigurationError`` when ``LedgerHTTPConfiguration/validate()`` refuses
+    /// - Throws: ``APIError`` (``APIError/Code/invalidConfiguration``) when ``LedgerHTTPConfiguration/validate()`` refuses
     ///   the configuration (a non-loopback host without `insecureListen`, say).
-    public func makeApplication(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws(LedgerHTTPConfigurationError)
+    public func makeApplication(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws(APIError)
         -> some ApplicationProtocol
     {
         try configuration.validate()
@@ -90,7 +90,7 @@ public struct LedgerHTTPServer: Service {
     /// finish and returns; or until the task is cancelled, which closes every connection at once.
     /// The application's own `ServiceGroup` (Hummingbird's) follows the enclosing group's graceful
     /// shutdown; it traps no signal itself: the command's group does (`ledger serve`).
-    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
+    /// - Throws: ``APIError`` (``APIError/Code/invalidConfiguration``) before binding, or what the server fails with.
     public func run() async throws {
         try await makeApplication(onServerRunning: onServerRunning).run()
     }
@@ -98,7 +98,7 @@ public struct LedgerHTTPServer: Service {
     /// Runs until the task is cancelled (tests), calling `onServerRunning` rather than the
     /// server's own ``onServerRunning``.
     /// - Parameter onServerRunning: called with the bound port once the server listens.
-    /// - Throws: ``LedgerHTTPConfigurationError`` before binding, or what the server fails with.
+    /// - Throws: ``APIError`` (``APIError/Code/invalidConfiguration``) before binding, or what the server fails with.
     public func runUntilCancelled(onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try await makeApplication(onServerRunning: onServerRunning).run()
     }

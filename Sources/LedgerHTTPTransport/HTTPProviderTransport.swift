@@ -14,7 +14,7 @@ import Synchronization
 /// reused (TLS handshakes are the expensive part of a provider call, and the worker sends many small
 /// requests to the same four hosts). The transport never retries, never follows redirects and never
 /// interprets an answer: every HTTP status comes back as a ``TransportResponse``, and only a request
-/// that got no HTTP answer is a ``TransportError`` — retrying is the worker's business, by each
+/// that got no HTTP answer is a ``DispatchError`` — retrying is the worker's business, by each
 /// provider's documented rules.
 ///
 /// Call ``shutdown()`` before the last reference goes away: AsyncHTTPClient traps in debug builds
@@ -96,10 +96,10 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
     /// a body carries `Content-Length: 0`, which Google requires explicitly), and a request's own
     /// `Content-Length` must agree with its body.
     ///
-    /// - Throws: ``TransportError``: `invalidRequest` (plain `http` to a non-loopback host, a URL
+    /// - Throws: ``DispatchError``: `invalidRequest` (plain `http` to a non-loopback host, a URL
     ///   or header that cannot be sent), `connectionFailed`, `tls`, `timeout`, `connectionLost`,
     ///   `responseTooLarge`.
-    public func send(_ request: ProviderRequest, timeout: Duration) async throws(TransportError) -> TransportResponse {
+    public func send(_ request: ProviderRequest, timeout: Duration) async throws(DispatchError) -> TransportResponse {
         let prepared = try prepare(request)
         let clock = ContinuousClock()
         let started = clock.now
@@ -109,12 +109,12 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
         case .answered(let response):
             return TransportResponse(response: response, latency: clock.now - started)
         case .timedOut:
-            throw TransportError(.timeout, "no complete answer from \(request.host) within \(timeout)")
+            throw DispatchError(.timeout, "no complete answer from \(request.host) within \(timeout)")
         case .failed(let error):
             let mapped = Self.map(error, host: request.host)
             logger.debug(
                 "provider request failed",
-                metadata: ["provider": "\(request.provider.rawValue)", "kind": "\(mapped.kind.rawValue)"])
+                metadata: ["provider": "\(request.provider.rawValue)", "kind": "\(mapped.code)"])
             throw mapped
         }
     }
@@ -147,20 +147,19 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
     /// Applies the policy checks and converts the request. Checked here although the builders
     /// already check, as defence in depth: a request decoded from storage or built by hand must not
     /// leave the machine unencrypted either.
-    func prepare(_ request: ProviderRequest) throws(TransportError) -> HTTPClientRequest {
+    func prepare(_ request: ProviderRequest) throws(DispatchError) -> HTTPClientRequest {
         let scheme = request.scheme.lowercased()
         let host = request.host.lowercased()
         switch scheme {
         case "https": break
         case "http" where Self.loopbackHosts.contains(host): break
         case "http":
-            throw TransportError(
-                .invalidRequest, "plain http is refused for non-loopback host \(request.host); providers require https")
+            throw DispatchError(.invalidRequest, "plain http is refused for non-loopback host \(request.host); providers require https")
         default:
-            throw TransportError(.invalidRequest, "unsupported scheme '\(request.scheme)'")
+            throw DispatchError(.invalidRequest, "unsupported scheme '\(request.scheme)'")
         }
         guard !host.isEmpty, request.path.hasPrefix("/") else {
-            throw TransportError(.invalidRequest, "the request needs a host and a path starting with '/'")
+            throw DispatchError(.invalidRequest, "the request needs a host and a path starting with '/'")
         }
         let bodyCount = request.body?.count ?? 0
         var headers = HTTPHeaders()
@@ -170,11 +169,10 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
                 // AsyncHTTPClient writes the framing itself; a stated length that disagrees with the
                 // body would mean the request is not what its builder meant to send.
                 guard header.value.trimmingCharacters(in: .whitespaces) == String(bodyCount) else {
-                    throw TransportError(
-                        .invalidRequest, "Content-Length \(header.value) does not match the body (\(bodyCount) bytes)")
+                    throw DispatchError(.invalidRequest, "Content-Length \(header.value) does not match the body (\(bodyCount) bytes)")
                 }
             case "transfer-encoding":
-                throw TransportError(.invalidRequest, "Transfer-Encoding is not sent: provider bodies have a known length")
+                throw DispatchError(.invalidRequest, "Transfer-Encoding is not sent: provider bodies have a known length")
             default:
                 headers.add(name: header.name, value: header.value)
             }
@@ -254,60 +252,60 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
 
     // MARK: - Error mapping
 
-    /// Maps an AsyncHTTPClient / NIO error to a ``TransportError`` kind, by whether the request can
+    /// Maps an AsyncHTTPClient / NIO error to a ``DispatchError`` code, by whether the request can
     /// have arrived: `connectionFailed` and `tls` mean nothing arrived (safe to send again);
     /// `timeout` and `connectionLost` mean it may have. Unknown errors are taken as
     /// `connectionLost`, the cautious reading. Messages never include the URL (its query may hold
     /// a credential).
-    static func map(_ error: any Error, host: String) -> TransportError {
-        if let error = error as? TransportError { return error }
+    static func map(_ error: any Error, host: String) -> DispatchError {
+        if let error = error as? DispatchError { return error }
         if error is NIOTooManyBytesError {
-            return TransportError(.responseTooLarge, "the answer from \(host) exceeds the size limit")
+            return DispatchError(.responseTooLarge, "the answer from \(host) exceeds the size limit")
         }
         if error is CancellationError {
-            return TransportError(.connectionLost, "cancelled before an answer from \(host) arrived; it may have arrived")
+            return DispatchError(.connectionLost, "cancelled before an answer from \(host) arrived; it may have arrived")
         }
         if let error = error as? HTTPClientError {
             switch error {
             case .deadlineExceeded, .readTimeout, .writeTimeout:
-                return TransportError(.timeout, "no answer from \(host) in time (\(error))")
+                return DispatchError(.timeout, "no answer from \(host) in time (\(error))")
             case .connectTimeout, .getConnectionFromPoolTimeout, .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
-                return TransportError(.connectionFailed, "could not connect to \(host) (\(error))")
+                return DispatchError(.connectionFailed, "could not connect to \(host) (\(error))")
             case .tlsHandshakeTimeout:
-                return TransportError(.tls, "TLS handshake with \(host) timed out")
+                return DispatchError(.tls, "TLS handshake with \(host) timed out")
             case .alreadyShutdown:
-                return TransportError(.connectionFailed, "the transport is shut down; nothing was sent")
+                return DispatchError(.connectionFailed, "the transport is shut down; nothing was sent")
             case .remoteConnectionClosed, .uncleanShutdown:
-                return TransportError(.connectionLost, "\(host) closed the connection before answering (\(error))")
+                return DispatchError(.connectionLost, "\(host) closed the connection before answering (\(error))")
             case .cancelled:
-                return TransportError(.connectionLost, "cancelled before an answer from \(host) arrived; it may have arrived")
+                return DispatchError(.connectionLost, "cancelled before an answer from \(host) arrived; it may have arrived")
             case .invalidURL, .emptyHost, .emptyScheme, .traceRequestWithBody, .bodyLengthMismatch,
                 .identityCodingIncorrectlyPresent:
-                return TransportError(.invalidRequest, "the request cannot be sent as built (\(error))")
+                return DispatchError(.invalidRequest, "the request cannot be sent as built (\(error))")
             default:
                 let text = String(describing: error)
                 if text.contains("unsupportedScheme") || text.contains("invalidHeaderField") {
-                    return TransportError(.invalidRequest, "the request cannot be sent as built (\(text))")
+                    return DispatchError(.invalidRequest, "the request cannot be sent as built (\(text))")
                 }
-                return TransportError(.connectionLost, "\(host): \(text)")
+                return DispatchError(.connectionLost, "\(host): \(text)")
             }
         }
         if let error = error as? ChannelError {
             switch error {
             case .connectTimeout:
-                return TransportError(.connectionFailed, "could not connect to \(host) in time")
+                return DispatchError(.connectionFailed, "could not connect to \(host) in time")
             default:
-                return TransportError(.connectionLost, "\(host): \(error)")
+                return DispatchError(.connectionLost, "\(host): \(error)")
             }
         }
         if let error = error as? IOError {
             switch error.errnoCode {
             case ECONNREFUSED, EHOSTUNREACH, ENETUNREACH, EHOSTDOWN, EADDRNOTAVAIL, ENETDOWN:
-                return TransportError(.connectionFailed, "could not connect to \(host): \(error)")
+                return DispatchError(.connectionFailed, "could not connect to \(host): \(error)")
             case ETIMEDOUT:
-                return TransportError(.timeout, "\(host): \(error)")
+                return DispatchError(.timeout, "\(host): \(error)")
             default:
-                return TransportError(.connectionLost, "\(host): \(error)")
+                return DispatchError(.connectionLost, "\(host): \(error)")
             }
         }
         // Errors of modules this target does not import (NIOPosix's happy-eyeballs connect error
@@ -315,14 +313,14 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
         // dependencies for the sake of a type check.
         let typeName = String(reflecting: type(of: error))
         if typeName.contains("NIOConnectionError") || typeName.contains("SingleConnectionFailure") {
-            return TransportError(.connectionFailed, "could not connect to \(host): \(error)")
+            return DispatchError(.connectionFailed, "could not connect to \(host): \(error)")
         }
         if typeName.contains("NIOSSL") || typeName.contains("BoringSSL") || typeName.contains("NIOTLS") {
-            return TransportError(.tls, "TLS with \(host) failed: \(error)")
+            return DispatchError(.tls, "TLS with \(host) failed: \(error)")
         }
         if error is HTTPParserError {
-            return TransportError(.connectionLost, "\(host) sent a malformed HTTP answer (\(error))")
+            return DispatchError(.connectionLost, "\(host) sent a malformed HTTP answer (\(error))")
         }
-        return TransportError(.connectionLost, "\(host): \(error)")
+        return DispatchError(.connectionLost, "\(host): \(error)")
     }
 }

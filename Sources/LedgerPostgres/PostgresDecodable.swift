@@ -3,6 +3,7 @@ import Foundation
 /// A Swift type a column's text value decodes into.
 public protocol PostgresDecodable: Sendable {
     /// Decodes PostgreSQL's text output of a value of type `typeOID`.
+    /// - Throws: ``PostgresError/decodingFailure(_:)`` when the text is not a value of this type.
     init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws
     /// What a SQL NULL decodes to: an error, except for `Optional`.
     static func decodeNull(column: String) throws(PostgresError) -> Self
@@ -25,7 +26,7 @@ extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
 extension String: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {
         guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw PostgresDecodingFailure("not valid UTF-8")
+            throw PostgresError.decodingFailure("not valid UTF-8")
         }
         self = text
     }
@@ -33,11 +34,11 @@ extension String: PostgresDecodable {
 
 extension Bool: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {
-        guard bytes.count == 1 else { throw PostgresDecodingFailure("not a boolean") }
+        guard bytes.count == 1 else { throw PostgresError.decodingFailure("not a boolean") }
         switch bytes[0] {
         case UInt8(ascii: "t"): self = true
         case UInt8(ascii: "f"): self = false
-        default: throw PostgresDecodingFailure("not a boolean")
+        default: throw PostgresError.decodingFailure("not a boolean")
         }
     }
 }
@@ -45,20 +46,20 @@ extension Bool: PostgresDecodable {
 /// Integers parse from PostgreSQL's decimal text, with a range check for the Swift type.
 extension FixedWidthInteger where Self: PostgresDecodable {
     static func parseDecimal(_ bytes: UnsafeRawBufferPointer) throws -> Self {
-        guard !bytes.isEmpty else { throw PostgresDecodingFailure("empty integer") }
+        guard !bytes.isEmpty else { throw PostgresError.decodingFailure("empty integer") }
         var index = 0
         let negative = bytes[0] == UInt8(ascii: "-")
         if negative || bytes[0] == UInt8(ascii: "+") { index = 1 }
-        guard index < bytes.count else { throw PostgresDecodingFailure("not an integer") }
+        guard index < bytes.count else { throw PostgresError.decodingFailure("not an integer") }
         var value: Self = 0
         while index < bytes.count {
             let digit = bytes[index]
-            guard digit >= 48, digit <= 57 else { throw PostgresDecodingFailure("not an integer") }
+            guard digit >= 48, digit <= 57 else { throw PostgresError.decodingFailure("not an integer") }
             let (times, overflowA) = value.multipliedReportingOverflow(by: 10)
             let (next, overflowB) = negative
                 ? times.subtractingReportingOverflow(Self(digit - 48))
                 : times.addingReportingOverflow(Self(digit - 48))
-            guard !overflowA, !overflowB else { throw PostgresDecodingFailure("out of range for \(Self.self)") }
+            guard !overflowA, !overflowB else { throw PostgresError.decodingFailure("out of range for \(Self.self)") }
             value = next
             index += 1
         }
@@ -91,7 +92,7 @@ extension Double: PostgresDecodable {
         case "Infinity": self = .infinity
         case "-Infinity": self = -.infinity
         default:
-            guard let value = Double(text) else { throw PostgresDecodingFailure("not a number") }
+            guard let value = Double(text) else { throw PostgresError.decodingFailure("not a number") }
             self = value
         }
     }
@@ -105,13 +106,13 @@ extension Data: PostgresDecodable {
             return
         }
         guard bytes.count >= 2, bytes[0] == UInt8(ascii: "\\"), bytes[1] == UInt8(ascii: "x"), bytes.count % 2 == 0
-        else { throw PostgresDecodingFailure("bytea not in hex output format") }
+        else { throw PostgresError.decodingFailure("bytea not in hex output format") }
         func nibble(_ byte: UInt8) throws -> UInt8 {
             switch byte {
             case 48...57: byte - 48
             case 97...102: byte - 87
             case 65...70: byte - 55
-            default: throw PostgresDecodingFailure("bad hex digit in bytea")
+            default: throw PostgresError.decodingFailure("bad hex digit in bytea")
             }
         }
         var out = [UInt8](repeating: 0, count: (bytes.count - 2) / 2)
@@ -128,7 +129,7 @@ extension Date: PostgresDecodable {
     /// Decodes `timestamptz` (microseconds kept). The session's time zone is UTC.
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {
         guard let date = PostgresTimestamp.parse(bytes) else {
-            throw PostgresDecodingFailure("not a timestamp with time zone: \(String(decoding: bytes, as: UTF8.self))")
+            throw PostgresError.decodingFailure("not a timestamp with time zone: \(String(decoding: bytes, as: UTF8.self))")
         }
         self = date
     }
@@ -137,7 +138,7 @@ extension Date: PostgresDecodable {
 extension UUID: PostgresDecodable {
     public init(postgresText bytes: UnsafeRawBufferPointer, typeOID: UInt32) throws {
         guard let uuid = UUID(canonicalText: bytes) else {
-            throw PostgresDecodingFailure("not a UUID")
+            throw PostgresError.decodingFailure("not a UUID")
         }
         self = uuid
     }

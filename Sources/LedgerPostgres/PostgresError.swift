@@ -62,17 +62,9 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible, CustomDeb
         detail: String? = nil, hint: String? = nil, schemaName: String? = nil, tableName: String? = nil,
         columnName: String? = nil, constraintName: String? = nil, query: String? = nil
     ) {
-        self.code = code
-        self.message = message
-        self.sqlState = sqlState
-        self.severity = severity
-        self.detail = detail
-        self.hint = hint
-        self.schemaName = schemaName
-        self.tableName = tableName
-        self.columnName = columnName
-        self.constraintName = constraintName
-        self.query = query
+        (self.code, self.message, self.sqlState, self.severity, self.detail, self.hint) = (code, message, sqlState, severity, detail, hint)
+        (self.schemaName, self.tableName, self.columnName, self.constraintName, self.query) =
+            (schemaName, tableName, columnName, constraintName, query)
     }
 
     /// One line for a person: the code, the SQLSTATE, the message and the objects it names.
@@ -133,6 +125,13 @@ public enum SQLState {
 }
 
 extension PostgresError {
+    /// A column value that is not what its Swift type asks for (`reason` says how, without the
+    /// value): what ``PostgresDecodable`` conformances throw; the row reader adds the column's
+    /// name, type and the Swift type asked for.
+    public static func decodingFailure(_ reason: String) -> PostgresError {
+        PostgresError(code: .decoding, message: reason)
+    }
+
     /// A text value with a NUL byte, which no PostgreSQL text value can hold (refused before it is
     /// sent, as a parameter or in `COPY`).
     static var nulInText: PostgresError {

@@ -94,10 +94,10 @@ public struct PostgresRow: Sendable {
                 try T(postgresText: UnsafeRawBufferPointer(rebasing: buffer[start..<(start + length)]),
                       typeOID: meta.typeOID)
             }
-        } catch let error as PostgresDecodingFailure {
+        } catch let error as PostgresError where error.code == .decoding && error.columnName == nil {
             throw PostgresError(
                 code: .decoding,
-                message: "column \(meta.name) (type OID \(meta.typeOID)) cannot be decoded as \(T.self): \(error.reason)",
+                message: "column \(meta.name) (type OID \(meta.typeOID)) cannot be decoded as \(T.self): \(error.message)",
                 columnName: meta.name)
         } catch let error as PostgresError {
             throw error
@@ -134,11 +134,4 @@ public struct PostgresRow: Sendable {
                                 columnName: name)
         }
     }
-}
-
-/// Why a value could not be decoded; wrapped into a ``PostgresError`` naming the column.
-public struct PostgresDecodingFailure: Error, Sendable {
-    /// What was wrong with the value.
-    public var reason: String
-    public init(_ reason: String) { self.reason = reason }
 }

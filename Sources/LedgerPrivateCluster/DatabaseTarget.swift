@@ -16,12 +16,12 @@ public struct DatabaseTarget: Sendable {
     /// and makes sure the database exists and answers.
     ///
     /// - Parameter database: the database to use in the private cluster (created if missing).
-    /// - Throws: ``DatabaseTargetError`` with a one-line reason.
+    /// - Throws: ``PrivateClusterError`` with a one-line reason.
     public static func resolve(
         database: String = "ledger",
         environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: "ledger.database")
-    ) throws(DatabaseTargetError) -> DatabaseTarget {
+    ) throws(PrivateClusterError) -> DatabaseTarget {
         if let url = environment["LEDGER_DATABASE_URL"], !url.isEmpty {
             do {
                 _ = try PostgresConnection(conninfo: url, logger: logger)
@@ -30,13 +30,8 @@ public struct DatabaseTarget: Sendable {
             }
             return DatabaseTarget(conninfo: url, cluster: nil)
         }
-        let cluster: PrivateCluster
-        do {
-            cluster = try PrivateCluster.startOrReuse(directory: PrivateCluster.defaultDirectory(environment: environment),
+        let cluster = try PrivateCluster.startOrReuse(directory: PrivateCluster.defaultDirectory(environment: environment),
                                                       logger: logger)
-        } catch {
-            throw .privateCluster(error)
-        }
         do {
             try cluster.createDatabaseIfMissing(database, logger: logger)
         } catch {
@@ -97,21 +92,6 @@ extension PrivateCluster {
             try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(name))\(templateClause)")
         } catch where error.sqlState == "42P04" || error.sqlState == SQLState.uniqueViolation {
             // Another process created it first.
-        }
-    }
-}
-
-/// Why the ledger's database could not be reached. Each case reads as one line for a person.
-public enum DatabaseTargetError: Error, Sendable, CustomStringConvertible {
-    /// The configured or private database did not answer.
-    case unreachable(source: String, reason: String)
-    /// The private cluster could not be started.
-    case privateCluster(PrivateClusterError)
-
-    public var description: String {
-        switch self {
-        case .unreachable(let source, let reason): "cannot connect to \(source): \(reason)"
-        case .privateCluster(let error): "\(error)"
         }
     }
 }

@@ -14,7 +14,7 @@ public struct PostgresInstallation: Sendable, Hashable {
     /// `LEDGER_PG_BINDIR`, when set, is the only place looked at (so a wrong value is an error, not
     /// a silent fallback). Otherwise `PATH`, then Debian's `/usr/lib/postgresql/<version>/bin`,
     /// highest version first (Debian does not put `initdb` on `PATH`).
-    /// - Throws: ``PrivateClusterError/postgresNotInstalled(searched:)`` naming every folder tried.
+    /// - Throws: ``PrivateClusterError`` of code ``PrivateClusterError/Code/postgresNotInstalled`` naming every folder tried.
     public static func find(environment: [String: String] = ProcessInfo.processInfo.environment)
         throws(PrivateClusterError) -> PostgresInstallation
     {
@@ -39,31 +39,57 @@ public struct PostgresInstallation: Sendable, Hashable {
     }
 }
 
-/// Why the private cluster could not be prepared. Each case reads as one line for a person.
-public enum PrivateClusterError: Error, Sendable, CustomStringConvertible {
-    /// No `initdb` / `pg_ctl` was found.
-    case postgresNotInstalled(searched: [String])
-    /// Running as root needs the `postgres` system user, which PostgreSQL's packages create.
-    case noPostgresUser
-    /// A server program failed; `output` is the end of what it printed.
-    case commandFailed(command: String, status: Int32, output: String)
-    /// The cluster's folder could not be created or used.
-    case folderUnusable(path: String, reason: String)
+/// Why the private cluster could not be prepared, or the ledger's database (configured or
+/// private) not reached: the layer's one error, its ``description`` one line for a person.
+public struct PrivateClusterError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What went wrong. Opaque, as postgres-nio's `PSQLError.Code`: a new code does not break a
+    /// client's `switch`.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        /// The code's name (`command_failed`), bounded: usable as a metric label.
+        public let description: String
+        private init(_ description: String) { self.description = description }
 
-    public var description: String {
-        switch self {
-        case .postgresNotInstalled(let searched):
-            let places = searched.isEmpty ? "(nothing to search)" : searched.joined(separator: ", ")
-            return "PostgreSQL server programs (initdb, pg_ctl) not found in \(places); "
-                + "install them with ops/setup (apt-get install postgresql) or set LEDGER_DATABASE_URL"
-        case .noPostgresUser:
-            return "running as root, but there is no 'postgres' system user to run the server "
-                + "(PostgreSQL refuses root); install the postgresql package or run as a normal user"
-        case .commandFailed(let command, let status, let output):
-            let tail = output.split(separator: "\n").suffix(3).joined(separator: " | ")
-            return "\(command) exited with status \(status): \(tail)"
-        case .folderUnusable(let path, let reason):
-            return "cannot use \(path) for the private PostgreSQL: \(reason)"
-        }
+        /// No `initdb` / `pg_ctl` was found; running as root without the `postgres` system user
+        /// (PostgreSQL refuses root; its packages create that user).
+        public static let postgresNotInstalled = Code("postgres_not_installed"), noPostgresUser = Code("no_postgres_user")
+        /// A server program failed (``PrivateClusterError/status`` says how); the cluster's folder
+        /// could not be created or used; the configured or private database did not answer.
+        public static let commandFailed = Code("command_failed"), folderUnusable = Code("folder_unusable"), unreachable = Code("unreachable")
+    }
+
+    /// What went wrong.
+    public let code: Code
+    /// What failed: the program, the folder, or the database (`LEDGER_DATABASE_URL`), if one.
+    public let subject: String?
+    /// The program's exit status (-1 when it could not be started), for ``Code/commandFailed``.
+    public let status: Int32?
+    /// One line for a person.
+    public let description: String
+
+    /// No `initdb` / `pg_ctl` was found in `searched`.
+    static func postgresNotInstalled(searched: [String]) -> Self {
+        let places = searched.isEmpty ? "(nothing to search)" : searched.joined(separator: ", ")
+        return Self(code: .postgresNotInstalled, subject: nil, status: nil, description: "PostgreSQL server programs (initdb, pg_ctl) "
+            + "not found in \(places); install them with ops/setup (apt-get install postgresql) or set LEDGER_DATABASE_URL")
+    }
+
+    /// Running as root without the `postgres` system user.
+    static let noPostgresUser = Self(code: .noPostgresUser, subject: nil, status: nil, description: "running as root, but there is "
+        + "no 'postgres' system user to run the server (PostgreSQL refuses root); install the postgresql package or run as a normal user")
+
+    /// A server program failed; `output` is what it printed, of which the end is kept.
+    static func commandFailed(command: String, status: Int32, output: String) -> Self {
+        let tail = output.split(separator: "\n").suffix(3).joined(separator: " | ")
+        return Self(code: .commandFailed, subject: command, status: status, description: "\(command) exited with status \(status): \(tail)")
+    }
+
+    /// The cluster's folder `path` could not be created or used.
+    static func folderUnusable(path: String, reason: String) -> Self {
+        Self(code: .folderUnusable, subject: path, status: nil, description: "cannot use \(path) for the private PostgreSQL: \(reason)")
+    }
+
+    /// The database at `source` did not answer.
+    static func unreachable(source: String, reason: String) -> Self {
+        Self(code: .unreachable, subject: source, status: nil, description: "cannot connect to \(source): \(reason)")
     }
 }

@@ -132,7 +132,7 @@ private enum RulesFixture {
             + (stored.body.map { String(decoding: $0, as: UTF8.self) } ?? "") + "\n" + request.description
     }
 
-    static func buildError(_ body: () throws(SendBuildError) -> ProviderRequest) -> SendBuildError? {
+    static func buildError(_ body: () throws(DispatchError) -> ProviderRequest) -> DispatchError? {
         do {
             _ = try body()
             return nil
@@ -227,7 +227,7 @@ struct SendRulesTests {
 
         for (text, rule) in [("MyAnalyticsCompany", "product_format"), ("My Company/1.0", "no_separators"),
                              ("Company/1.0 (x)", "no_separators"), ("/1.0", "required")] {
-            let refused = #expect(throws: ProviderConfigurationError.self) {
+            let refused = #expect(throws: DispatchError.self) {
                 try ProviderConfiguration.fromEnvironment([
                     "LEDGER_GOOGLE_DEV_TOKEN": "t", "LEDGER_GOOGLE_LINK_ID": "l", "LEDGER_GOOGLE_USER_AGENT_PRODUCT": text])
             }
@@ -263,7 +263,7 @@ struct SendRulesTests {
         let event = try log.add(InAppEventRecorded(device: RulesFixture.ios(network: false), name: "x", googleEventType: .viewItem),
                                 at: RulesFixture.t0)
         let (send, _) = try log.request(.google, .conversion, cause: event, at: RulesFixture.t0)
-        let error = RulesFixture.buildError { () throws(SendBuildError) in try RulesFixture.rules.buildRequest(RulesFixture.context(send, cause: event)) }
+        let error = RulesFixture.buildError { () throws(DispatchError) in try RulesFixture.rules.buildRequest(RulesFixture.context(send, cause: event)) }
         #expect(error?.rule == "device_user_agent_missing")
     }
 
@@ -344,7 +344,7 @@ struct SendRulesTests {
             #expect(request.queryValue("attributed") == expected)
         }
         let (missing, _) = try log.request(.google, .crossNetwork, cause: decision, at: RulesFixture.t0, parameters: ["ad_event_id": "AE-WIN"])
-        let error = RulesFixture.buildError { () throws(SendBuildError) in try RulesFixture.rules.buildRequest(RulesFixture.context(missing, cause: decision)) }
+        let error = RulesFixture.buildError { () throws(DispatchError) in try RulesFixture.rules.buildRequest(RulesFixture.context(missing, cause: decision)) }
         #expect(error?.rule == "conversion_missing")
     }
 
@@ -356,13 +356,13 @@ struct SendRulesTests {
         let now = RulesFixture.t0.addingTimeInterval(5)
         let context = RulesFixture.context(send, cause: open, now: now)
         let rules = RulesFixture.rules
-        #expect(rules.classify(.failure(TransportError(.connectionFailed, "refused")), context: context)
+        #expect(rules.classify(.failure(DispatchError(.connectionFailed, "refused")), context: context)
             == .retry(notBefore: now.addingTimeInterval(1), rule: "network_error_backoff"))
         #expect(rules.classify(RulesFixture.response(503), context: context) == .retry(notBefore: now.addingTimeInterval(1), rule: "http_5xx_backoff"))
         #expect(rules.classify(RulesFixture.response(200, #"{"ad_events":[],"errors":["timestamp_invalid"],"attributed":false}"#), context: context)
             == .failed(rule: "google_error_code", detail: "timestamp_invalid"))
         #expect(rules.classify(RulesFixture.response(200, #"{"ad_events":[],"errors":[],"attributed":false}"#), context: context) == .succeeded)
-        #expect(rules.classify(.failure(TransportError(.invalidRequest, "bad url")), context: context)
+        #expect(rules.classify(.failure(DispatchError(.invalidRequest, "bad url")), context: context)
             == .failed(rule: "transport_invalid_request", detail: "bad url"))
 
         let (cross, _) = try log.request(.google, .crossNetwork, cause: open, at: RulesFixture.t0, parameters: ["ad_event_id": "A", "attributed": "0"])
@@ -391,7 +391,7 @@ struct SendRulesTests {
 
         let session = try log.add(SessionStarted(device: RulesFixture.ios()), at: RulesFixture.t0)
         let (wrong, _) = try log.request(.appleAdServices, .tokenLookup, cause: session, at: RulesFixture.t0)
-        let error = RulesFixture.buildError { () throws(SendBuildError) in try RulesFixture.rules.buildRequest(RulesFixture.context(wrong, cause: session)) }
+        let error = RulesFixture.buildError { () throws(DispatchError) in try RulesFixture.rules.buildRequest(RulesFixture.context(wrong, cause: session)) }
         #expect(error?.rule == "cause_not_supported")
     }
 
@@ -436,7 +436,7 @@ struct SendRulesTests {
         }
         #expect(RulesFixture.rules.classify(RulesFixture.response(500), context: context)
             == .retry(notBefore: now.addingTimeInterval(30), rule: "adservices_5xx_retry"))
-        #expect(RulesFixture.rules.classify(.failure(TransportError(.timeout, "t")), context: context)
+        #expect(RulesFixture.rules.classify(.failure(DispatchError(.timeout, "t")), context: context)
             == .retry(notBefore: now.addingTimeInterval(30), rule: "adservices_network_error_retry"))
         let late = RulesFixture.context(send, cause: open, now: RulesFixture.t0.addingTimeInterval(86_400 - 3))
         for answer in [RulesFixture.response(500), RulesFixture.response(404)] {
@@ -533,7 +533,7 @@ struct SendRulesTests {
 
         // Before the first answer the second open cannot be built.
         let before = try log.replay(BranchIdentityReducer())
-        let error = RulesFixture.buildError { () throws(SendBuildError) in
+        let error = RulesFixture.buildError { () throws(DispatchError) in
             try RulesFixture.rules.buildRequest(RulesFixture.context(second, stream: secondStream, cause: session, branch: before))
         }
         #expect(error?.rule == "required_after_first_open")
@@ -601,7 +601,7 @@ struct SendRulesTests {
         let (send, _) = try log.request(.branch, .open, cause: link, at: RulesFixture.t0)
         var identity = BranchIdentityReducer().initialState()
         identity.randomizedBundleToken = "RBT-9"
-        let error = RulesFixture.buildError { () throws(SendBuildError) in
+        let error = RulesFixture.buildError { () throws(DispatchError) in
             try RulesFixture.rules.buildRequest(RulesFixture.context(send, cause: link, branch: identity))
         }
         #expect(error?.rule == "device_context_missing")
@@ -626,7 +626,7 @@ struct SendRulesTests {
         #expect(rules.classify(RulesFixture.response(429), context: context(1))
             == .retry(notBefore: now.addingTimeInterval(300), rule: "branch_429_backoff"))
         #expect(rules.classify(RulesFixture.response(200, #"{"randomized_bundle_token":"R"}"#), context: context(1)) == .succeeded)
-        if case .retry(_, let rule) = rules.classify(.failure(TransportError(.timeout, "t")), context: context(1)) {
+        if case .retry(_, let rule) = rules.classify(.failure(DispatchError(.timeout, "t")), context: context(1)) {
             #expect(rule == "branch_timeout_retry")
         } else {
             Issue.record("a timeout is retried")
@@ -702,7 +702,7 @@ struct SendRulesTests {
         // Singular SKAdNetwork 4 implementation guide: a device that never registered for SKAN has
         // nothing to ask.
         let (unregistered, _) = try log.request(.singular, .conversionValue, cause: session, at: RulesFixture.t0)
-        let error = RulesFixture.buildError { () throws(SendBuildError) in try RulesFixture.rules.buildRequest(RulesFixture.context(unregistered, cause: session)) }
+        let error = RulesFixture.buildError { () throws(DispatchError) in try RulesFixture.rules.buildRequest(RulesFixture.context(unregistered, cause: session)) }
         #expect(error?.rule == "not_registered")
     }
 
@@ -734,7 +734,7 @@ struct SendRulesTests {
         for (provider, kind) in [(SendProvider.google, SendKind.conversion), (.appleAdServices, .tokenLookup), (.branch, .open),
                                  (.singular, .conversionValue)] {
             let (send, _) = try log.request(provider, kind, cause: open, at: RulesFixture.t0)
-            let error = RulesFixture.buildError { () throws(SendBuildError) in try rules.buildRequest(RulesFixture.context(send, cause: open)) }
+            let error = RulesFixture.buildError { () throws(DispatchError) in try rules.buildRequest(RulesFixture.context(send, cause: open)) }
             #expect(error?.rule == "provider_not_configured", "\(provider.rawValue)")
         }
     }
@@ -748,7 +748,7 @@ struct SendRulesTests {
             base.merging(["LEDGER_SERVER_PUBLIC_IPS": " 203.0.113.9, 2001:db8::9 "]) { $1 })
         #expect(configured.rules.branch?.serverPublicIPs == ["203.0.113.9", "2001:db8::9"])
         #expect(try ProviderConfiguration.fromEnvironment(base).rules.branch?.serverPublicIPs == [])
-        let refused = #expect(throws: ProviderConfigurationError.self) {
+        let refused = #expect(throws: DispatchError.self) {
             try ProviderConfiguration.fromEnvironment(base.merging(["LEDGER_SERVER_PUBLIC_IPS": "203.0.113.9, ours.example"]) { $1 })
         }
         #expect(refused?.variable == "LEDGER_SERVER_PUBLIC_IPS" && refused?.rule == "ip_address")

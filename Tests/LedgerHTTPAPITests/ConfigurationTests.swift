@@ -15,13 +15,13 @@ import Testing
         }
         for host in ["0.0.0.0", "::", "10.0.0.5", "128.0.0.1", "example.com", "localhost.example.com", "::ffff:127.0.0.1", ""] {
             #expect(!LedgerHTTPConfiguration.isLoopback(host: host), "\(host)")
-            #expect(throws: LedgerHTTPConfigurationError.nonLoopbackHost(host)) { try LedgerHTTPConfiguration(host: host).validate() }
+            #expect(throws: APIError.nonLoopbackHost(host)) { try LedgerHTTPConfiguration(host: host).validate() }
             #expect(throws: Never.self) { try LedgerHTTPConfiguration(host: host, insecureListen: true).validate() }
         }
-        #expect(throws: LedgerHTTPConfigurationError.nonPositiveTimeout("requestTimeout")) {
+        #expect(throws: APIError.nonPositiveTimeout("requestTimeout")) {
             try LedgerHTTPConfiguration(requestTimeout: .zero).validate()
         }
-        #expect(throws: LedgerHTTPConfigurationError.invalidRateLimit) {
+        #expect(throws: APIError.invalidRateLimit) {
             try LedgerHTTPConfiguration(rateLimiting: .perApp(HTTPRateLimit(requestsPerSecond: 1, burst: 0))).validate()
         }
     }
@@ -32,12 +32,12 @@ import Testing
         defer { pool.close() }
         let server = try LedgerHTTPServer(ledger: AttributionLedger(pool: pool, logger: TestDatabase.quietLogger),
                                           keys: APIKeys(digests: [:]), configuration: LedgerHTTPConfiguration(host: "0.0.0.0", port: 0))
-        await #expect(throws: LedgerHTTPConfigurationError.nonLoopbackHost("0.0.0.0")) { try await server.runUntilCancelled() }
+        await #expect(throws: APIError.nonLoopbackHost("0.0.0.0")) { try await server.runUntilCancelled() }
     }
 
     @Test func oneDigestForTwoAppsIsRefusedWithoutQuotingIt() throws {
         let digest = APIKeys.digest(of: keyA)
-        #expect(throws: APIKeysError.digestOfTwoApps(appA, appB)) {
+        #expect(throws: APIError.digestOfTwoApps(appA, appB)) {
             try APIKeys(digests: [appB: [APIKeys.digest(of: keyB), digest.uppercased()], appA: [digest]])
         }
         do {

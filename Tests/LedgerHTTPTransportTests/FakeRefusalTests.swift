@@ -300,7 +300,7 @@ struct FakeRefusalTests {
             #expect(fakes.apple.recorder.pendingScript.count == 2)
             let answer = try await send(transport, valid)
             #expect(answer.response.status == 200 && answer.response.bodyText == #"{"attribution":false}"#)
-            #expect(await sendExpectingError(transport, valid)?.kind == .connectionLost)
+            #expect(await sendExpectingError(transport, valid)?.code == .connectionLost)
             #expect(fakes.apple.recorder.pendingScript.isEmpty)
         }
     }

@@ -51,11 +51,11 @@ func send(
     }
 }
 
-/// Sends and expects a ``TransportError``; returns it (or `nil` after recording an issue).
+/// Sends and expects a ``DispatchError``; returns it (or `nil` after recording an issue).
 func sendExpectingError(
     _ transport: HTTPProviderTransport, _ request: ProviderRequest, timeout: Duration = .seconds(30),
     sourceLocation: SourceLocation = #_sourceLocation
-) async -> TransportError? {
+) async -> DispatchError? {
     do {
         let response = try await transport.send(request, timeout: timeout)
         Issue.record("expected a transport error, got status \(response.response.status)", sourceLocation: sourceLocation)

@@ -20,7 +20,7 @@ struct TransportFailureTests {
             let started = clock.now
             let error = await sendExpectingError(transport, try Self.appleRequest(fakes), timeout: .milliseconds(300))
             let elapsed = clock.now - started
-            #expect(error?.kind == .timeout)
+            #expect(error?.code == .timeout)
             // Reported at the deadline, not when the held answer comes. The upper bound is loose on
             // purpose: the full suite loads both cores, and this is no benchmark.
             #expect(elapsed >= .milliseconds(250) && elapsed < .seconds(30), "took \(elapsed)")
@@ -42,7 +42,7 @@ struct TransportFailureTests {
             let answer = try await send(transport, request)
             #expect(answer.response.status == 200)
             #expect(answer.latency >= .milliseconds(140))
-            #expect(await sendExpectingError(transport, request, timeout: .milliseconds(50))?.kind == .timeout)
+            #expect(await sendExpectingError(transport, request, timeout: .milliseconds(50))?.code == .timeout)
         }
     }
 
@@ -55,7 +55,7 @@ struct TransportFailureTests {
         let clock = ContinuousClock()
         let started = clock.now
         let error = await sendExpectingError(transport, request, timeout: .seconds(10))
-        #expect(error?.kind == .connectionFailed, "\(String(describing: error))")
+        #expect(error?.code == .connectionFailed, "\(String(describing: error))")
         #expect(clock.now - started < .seconds(20))  // "quickly": no retry loop until a deadline; loose under load
         await transport.shutdown()
     }
@@ -65,7 +65,7 @@ struct TransportFailureTests {
         try await withFakes { fakes, transport in
             fakes.apple.enqueue(.dropConnection)
             let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
-            #expect(error?.kind == .connectionLost, "\(String(describing: error))")
+            #expect(error?.code == .connectionLost, "\(String(describing: error))")
             #expect(fakes.apple.requestCount == 1)
         }
     }
@@ -75,7 +75,7 @@ struct TransportFailureTests {
         try await withFakes(configuration: .init(maximumResponseBytes: 1_024)) { fakes, transport in
             fakes.apple.enqueue(.status(200, body: String(repeating: "x", count: 10_000)))
             let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
-            #expect(error?.kind == .responseTooLarge)
+            #expect(error?.code == .responseTooLarge)
             fakes.apple.enqueue(.status(200, body: String(repeating: "x", count: 1_000)))
             #expect(try await send(transport, try Self.appleRequest(fakes)).response.body.count == 1_000)
         }
@@ -88,11 +88,11 @@ struct TransportFailureTests {
             let request = ProviderRequest(
                 provider: .google, method: .post, scheme: "http", host: host, path: "/pagead/conversion/app/1.0")
             let error = await sendExpectingError(transport, request, timeout: .seconds(1))
-            #expect(error?.kind == .invalidRequest, "\(host)")
-            #expect(error?.message.contains("https") == true)
+            #expect(error?.code == .invalidRequest, "\(host)")
+            #expect(error?.detail.contains("https") == true)
         }
         let ftp = ProviderRequest(provider: .singular, method: .get, scheme: "ftp", host: "127.0.0.1", path: "/")
-        #expect(await sendExpectingError(transport, ftp, timeout: .seconds(1))?.kind == .invalidRequest)
+        #expect(await sendExpectingError(transport, ftp, timeout: .seconds(1))?.code == .invalidRequest)
         await transport.shutdown()
     }
 
@@ -101,10 +101,10 @@ struct TransportFailureTests {
         try await withFakes { fakes, transport in
             var request = try Self.appleRequest(fakes)
             request.headers.append(Header("Content-Length", "999"))
-            #expect(await sendExpectingError(transport, request)?.kind == .invalidRequest)
+            #expect(await sendExpectingError(transport, request)?.code == .invalidRequest)
             var chunked = try Self.appleRequest(fakes)
             chunked.headers.append(Header("Transfer-Encoding", "chunked"))
-            #expect(await sendExpectingError(transport, chunked)?.kind == .invalidRequest)
+            #expect(await sendExpectingError(transport, chunked)?.code == .invalidRequest)
             #expect(fakes.apple.requestCount == 0)
         }
     }
@@ -163,7 +163,7 @@ struct TransportFailureTests {
             await transport.shutdown()
             await transport.shutdown()
             let error = await sendExpectingError(transport, try Self.appleRequest(fakes))
-            #expect(error?.kind == .connectionFailed)
+            #expect(error?.code == .connectionFailed)
             #expect(fakes.apple.requestCount == 0)
         }
     }

@@ -107,7 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try makeConfiguration(environment: ProcessInfo.processInfo.environment)
         do {
             try configuration.validate()
-        } catch .nonLoopbackHost(let host) {
+        } catch where error.rule == "loopback_host" {
             throw ValidationError("""
                 --host \(host) is not a loopback address. The API speaks plain HTTP (no TLS): API keys and device data would \
                 cross the network unencrypted. Listen on 127.0.0.1, ::1 or localhost, or pass --insecure-listen when a \

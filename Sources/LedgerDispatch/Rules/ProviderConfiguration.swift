@@ -25,34 +25,34 @@ public struct ProviderConfiguration: Sendable {
     public let enabled: [String]
 
     /// Reads `environment`.
-    /// - Throws: ``ProviderConfigurationError`` naming the variable and the rule.
-    public static func fromEnvironment(_ environment: [String: String]) throws(ProviderConfigurationError) -> ProviderConfiguration {
+    /// - Throws: ``DispatchError`` naming the variable and the rule.
+    public static func fromEnvironment(_ environment: [String: String]) throws(DispatchError) -> ProviderConfiguration {
         func value(_ name: String) -> String? {
             guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
             return text
         }
-        func endpoint(_ name: String) throws(ProviderConfigurationError) -> (scheme: String, host: String, port: Int?)? {
+        func endpoint(_ name: String) throws(DispatchError) -> (scheme: String, host: String, port: Int?)? {
             guard let text = value(name) else { return nil }
             guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
                 url.path.isEmpty || url.path == "/", url.query == nil
             else {
-                throw ProviderConfigurationError(variable: name, rule: "base_url",
+                throw .invalidConfiguration(variable: name, rule: "base_url",
                                                  message: "must be a base URL such as https://host[:port], without a path")
             }
             let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
             guard scheme == "https" || (scheme == "http" && loopback) else {
-                throw ProviderConfigurationError(variable: name, rule: "https_only",
+                throw .invalidConfiguration(variable: name, rule: "https_only",
                                                  message: "must use https (http only towards a loopback host)")
             }
             return (scheme, host, url.port)
         }
-        func pair(_ first: String, _ second: String) throws(ProviderConfigurationError) -> (String, String)? {
+        func pair(_ first: String, _ second: String) throws(DispatchError) -> (String, String)? {
             switch (value(first), value(second)) {
             case let (a?, b?): return (a, b)
             case (nil, nil): return nil
-            case (nil, _): throw ProviderConfigurationError(variable: first, rule: "required_with_\(second.lowercased())",
+            case (nil, _): throw .invalidConfiguration(variable: first, rule: "required_with_\(second.lowercased())",
                                                             message: "is required when \(second) is set")
-            case (_, nil): throw ProviderConfigurationError(variable: second, rule: "required_with_\(first.lowercased())",
+            case (_, nil): throw .invalidConfiguration(variable: second, rule: "required_with_\(first.lowercased())",
                                                             message: "is required when \(first) is set")
             }
         }
@@ -65,7 +65,7 @@ public struct ProviderConfiguration: Sendable {
                 do {
                     googleEndpoint = try GoogleEndpoint(scheme: custom.scheme, host: custom.host, port: custom.port)
                 } catch {
-                    throw ProviderConfigurationError(variable: "LEDGER_GOOGLE_URL", rule: error.rule, message: error.message)
+                    throw .invalidConfiguration(variable: "LEDGER_GOOGLE_URL", rule: error.rule, message: error.message)
                 }
             }
             var product = GoogleUserAgentProduct.ledger
@@ -73,7 +73,7 @@ public struct ProviderConfiguration: Sendable {
                 do {
                     product = try GoogleUserAgentProduct(parsing: text)
                 } catch {
-                    throw ProviderConfigurationError(variable: "LEDGER_GOOGLE_USER_AGENT_PRODUCT", rule: error.rule, message: error.message)
+                    throw .invalidConfiguration(variable: "LEDGER_GOOGLE_USER_AGENT_PRODUCT", rule: error.rule, message: error.message)
                 }
             }
             google = GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: token, linkID: link), endpoint: googleEndpoint,
@@ -85,7 +85,7 @@ public struct ProviderConfiguration: Sendable {
             do {
                 adServices = try AdServicesEndpoint(scheme: custom.scheme, host: custom.host, port: custom.port)
             } catch {
-                throw ProviderConfigurationError(variable: "LEDGER_ADSERVICES_URL", rule: error.rule, message: error.message)
+                throw .invalidConfiguration(variable: "LEDGER_ADSERVICES_URL", rule: error.rule, message: error.message)
             }
         }
         enabled.append("apple_adservices")
@@ -93,7 +93,7 @@ public struct ProviderConfiguration: Sendable {
         for text in (value("LEDGER_SERVER_PUBLIC_IPS") ?? "").split(separator: ",") {
             let address = text.trimmingCharacters(in: .whitespaces)
             guard BranchIPAddress(address) != nil else {
-                throw ProviderConfigurationError(variable: "LEDGER_SERVER_PUBLIC_IPS", rule: "ip_address",
+                throw .invalidConfiguration(variable: "LEDGER_SERVER_PUBLIC_IPS", rule: "ip_address",
                                                  message: "must be IPv4 or IPv6 addresses separated by commas")
             }
             serverIPs.insert(address)
@@ -117,17 +117,4 @@ public struct ProviderConfiguration: Sendable {
         return ProviderConfiguration(
             rules: ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular), enabled: enabled)
     }
-}
-
-/// A configuration value the worker cannot start with.
-public struct ProviderConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The environment variable.
-    public var variable: String
-    /// The rule it breaks.
-    public var rule: String
-    /// What is wrong (never the value: it may be a credential).
-    public var message: String
-
-    /// `VARIABLE: message [rule]`.
-    public var description: String { "\(variable): \(message) [\(rule)]" }
 }

@@ -9,7 +9,7 @@ extension ProviderSendRules {
     /// `POST /pagead/conversion/app/1.0` for `send`, built from `cause`.
     func googleConversionRequest(
         send: SendRequested, cause: RecordedEvent, context: SendContext
-    ) throws(SendBuildError) -> ProviderRequest {
+    ) throws(DispatchError) -> ProviderRequest {
         guard let builder = google else { throw Self.notConfigured(.google) }
         let event = try googleEvent(send: send, cause: cause, context: context)
         return try Self.building { () throws(ProviderError) in try builder.conversionRequest(for: event) }
@@ -18,14 +18,13 @@ extension ProviderSendRules {
     /// `POST /pagead/conversion/app/1.0/cross_network`: "identical to the original conversion
     /// tracking request", rebuilt from the conversion's `SendRequested` and cause (never from the
     /// stored, redacted request), plus `ad_event_id` and `attributed`.
-    func googleCrossNetworkRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+    func googleCrossNetworkRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard google != nil else { throw Self.notConfigured(.google) }
         guard let conversion = context.conversion else {
-            throw SendBuildError(
-                rule: "conversion_missing", detail: "a cross_network send needs the conversion send and its cause")
+            throw .unbuildable(rule: "conversion_missing", detail: "a cross_network send needs the conversion send and its cause")
         }
         guard let adEventID = context.send.parameters?["ad_event_id"] else {
-            throw SendBuildError(rule: "ad_event_id_missing", detail: "parameters.ad_event_id is required for cross_network")
+            throw .unbuildable(rule: "ad_event_id_missing", detail: "parameters.ad_event_id is required for cross_network")
         }
         let attributed = try Self.attributed(context.send, adEventID: adEventID, cause: context.cause)
         let original = try googleConversionRequest(send: conversion.send, cause: conversion.cause, context: context)
@@ -36,16 +35,15 @@ extension ProviderSendRules {
 
     /// `attributed`: `parameters.attributed` (`1` / `0`); without it, whether the decision that caused
     /// the send made this ad event the winner.
-    static func attributed(_ send: SendRequested, adEventID: String, cause: RecordedEvent) throws(SendBuildError) -> Bool {
+    static func attributed(_ send: SendRequested, adEventID: String, cause: RecordedEvent) throws(DispatchError) -> Bool {
         switch send.parameters?["attributed"] {
         case "1": return true
         case "0": return false
         case .some:
-            throw SendBuildError(rule: "attributed_invalid", detail: "parameters.attributed must be 0 or 1")
+            throw .unbuildable(rule: "attributed_invalid", detail: "parameters.attributed must be 0 or 1")
         case nil:
             guard case .decision(let decision) = try SendCause(cause) else {
-                throw SendBuildError(
-                    rule: "attributed_missing",
+                throw .unbuildable(rule: "attributed_missing",
                     detail: "parameters.attributed is absent and the cause is not an AttributionDecided")
             }
             guard let winner = decision.winner else { return false }
@@ -55,7 +53,7 @@ extension ProviderSendRules {
 
     /// The event the conversion request reports (the Google App Conversion Tracking API's parameter
     /// table).
-    func googleEvent(send: SendRequested, cause: RecordedEvent, context: SendContext) throws(SendBuildError)
+    func googleEvent(send: SendRequested, cause: RecordedEvent, context: SendContext) throws(DispatchError)
         -> GoogleConversionEvent
     {
         let decoded = try context.decodedCauses.cause(cause)
@@ -96,8 +94,7 @@ extension ProviderSendRules {
             type = try Self.googleEventType(override)
             if type == .custom {
                 guard let customName = send.parameters?["app_event_name"] ?? name else {
-                    throw SendBuildError(
-                        rule: "required_for_custom", detail: "app_event_type custom needs parameters.app_event_name")
+                    throw .unbuildable(rule: "required_for_custom", detail: "app_event_type custom needs parameters.app_event_name")
                 }
                 name = customName
             } else {
@@ -129,18 +126,18 @@ extension ProviderSendRules {
             deviceIP: ip, eventData: eventData)
     }
 
-    static func googleEventType(_ text: String) throws(SendBuildError) -> LedgerProviders.GoogleAppEventType {
+    static func googleEventType(_ text: String) throws(DispatchError) -> LedgerProviders.GoogleAppEventType {
         try building { () throws(ProviderError) in try LedgerProviders.GoogleAppEventType(validating: text) }
     }
 
     /// `app_event_data` from `custom_data`, through Google's own importer (integers stay integers,
     /// other numbers are written exactly, keys sorted as the ledger stores them).
-    static func googleEventData(_ custom: [String: JSONValue]) throws(SendBuildError) -> GoogleEventData {
+    static func googleEventData(_ custom: [String: JSONValue]) throws(DispatchError) -> GoogleEventData {
         let data: Data
         do {
             data = try LedgerJSON.makeEncoder().encode(custom)
         } catch {
-            throw SendBuildError(rule: "cause_unreadable", detail: "custom_data does not encode as JSON")
+            throw .unbuildable(rule: "cause_unreadable", detail: "custom_data does not encode as JSON")
         }
         return try building { () throws(ProviderError) in try GoogleEventData.fromJSON(data) }
     }

@@ -6,7 +6,7 @@ import LedgerProviders
 /// Apple AdServices (Apple AdServices attribution API).
 extension ProviderSendRules {
     /// `POST /api/v1/` with the token alone as a `text/plain` body.
-    func adServicesRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+    func adServicesRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard let endpoint = adServices else { throw Self.notConfigured(.appleAdServices) }
         let token = try Self.adServicesToken(of: context.decodedCauses.cause(context.cause))
         let checked = try Self.building { () throws(ProviderError) in try LedgerProviders.AdServicesToken(token.token) }
@@ -18,7 +18,7 @@ extension ProviderSendRules {
 extension ProviderSendRules {
     /// The open for `FirstOpen` (`first_session` true), `SessionStarted` or `DeepLinkOpened`
     /// (`first_session` false, with the `randomized_bundle_token` the log holds now).
-    func branchOpenRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+    func branchOpenRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard let configuration = branch else { throw Self.notConfigured(.branch) }
         let decoded = try context.decodedCauses.cause(context.cause)
         let device = try Self.device(of: decoded, context: context)
@@ -117,7 +117,7 @@ extension ProviderSendRules {
     public static let singularAdMonetizationEventName = "__ADMON_USER_LEVEL_REVENUE__"
 
     /// `GET /api/v2/conversion_value` with the device and its SKAN state as the log holds it now.
-    func singularRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+    func singularRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard let configuration = singular else { throw Self.notConfigured(.singular) }
         let decoded = try context.decodedCauses.cause(context.cause)
         let device = try Self.device(of: decoded, context: context)
@@ -136,10 +136,10 @@ extension ProviderSendRules {
             event = name == SingularConversionValueRequest.sessionEventName ? .session : .named(name)
         }
         guard device.platform == .ios else {
-            throw SendBuildError(rule: "singular_ios_only", detail: "SKAdNetwork conversion values are for iOS devices (p=iOS)")
+            throw .unbuildable(rule: "singular_ios_only", detail: "SKAdNetwork conversion values are for iOS devices (p=iOS)")
         }
         guard let idfv = device.idfv else {
-            throw SendBuildError(rule: "device_idfv_missing", detail: "Singular's conversion value API needs the device's idfv")
+            throw .unbuildable(rule: "device_idfv_missing", detail: "Singular's conversion value API needs the device's idfv")
         }
         let request = SingularConversionValueRequest(
             osVersion: device.osVersion, bundleID: device.bundleID, appVersion: device.appVersion, event: event,

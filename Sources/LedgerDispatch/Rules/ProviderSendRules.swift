@@ -104,7 +104,7 @@ public struct ProviderSendRules: SendRules {
         }
     }
 
-    public func buildRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest {
+    public func buildRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         switch (context.send.provider, context.send.kind) {
         case (.google, .conversion):
             return try googleConversionRequest(send: context.send, cause: context.cause, context: context)
@@ -117,16 +117,15 @@ public struct ProviderSendRules: SendRules {
         case (.singular, .conversionValue):
             return try singularRequest(context)
         default:
-            throw SendBuildError(
-                rule: "kind_not_offered",
+            throw .unbuildable(rule: "kind_not_offered",
                 detail: "\(context.send.provider.rawValue) has no \(context.send.kind.rawValue) call")
         }
     }
 
     public func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition {
         // A request the transport could not send as built never will be: no provider's retry helps.
-        if case .failure(let error) = answer, error.kind == .invalidRequest {
-            return .failed(rule: "transport_invalid_request", detail: error.message)
+        if case .failure(let error) = answer, error.code == .invalidRequest {
+            return .failed(rule: "transport_invalid_request", detail: error.detail)
         }
         switch context.send.provider {
         case .google:
@@ -152,7 +151,7 @@ public struct ProviderSendRules: SendRules {
             let branchAnswer: BranchClassifier.Answer
             switch answer {
             case .response(let response): branchAnswer = .response(response.response)
-            case .failure(let error) where error.kind == .timeout: branchAnswer = .timedOut
+            case .failure(let error) where error.code == .timeout: branchAnswer = .timedOut
             case .failure(let error): branchAnswer = .transportFailed(detail: error.description)
             }
             return BranchClassifier.classify(branchAnswer, attempt: context.call, now: context.now, policy: branchPolicy)
@@ -160,7 +159,7 @@ public struct ProviderSendRules: SendRules {
             let singularAnswer: SingularClassifier.Answer
             switch answer {
             case .response(let response): singularAnswer = .response(response.response)
-            case .failure(let error) where error.kind == .timeout: singularAnswer = .timedOut
+            case .failure(let error) where error.code == .timeout: singularAnswer = .timedOut
             case .failure(let error): singularAnswer = .transportFailed(detail: error.description)
             }
             return SingularClassifier.classify(
@@ -177,47 +176,43 @@ public struct ProviderSendRules: SendRules {
 
     // MARK: - Shared
 
-    static func notConfigured(_ provider: SendProvider) -> SendBuildError {
-        SendBuildError(
-            rule: "provider_not_configured",
-            detail: "\(provider.rawValue) is not configured: its sends are never called")
+    static func notConfigured(_ provider: SendProvider) -> DispatchError {
+        .unbuildable(rule: "provider_not_configured", detail: "\(provider.rawValue) is not configured: its sends are never called")
     }
 
-    static func notSupported(_ cause: SendCause, _ send: SendRequested) -> SendBuildError {
-        SendBuildError(
-            rule: "cause_not_supported",
+    static func notSupported(_ cause: SendCause, _ send: SendRequested) -> DispatchError {
+        .unbuildable(rule: "cause_not_supported",
             detail: "a \(send.provider.rawValue)/\(send.kind.rawValue) send is not built from \(cause.typeName)")
     }
 
-    /// Runs a provider builder, turning its `ProviderError` into a ``SendBuildError`` with the
+    /// Runs a provider builder, turning its `ProviderError` into a ``DispatchError`` with the
     /// builder's rule (`required_after_first_open`, `uuid`, `public_address`, …).
-    static func building<T>(_ body: () throws(ProviderError) -> T) throws(SendBuildError) -> T {
+    static func building<T>(_ body: () throws(ProviderError) -> T) throws(DispatchError) -> T {
         do {
             return try body()
         } catch {
-            throw SendBuildError(rule: error.rule, detail: error.description)
+            throw .unbuildable(rule: error.rule, detail: error.description)
         }
     }
 
     /// The AdServices token a lookup is about: `FirstOpen.adservices_token` or `AdServicesTokenReceived`.
-    static func adServicesToken(of cause: SendCause) throws(SendBuildError) -> LedgerDomain.AdServicesToken {
+    static func adServicesToken(of cause: SendCause) throws(DispatchError) -> LedgerDomain.AdServicesToken {
         switch cause {
         case .firstOpen(let open):
             guard let token = open.adServicesToken else {
-                throw SendBuildError(rule: "adservices_token_missing", detail: "the FirstOpen carries no adservices_token")
+                throw .unbuildable(rule: "adservices_token_missing", detail: "the FirstOpen carries no adservices_token")
             }
             return token
         case .adServicesToken(let received):
             return received.token
         default:
-            throw SendBuildError(
-                rule: "cause_not_supported", detail: "an apple_adservices/token_lookup send is not built from \(cause.typeName)")
+            throw .unbuildable(rule: "cause_not_supported", detail: "an apple_adservices/token_lookup send is not built from \(cause.typeName)")
         }
     }
 
     /// The device a cause describes, completed with the last session's `ip` and `user_agent` when
     /// the cause lacks them (docs/events.md, DeviceContext: "the builders then use the last session's").
-    static func device(of cause: SendCause, context: SendContext) throws(SendBuildError) -> DeviceContext {
+    static func device(of cause: SendCause, context: SendContext) throws(DispatchError) -> DeviceContext {
         var device: DeviceContext
         switch cause {
         case .firstOpen(let event): device = event.device
@@ -226,8 +221,7 @@ public struct ProviderSendRules: SendRules {
         case .revenue(let event): device = event.device
         case .deepLink, .adServicesToken, .decision:
             guard let last = context.lastSessionDevice else {
-                throw SendBuildError(
-                    rule: "device_context_missing",
+                throw .unbuildable(rule: "device_context_missing",
                     detail: "\(cause.typeName) carries no device and no last session's device was given")
             }
             return last
@@ -239,17 +233,16 @@ public struct ProviderSendRules: SendRules {
         return device
     }
 
-    static func requireIP(_ device: DeviceContext) throws(SendBuildError) -> String {
+    static func requireIP(_ device: DeviceContext) throws(DispatchError) -> String {
         guard let ip = device.ip else {
-            throw SendBuildError(rule: "device_ip_missing", detail: "device.ip is needed and neither the cause nor the last session has it")
+            throw .unbuildable(rule: "device_ip_missing", detail: "device.ip is needed and neither the cause nor the last session has it")
         }
         return ip
     }
 
-    static func requireUserAgent(_ device: DeviceContext) throws(SendBuildError) -> UserAgentParts {
+    static func requireUserAgent(_ device: DeviceContext) throws(DispatchError) -> UserAgentParts {
         guard let parts = device.userAgent else {
-            throw SendBuildError(
-                rule: "device_user_agent_missing",
+            throw .unbuildable(rule: "device_user_agent_missing",
                 detail: "device.user_agent is needed and neither the cause nor the last session has it")
         }
         return parts
@@ -271,12 +264,12 @@ enum SendCause: Sendable {
     case decision(AttributionDecided)
 
     /// Decodes `event.data` with the ledger's decoder by `event.type`.
-    init(_ event: RecordedEvent) throws(SendBuildError) {
-        func decode<T: LedgerEvent>(_ type: T.Type) throws(SendBuildError) -> T {
+    init(_ event: RecordedEvent) throws(DispatchError) {
+        func decode<T: LedgerEvent>(_ type: T.Type) throws(DispatchError) -> T {
             do {
                 return try LedgerJSON.makeDecoder().decode(T.self, from: event.data)
             } catch {
-                throw SendBuildError(rule: "cause_unreadable", detail: "the cause \(event.type) \(event.id) does not decode")
+                throw .unbuildable(rule: "cause_unreadable", detail: "the cause \(event.type) \(event.id) does not decode")
             }
         }
         switch event.type {
@@ -288,7 +281,7 @@ enum SendCause: Sendable {
         case DeepLinkOpened.eventType: self = .deepLink(try decode(DeepLinkOpened.self))
         case AttributionDecided.eventType: self = .decision(try decode(AttributionDecided.self))
         default:
-            throw SendBuildError(rule: "cause_not_supported", detail: "no send is built from a \(event.type) event")
+            throw .unbuildable(rule: "cause_not_supported", detail: "no send is built from a \(event.type) event")
         }
     }
 

@@ -71,7 +71,7 @@ public enum SendAnswer: Sendable {
     /// The provider answered (any status).
     case response(TransportResponse)
     /// No HTTP answer.
-    case failure(TransportError)
+    case failure(DispatchError)
 }
 
 /// Each provider's documented rules for one send: what to do before the call, the request to
@@ -85,8 +85,8 @@ public protocol SendRules: Sendable {
 
     /// The request for this try, credentials included (the worker stores only its `redacted()`
     /// form).
-    /// - Throws: ``SendBuildError`` when the request cannot be built (a terminal failure).
-    func buildRequest(_ context: SendContext) throws(SendBuildError) -> ProviderRequest
+    /// - Throws: ``DispatchError`` when the request cannot be built (a terminal failure).
+    func buildRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest
 
     /// What the answer means: succeeded, retry (when and by which rule), or failed for good.
     func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition
@@ -102,29 +102,12 @@ extension SendRules {
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool { false }
 }
 
-/// A send whose request cannot be built: recorded as `SendFailed` with this rule.
-public struct SendBuildError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A stable rule id (`cause_not_supported`, `google_invalid_request`, `missing_configuration`, …).
-    public var rule: String
-    /// More words, naming the field (never a credential).
-    public var detail: String
-
-    /// An error.
-    public init(rule: String, detail: String) {
-        self.rule = rule
-        self.detail = detail
-    }
-
-    /// `rule: detail`.
-    public var description: String { "\(rule): \(detail)" }
-}
-
 /// Decoded cause events, by event id, for one try (see ``SendContext``).
 final class DecodedCauses: Sendable {
     private let decoded = Mutex<[UUID: SendCause]>([:])
 
     /// `event` decoded as a cause, once per try.
-    func cause(_ event: RecordedEvent) throws(SendBuildError) -> SendCause {
+    func cause(_ event: RecordedEvent) throws(DispatchError) -> SendCause {
         if let known = decoded.withLock({ $0[event.id] }) { return known }
         let made = try SendCause(event)
         decoded.withLock { $0[event.id] = made }

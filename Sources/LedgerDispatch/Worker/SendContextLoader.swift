@@ -15,7 +15,7 @@ struct SendContextLoader: Sendable {
     func load(_ claim: SendQueue.Claim, cause: RecordedEvent?, now: Date, jitter: Double) async throws -> SendContext {
         let request = claim.request
         guard let cause else {
-            throw SendBuildError(rule: "cause_missing", detail: "the cause event \(request.causeEventID) is not in the log")
+            throw DispatchError.unbuildable(rule: "cause_missing", detail: "the cause event \(request.causeEventID) is not in the log")
         }
         let device = request.deviceStreamID.rawValue
         var branch = BranchIdentityReducer.State()
@@ -29,15 +29,15 @@ struct SendContextLoader: Sendable {
         case .google where request.kind == .crossNetwork:
             let obligations = try await state(of: device, by: GoogleObligationReducer())
             guard let adEventID = request.parameters?["ad_event_id"], let obligation = obligations.obligations[adEventID] else {
-                throw SendBuildError(rule: "no_obligation", detail: "no Google answer for this device carried that ad_event_id")
+                throw DispatchError.unbuildable(rule: "no_obligation", detail: "no Google answer for this device carried that ad_event_id")
             }
             let conversionStream = try await store.readStream(obligation.conversionSendStreamID, limit: 1)
             guard let first = conversionStream.first, first.type == SendRequested.eventType else {
-                throw SendBuildError(rule: "no_obligation", detail: "the conversion send of the obligation is not in the log")
+                throw DispatchError.unbuildable(rule: "no_obligation", detail: "the conversion send of the obligation is not in the log")
             }
             let conversionRequest = try LedgerJSON.makeDecoder().decode(SendRequested.self, from: first.data)
             guard let conversionCause = try await store.event(id: conversionRequest.causeEventID) else {
-                throw SendBuildError(rule: "cause_missing", detail: "the conversion's cause event is not in the log")
+                throw DispatchError.unbuildable(rule: "cause_missing", detail: "the conversion's cause event is not in the log")
             }
             conversion = (conversionRequest, conversionCause)
         default:

@@ -113,7 +113,7 @@ extension SendWorker {
             let context: SendContext
             do {
                 context = try await loader.load(claim, cause: causes[claim.request.causeEventID], now: clock.now(), jitter: jitter())
-            } catch let error as SendBuildError {
+            } catch let error as DispatchError where error.code == .unbuildable {
                 steps.append((claim, .settle(.failed(rule: error.rule, detail: error.detail))))
                 continue
             }
