@@ -9,12 +9,12 @@
 //   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
 //                                  LedgerTestSupport
 //   LedgerHTTPAPI               ─▶ AttributionLedger
-//   AttributionLedger           ─▶ LedgerAttribution, LedgerSKANPostbacks
-//   LedgerAttribution           ─▶ LedgerDispatch
+//   AttributionLedger           ─▶ LedgerDecisions, LedgerSKANPostbacks
+//   LedgerDecisions             ─▶ LedgerDispatch, LedgerProjections
 //   LedgerHTTPTransport         ─▶ LedgerDispatch
 //   LedgerSKANPostbacks         ─▶ LedgerProjections
-//   LedgerProjections           ─▶ LedgerFolds
-//   LedgerDispatch              ─▶ LedgerFolds
+//   LedgerProjections           ─▶ LedgerFolds, LedgerStore
+//   LedgerDispatch              ─▶ LedgerFolds, LedgerStore
 //   LedgerFolds                 ─▶ LedgerProviders
 //   LedgerTestKit               ─▶ LedgerFakeProviders, LedgerTestSupport, LedgerStore
 //   LedgerFakeProviders         ─▶ LedgerProviders
@@ -52,7 +52,7 @@ let package = Package(
         .library(name: "LedgerFolds", targets: ["LedgerFolds"]),
         .library(name: "LedgerProjections", targets: ["LedgerProjections"]),
         .library(name: "LedgerDispatch", targets: ["LedgerDispatch"]),
-        .library(name: "LedgerAttribution", targets: ["LedgerAttribution"]),
+        .library(name: "LedgerDecisions", targets: ["LedgerDecisions"]),
         .library(name: "LedgerSKANPostbacks", targets: ["LedgerSKANPostbacks"]),
         // The Swift API backends add as a dependency.
         .library(name: "AttributionLedger", targets: ["AttributionLedger"]),
@@ -188,7 +188,7 @@ let package = Package(
         // the versioned last-click rule, the decider that waits for every provider or a deadline,
         // and Google cross-network reporting.
         .target(
-            name: "LedgerAttribution",
+            name: "LedgerDecisions",
             dependencies: [
                 "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders",
                 "LedgerPostgres", .product(name: "Crypto", package: "swift-crypto"),
@@ -213,7 +213,7 @@ let package = Package(
         .target(
             name: "AttributionLedger",
             dependencies: [
-                "LedgerAttribution", "LedgerSKANPostbacks", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore",
+                "LedgerDecisions", "LedgerSKANPostbacks", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore",
                 "LedgerDomain", "LedgerPostgres", "LedgerProviders",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -243,7 +243,7 @@ let package = Package(
             name: "LedgerCLI",
             dependencies: [
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections", "LedgerFolds",
-                "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerAttribution", "LedgerSKANPostbacks",
+                "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -327,9 +327,9 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
-            name: "LedgerAttributionTests",
+            name: "LedgerDecisionsTests",
             dependencies: [
-                "LedgerTestKit", "LedgerAttribution", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
+                "LedgerTestKit", "LedgerDecisions", "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProjections",
                 "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders", "LedgerPostgres",
             ],
             swiftSettings: strict
@@ -345,7 +345,7 @@ let package = Package(
         .testTarget(
             name: "AttributionLedgerTests",
             dependencies: [
-                "AttributionLedger", "LedgerAttribution", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
+                "AttributionLedger", "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
                 "LedgerPostgres", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
             ],
             swiftSettings: strict
@@ -373,7 +373,7 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: [
                 "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain",
-                "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerAttribution", "LedgerSKANPostbacks",
+                "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 // The facts a backend records and the values in them: `import AttributionLedger` is all it needs.
 @_exported import LedgerDomain
 import LedgerPostgres

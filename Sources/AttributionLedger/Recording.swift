@@ -1,5 +1,5 @@
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDomain
 import LedgerPostgres
 import Logging

@@ -1,5 +1,5 @@
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres

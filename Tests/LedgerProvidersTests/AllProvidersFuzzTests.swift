@@ -81,7 +81,7 @@ struct AllProvidersFuzzTests {
         _ = AdServicesClaimType(rawValue: text)
         _ = AppleISO8601.parse(text)
         _ = BranchIPAddress(text)?.isPublic
-        _ = BSHTTP.parseHTTPDate(text)
+        _ = BranchSingularHTTP.parseHTTPDate(text)
         _ = SingularErrorReason(text).kind
     }
 

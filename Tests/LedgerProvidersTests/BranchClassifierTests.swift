@@ -84,13 +84,13 @@ struct BranchClassifierTests {
     // RFC 9110 HTTP-date forms accepted by Retry-After.
     @Test func httpDateForms() {
         let expected = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
-        #expect(BSHTTP.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 GMT") == expected)
-        #expect(BSHTTP.parseHTTPDate("Sunday, 06-Nov-94 08:49:37 GMT") == expected)
-        #expect(BSHTTP.parseHTTPDate("Sun Nov  6 08:49:37 1994") == expected)
-        #expect(BSHTTP.parseHTTPDate("Sun, 31 Feb 1994 08:49:37 GMT") == nil)
-        #expect(BSHTTP.parseHTTPDate("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
-        #expect(BSHTTP.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 PST") == nil)
-        #expect(BSHTTP.parseHTTPDate("") == nil)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 GMT") == expected)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sunday, 06-Nov-94 08:49:37 GMT") == expected)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sun Nov  6 08:49:37 1994") == expected)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sun, 31 Feb 1994 08:49:37 GMT") == nil)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sun, 06 Nov 1994 25:49:37 GMT") == nil)
+        #expect(BranchSingularHTTP.parseHTTPDate("Sun, 06 Nov 1994 08:49:37 PST") == nil)
+        #expect(BranchSingularHTTP.parseHTTPDate("") == nil)
     }
 
     // The strict IP validator behind X-IP-Override and local_ip.

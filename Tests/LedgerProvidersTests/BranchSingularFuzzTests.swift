@@ -49,7 +49,7 @@ struct BranchSingularFuzzTests {
         _ = SingularClassifier.classify(.response(ProviderResponse(status: 200, body: data)), attempt: 1, now: testNow)
         _ = BranchClassifier.classify(.response(ProviderResponse(status: 200, body: data)), attempt: 1, now: testNow)
         let text = String(decoding: data.prefix(64), as: UTF8.self)
-        _ = BSHTTP.retryAfter(text, now: testNow, maxDelay: 86_400)
+        _ = BranchSingularHTTP.retryAfter(text, now: testNow, maxDelay: 86_400)
         _ = BranchIPAddress(text)
         _ = SingularErrorReason(text)
     }

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttributionLedger
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDomain
 import LedgerPostgres
 import LedgerPrivateCluster

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDomain
 import LedgerPostgres
 import LedgerPrivateCluster

@@ -1,7 +1,7 @@
 import ArgumentParser
 import AttributionLedger
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders

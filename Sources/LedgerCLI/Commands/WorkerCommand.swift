@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
 import LedgerHTTPTransport

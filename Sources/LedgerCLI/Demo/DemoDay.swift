@@ -1,6 +1,6 @@
 import AttributionLedger
 import Foundation
-import LedgerAttribution
+import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders

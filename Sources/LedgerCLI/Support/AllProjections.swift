@@ -1,4 +1,4 @@
-import LedgerAttribution
+import LedgerDecisions
 import LedgerProjections
 import LedgerSKANPostbacks
 
@@ -6,6 +6,6 @@ import LedgerSKANPostbacks
 /// and those of the modules above them (attribution, SKAN postbacks).
 enum AllProjections {
     /// In name order.
-    static let list: [any Projection] = (ProjectionCatalog.standard + LedgerAttribution.projections + [SKANPostbackProjection()])
+    static let list: [any Projection] = (ProjectionCatalog.standard + LedgerDecisions.projections + [SKANPostbackProjection()])
         .sorted { $0.name < $1.name }
 }

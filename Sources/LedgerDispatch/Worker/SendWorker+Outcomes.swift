@@ -8,7 +8,7 @@ import Metrics
 import Synchronization
 
 /// How far a try went before its outcome.
-enum TryReach: Sendable {
+enum TryProgress: Sendable {
     /// Settled before its `SendAttempted` was recorded (the preflight, the deadline, a request
     /// that could not be built): a failure names no attempt.
     case settledBeforeAttempt
@@ -35,7 +35,7 @@ struct Outcome: Sendable {
     /// The answer's HTTP status, or `none`.
     let status: String
 
-    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryReach, now: Date) throws {
+    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryProgress, now: Date) throws {
         called = reach == .called
         var events: [NewEvent] = []
         if case .response(let response) = answer {

@@ -242,7 +242,7 @@ extension SendWorker {
     /// Records a try's outcome (``OutcomeRecorder``): returns once it is committed, or known not
     /// to be written (the lease was rescued meanwhile, or the database failed: the lease then
     /// decides).
-    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryReach) async {
+    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryProgress) async {
         let outcome: Outcome
         do {
             outcome = try Outcome(claim, answer: answer, disposition: disposition, reach: reach, now: clock.now())

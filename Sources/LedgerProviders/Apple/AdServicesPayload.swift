@@ -116,7 +116,7 @@ public struct AdServicesAttribution: Sendable, Hashable, Codable {
     /// - Throws: `ProviderError` (`malformedResponse`) naming the field and rule: `not_json`,
     ///   `too_deep`, `missing`, `wrong_type`, `integer`, `integer_out_of_range`, `iso8601`.
     public static func parse(_ body: Data) throws(ProviderError) -> AdServicesAttribution {
-        let object = try GAJSONObject(GAJSON.parse(body, provider: .appleAdServices), provider: .appleAdServices)
+        let object = try ProviderJSONObject(GoogleAppleJSON.parse(body, provider: .appleAdServices), provider: .appleAdServices)
         let attribution = try object.requiredBool("attribution")
         func number(_ key: String) throws(ProviderError) -> Int64? {
             attribution ? try object.requiredInt64(key) : try object.optionalInt64(key)

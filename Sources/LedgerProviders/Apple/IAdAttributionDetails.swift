@@ -81,7 +81,7 @@ public struct IAdAttributionDetails: Sendable, Hashable, Codable {
     ///   object), `one_version_wrapper` (several `Version…` wrappers), and for a known key
     ///   `boolean`, `iso8601` or `wrong_type`.
     public static func parse(_ body: Data) throws(ProviderError) -> IAdAttributionDetails {
-        let root = try GAJSONObject(GAJSON.parse(body, provider: .appleIAd), provider: .appleIAd)
+        let root = try ProviderJSONObject(GoogleAppleJSON.parse(body, provider: .appleIAd), provider: .appleIAd)
         var details = root
         var version: String?
         if !root.members.contains(where: { $0.key.hasPrefix("iad-") }) {
@@ -96,7 +96,7 @@ public struct IAdAttributionDetails: Sendable, Hashable, Codable {
             }
             if let wrapper = wrappers.first {
                 version = wrapper.key
-                details = try GAJSONObject(wrapper.value, provider: .appleIAd, path: wrapper.key)
+                details = try ProviderJSONObject(wrapper.value, provider: .appleIAd, path: wrapper.key)
             }
         }
         let reader = IAdValueReader(object: details)
@@ -168,7 +168,7 @@ public struct IAdAttributionDetails: Sendable, Hashable, Codable {
 
 /// Lenient reading of iAd values, which arrive as JSON types or as their string forms.
 private struct IAdValueReader {
-    let object: GAJSONObject
+    let object: ProviderJSONObject
 
     func failure(_ key: IAdAttributionDetails.CodingKeys, _ rule: String, _ message: String) -> ProviderError {
         ProviderError(.malformedResponse, provider: .appleIAd, field: key.rawValue, rule: rule, message: message + " (Apple Search Ads Attribution API)")

@@ -72,7 +72,7 @@ public enum BranchClassifier {
         case .transportFailed:
             return retryOrGiveUp("branch_transport_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
         case .response(let response):
-            let retryAfter = BSHTTP.retryAfter(
+            let retryAfter = BranchSingularHTTP.retryAfter(
                 response.headerValue("Retry-After"), now: now, maxDelay: policy.maxRetryAfter)
             switch response.status {
             case 200...299:

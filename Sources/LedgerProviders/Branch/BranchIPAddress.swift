@@ -84,7 +84,7 @@ public enum BranchIPAddress: Sendable, Hashable {
                     out.append(UInt16(o[2]) << 8 | UInt16(o[3]))
                     continue
                 }
-                guard (1...4).contains(field.count), field.utf8.allSatisfy(BSHTTP.isHexDigit),
+                guard (1...4).contains(field.count), field.utf8.allSatisfy(BranchSingularHTTP.isHexDigit),
                     let value = UInt16(field, radix: 16)
                 else { return nil }
                 out.append(value)

@@ -7,7 +7,7 @@ extension BranchOpenRequest {
     /// `branch_secret` are marked sensitive.
     public func build(with configuration: BranchConfiguration) throws(ProviderError) -> ProviderRequest {
         let endpoint = configuration.endpoint
-        let host = try BSHTTP.validateEndpoint(
+        let host = try BranchSingularHTTP.validateEndpoint(
             provider: .branch, scheme: endpoint.scheme, host: endpoint.host, port: endpoint.port)
         try validateHeaderIP(configuration)
         let body = ProviderJSON.object(sortingKeysOf: try bodyFields(configuration)).serialized
@@ -28,7 +28,7 @@ extension BranchOpenRequest {
         body["server_to_server"] = .bool(true)
         body["app_version"] = .string(try required(appVersion, "app_version"))
         body["os"] = .string(os.rawValue)
-        if let osVersion, BSHTTP.isBlank(osVersion) {
+        if let osVersion, BranchSingularHTTP.isBlank(osVersion) {
             throw fail("os_version", "not_blank", "os_version cannot be blank; omit it to send the default NA.")
         }
         body["os_version"] = .string(osVersion ?? "NA")
@@ -109,8 +109,8 @@ extension BranchOpenRequest {
             if !advertisingIDs.isEmpty {
                 throw fail("advertising_ids", "android_only", "advertising_ids is ANDROID ONLY.")
             }
-            let usableIDFA = try uuid(idfa, "hardware_id").flatMap { BSHTTP.isZeroUUID($0) ? nil : $0 }
-            let usableIDFV = try uuid(idfv, "ios_vendor_id").flatMap { BSHTTP.isZeroUUID($0) ? nil : $0 }
+            let usableIDFA = try uuid(idfa, "hardware_id").flatMap { BranchSingularHTTP.isZeroUUID($0) ? nil : $0 }
+            let usableIDFV = try uuid(idfv, "ios_vendor_id").flatMap { BranchSingularHTTP.isZeroUUID($0) ? nil : $0 }
             if let usableIDFA {
                 hardwareID = usableIDFA
                 body["hardware_id_type"] = .string("idfa")
@@ -123,18 +123,18 @@ extension BranchOpenRequest {
             if idfa != nil { throw fail("hardware_id", "idfa_ios_only", "The IDFA is a hardware_id on iOS only.") }
             if idfv != nil { throw fail("ios_vendor_id", "ios_only", "ios_vendor_id is REQUIRED - iOS ONLY.") }
             if let androidID {
-                guard !androidID.isEmpty, androidID.count <= 64, androidID.utf8.allSatisfy(BSHTTP.isHexDigit) else {
+                guard !androidID.isEmpty, androidID.count <= 64, androidID.utf8.allSatisfy(BranchSingularHTTP.isHexDigit) else {
                     throw fail("hardware_id", "android_id_hex", "ANDROID_ID must be hexadecimal, got '\(androidID)'.")
                 }
                 hardwareID = androidID
             }
-            if let gaid = try uuid(googleAdvertisingID, "google_advertising_id"), !BSHTTP.isZeroUUID(gaid) {
+            if let gaid = try uuid(googleAdvertisingID, "google_advertising_id"), !BranchSingularHTTP.isZeroUUID(gaid) {
                 body["google_advertising_id"] = .string(gaid)
             }
             if !advertisingIDs.isEmpty {
                 var ids: [String: ProviderJSON] = [:]
                 for (name, value) in advertisingIDs {
-                    guard !BSHTTP.isBlank(name), !BSHTTP.isBlank(value) else {
+                    guard !BranchSingularHTTP.isBlank(name), !BranchSingularHTTP.isBlank(value) else {
                         throw fail("advertising_ids", "not_blank", "advertising_ids names and values cannot be blank.")
                     }
                     ids[name] = .string(value)
@@ -163,7 +163,7 @@ extension BranchOpenRequest {
                 throw fail(field, "first_session_only", "\(field): only include in the app's first session (Branch v1/open server-to-server guide).")
             }
             switch value {
-            case .string(let text) where BSHTTP.isBlank(text):
+            case .string(let text) where BranchSingularHTTP.isBlank(text):
                 throw fail(field, "not_blank", "\(field) cannot be blank; omit it when unavailable.")
             case .number(let text) where text.hasPrefix("-"):
                 throw fail(field, "non_negative", "\(field) is a Unix timestamp and cannot be negative.")
@@ -209,13 +209,13 @@ extension BranchOpenRequest {
     }
 
     private func required(_ value: String, _ field: String) throws(ProviderError) -> String {
-        guard !BSHTTP.isBlank(value) else { throw fail(field, "required", "\(field) is REQUIRED (Branch v1/open server-to-server guide).") }
+        guard !BranchSingularHTTP.isBlank(value) else { throw fail(field, "required", "\(field) is REQUIRED (Branch v1/open server-to-server guide).") }
         return value
     }
 
     private func put(_ value: String?, _ field: String, in body: inout [String: ProviderJSON]) throws(ProviderError) {
         guard let value else { return }
-        guard !BSHTTP.isBlank(value) else {
+        guard !BranchSingularHTTP.isBlank(value) else {
             throw fail(field, "not_blank", "\(field) cannot be blank; omit it when missing (Branch v1/open server-to-server guide).")
         }
         body[field] = .string(value)
@@ -223,7 +223,7 @@ extension BranchOpenRequest {
 
     private func uuid(_ value: String?, _ field: String) throws(ProviderError) -> String? {
         guard let value else { return nil }
-        guard BSHTTP.isUUID(value) else {
+        guard BranchSingularHTTP.isUUID(value) else {
             throw fail(field, "uuid_format", "\(field) must be a device id in UUID form, got '\(value)'.")
         }
         return value

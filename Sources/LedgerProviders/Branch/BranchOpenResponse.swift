@@ -77,13 +77,13 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
 
     /// Decodes the stored form (Branch's field names, `data` as an object).
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: BSCodingKey.self)
-        sessionID = try container.decode(String.self, forKey: BSCodingKey("session_id"))
-        randomizedBundleToken = try container.decodeIfPresent(String.self, forKey: BSCodingKey("randomized_bundle_token"))
-        randomizedDeviceToken = try container.decodeIfPresent(String.self, forKey: BSCodingKey("randomized_device_token"))
-        identity = try container.decodeIfPresent(String.self, forKey: BSCodingKey("identity"))
-        link = try container.decodeIfPresent(String.self, forKey: BSCodingKey("link"))
-        data = try container.decodeIfPresent(BranchSessionData.self, forKey: BSCodingKey("data"))
+        let container = try decoder.container(keyedBy: FieldCodingKey.self)
+        sessionID = try container.decode(String.self, forKey: FieldCodingKey("session_id"))
+        randomizedBundleToken = try container.decodeIfPresent(String.self, forKey: FieldCodingKey("randomized_bundle_token"))
+        randomizedDeviceToken = try container.decodeIfPresent(String.self, forKey: FieldCodingKey("randomized_device_token"))
+        identity = try container.decodeIfPresent(String.self, forKey: FieldCodingKey("identity"))
+        link = try container.decodeIfPresent(String.self, forKey: FieldCodingKey("link"))
+        data = try container.decodeIfPresent(BranchSessionData.self, forKey: FieldCodingKey("data"))
         otherFields = [:]
         for key in container.allKeys where !Self.knownKeys.contains(key.stringValue) {
             otherFields[key.stringValue] = try container.decode(JSONValue.self, forKey: key)
@@ -92,14 +92,14 @@ public struct BranchOpenResponse: Sendable, Hashable, Codable {
 
     /// Encodes with Branch's field names; unknown keys go back at top level.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: BSCodingKey.self)
-        for (key, value) in otherFields { try container.encode(value, forKey: BSCodingKey(key)) }
-        try container.encode(sessionID, forKey: BSCodingKey("session_id"))
-        try container.encodeIfPresent(randomizedBundleToken, forKey: BSCodingKey("randomized_bundle_token"))
-        try container.encodeIfPresent(randomizedDeviceToken, forKey: BSCodingKey("randomized_device_token"))
-        try container.encodeIfPresent(identity, forKey: BSCodingKey("identity"))
-        try container.encodeIfPresent(link, forKey: BSCodingKey("link"))
-        try container.encodeIfPresent(data, forKey: BSCodingKey("data"))
+        var container = encoder.container(keyedBy: FieldCodingKey.self)
+        for (key, value) in otherFields { try container.encode(value, forKey: FieldCodingKey(key)) }
+        try container.encode(sessionID, forKey: FieldCodingKey("session_id"))
+        try container.encodeIfPresent(randomizedBundleToken, forKey: FieldCodingKey("randomized_bundle_token"))
+        try container.encodeIfPresent(randomizedDeviceToken, forKey: FieldCodingKey("randomized_device_token"))
+        try container.encodeIfPresent(identity, forKey: FieldCodingKey("identity"))
+        try container.encodeIfPresent(link, forKey: FieldCodingKey("link"))
+        try container.encodeIfPresent(data, forKey: FieldCodingKey("data"))
     }
 }
 

@@ -36,7 +36,7 @@ extension JSONValue {
 
 /// A coding key for provider field names that are not Swift identifiers (`+clicked_branch_link`)
 /// and for the pass-through keys of Branch's ``JSONValue`` dictionaries.
-struct BSCodingKey: CodingKey, Hashable {
+struct FieldCodingKey: CodingKey, Hashable {
     var stringValue: String
     var intValue: Int? { nil }
     init(_ string: String) { stringValue = string }

@@ -61,12 +61,12 @@ public struct BranchSessionData: Sendable, Hashable, Codable {
 
     /// Decodes the stored form (Branch's keys, flat).
     public init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: BSCodingKey.self)
+        let container = try decoder.container(keyedBy: FieldCodingKey.self)
         self.init()
-        let bools = try Self.boolKeys.map { try container.decodeIfPresent(Bool.self, forKey: BSCodingKey($0)) }
+        let bools = try Self.boolKeys.map { try container.decodeIfPresent(Bool.self, forKey: FieldCodingKey($0)) }
         (clickedBranchLink, isFirstSession, matchGuaranteed) = (bools[0], bools[1], bools[2])
-        clickTimestamp = try container.decodeIfPresent(Int64.self, forKey: BSCodingKey("+click_timestamp"))
-        let strings = try Self.stringKeys.map { try container.decodeIfPresent(String.self, forKey: BSCodingKey($0)) }
+        clickTimestamp = try container.decodeIfPresent(Int64.self, forKey: FieldCodingKey("+click_timestamp"))
+        let strings = try Self.stringKeys.map { try container.decodeIfPresent(String.self, forKey: FieldCodingKey($0)) }
         (campaign, channel, feature) = (strings[0], strings[1], strings[2])
         (canonicalURL, deeplinkPath, nonBranchLink) = (strings[3], strings[4], strings[5])
         for key in container.allKeys where !Self.knownKeys.contains(key.stringValue) {
@@ -76,14 +76,14 @@ public struct BranchSessionData: Sendable, Hashable, Codable {
 
     /// Encodes with Branch's keys, flat; ``other`` keys at the same level.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: BSCodingKey.self)
-        for (key, value) in other { try container.encode(value, forKey: BSCodingKey(key)) }
+        var container = encoder.container(keyedBy: FieldCodingKey.self)
+        for (key, value) in other { try container.encode(value, forKey: FieldCodingKey(key)) }
         for (key, value) in zip(Self.boolKeys, boolValues) {
-            try container.encodeIfPresent(value, forKey: BSCodingKey(key))
+            try container.encodeIfPresent(value, forKey: FieldCodingKey(key))
         }
-        try container.encodeIfPresent(clickTimestamp, forKey: BSCodingKey("+click_timestamp"))
+        try container.encodeIfPresent(clickTimestamp, forKey: FieldCodingKey("+click_timestamp"))
         for (key, value) in zip(Self.stringKeys, stringValues) {
-            try container.encodeIfPresent(value, forKey: BSCodingKey(key))
+            try container.encodeIfPresent(value, forKey: FieldCodingKey(key))
         }
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// HTTP helpers shared by the Branch and Singular builders and classifiers: endpoint checks,
 /// Unix-second arithmetic, `Retry-After` parsing and back-off. Pure: every time comes from the
 /// caller.
-enum BSHTTP {
+enum BranchSingularHTTP {
     /// Checks a base URL's scheme, host and port (``EndpointRules``) and returns the host as it
     /// must appear in a URL (IPv6 literals in brackets). `http` is refused for anything but a
     /// loopback host because the bodies carry credentials (`branch_secret`, Singular's `a`).

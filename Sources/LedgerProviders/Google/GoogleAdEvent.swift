@@ -69,7 +69,7 @@ public struct GoogleAdEvent: Sendable, Hashable, Codable {
     }
 
     /// Reads one `ad_events[i]` object.
-    init(_ object: GAJSONObject) throws(ProviderError) {
+    init(_ object: ProviderJSONObject) throws(ProviderError) {
         adEventID = try object.requiredString("ad_event_id")
         conversionMetric = try object.requiredString("conversion_metric")
         let stamp = try object.required("timestamp")

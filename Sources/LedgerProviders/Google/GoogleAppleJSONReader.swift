@@ -3,7 +3,7 @@ import Foundation
 /// Typed reading of one JSON object's members, with errors that name the JSON path
 /// (`ad_events[0].campaign_id`) and the rule broken (`missing`, `wrong_type`, `integer`,
 /// `integer_out_of_range`). Unknown members are ignored: every parser is tolerant of new keys.
-struct GAJSONObject {
+struct ProviderJSONObject {
     let provider: Provider
     /// The path of this object; empty for the document root.
     let path: String
@@ -88,7 +88,7 @@ struct GAJSONObject {
     /// guessed at, and `99999999999999999999999` is refused (`integer_out_of_range`), never rounded.
     func int64(_ key: String, from found: ProviderJSON) throws(ProviderError) -> Int64 {
         guard case .number(let text) = found else { throw wrongType(key, expected: "number", found: found) }
-        guard GAJSON.isIntegerText(text) else {
+        guard GoogleAppleJSON.isIntegerText(text) else {
             throw ProviderError(
                 .malformedResponse, provider: provider, field: fieldPath(key), rule: "integer",
                 message: "\(fieldPath(key)) must be a whole number, found \(text.prefix(40)).")
@@ -111,7 +111,7 @@ struct GAJSONObject {
 
 /// Google's and Apple's reading of an answer: ``ProviderJSONReader`` with their limits, its
 /// errors as `malformedResponse` on field `$`.
-enum GAJSON {
+enum GoogleAppleJSON {
     /// Reads one JSON document. Errors are `malformedResponse` on `field` `$` with rule `not_json`
     /// (syntax, bad UTF-8) or `too_deep` (nesting beyond 32 levels).
     static func parse(_ data: Data, provider: Provider) throws(ProviderError) -> ProviderJSON {

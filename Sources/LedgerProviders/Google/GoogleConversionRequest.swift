@@ -117,7 +117,7 @@ public struct GoogleConversionRequestBuilder: Sendable {
         guard event.timestamp.microsecondsSince1970 > 0 else {
             throw failure("timestamp", "positive", "timestamp must be a UNIX timestamp after 1970.")
         }
-        if event.hasValue, let value = event.value, !(GAJSON.isPlainDecimalText(value) && value.contains(".")) {
+        if event.hasValue, let value = event.value, !(GoogleAppleJSON.isPlainDecimalText(value) && value.contains(".")) {
             throw failure(
                 "value", "decimal_point_no_exponent_no_grouping",
                 "value must \"always be formatted as a machine-readable floating point value using a decimal point\", "

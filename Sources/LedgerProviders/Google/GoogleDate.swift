@@ -128,7 +128,7 @@ extension GoogleEventValue: Codable {
         }
         func decimal() throws -> Decimal {
             let text = try container.decode(String.self, forKey: key)
-            guard GAJSON.isPlainDecimalText(text), text.utf8.count <= 64, let value = Decimal(string: text) else { throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "Not a decimal: \(text)") }
+            guard GoogleAppleJSON.isPlainDecimalText(text), text.utf8.count <= 64, let value = Decimal(string: text) else { throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "Not a decimal: \(text)") }
             return value
         }
         switch key {

@@ -92,7 +92,7 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
     public static func fromJSON(_ data: Data) throws(ProviderError) -> GoogleEventData {
         let root: ProviderJSON
         do {
-            root = try GAJSON.parse(data, provider: .google)
+            root = try GoogleAppleJSON.parse(data, provider: .google)
         } catch {
             throw ProviderError(.invalidRequest, provider: .google, field: "app_event_data", rule: error.rule, message: error.message)
         }
@@ -114,7 +114,7 @@ public struct GoogleEventData: Sendable, Hashable, Codable {
         case .bool(let flag): return .bool(flag)
         case .null: throw failure(path, "primitive_values_only", "\(path) is null; only strings, numbers and booleans are allowed.")
         case .number(let text):
-            if GAJSON.isIntegerText(text), let integer = Int64(text) { return .integer(integer) }
+            if GoogleAppleJSON.isIntegerText(text), let integer = Int64(text) { return .integer(integer) }
             guard text.utf8.count <= 64, let decimal = Decimal(string: text), decimal.isFinite,
                 !decimal.description.contains("e")
             else { throw failure(path, "finite_number", "\(path) is not a number that can be written exactly.") }

@@ -31,10 +31,10 @@ public struct GoogleConversionResponse: Sendable, Hashable, Codable {
     ///   (`not_json`, `too_deep`, `missing`, `wrong_type`, `integer`, `integer_out_of_range`,
     ///   `unix_seconds`). Never traps, whatever the bytes.
     public static func parse(_ body: Data) throws(ProviderError) -> GoogleConversionResponse {
-        let root = try GAJSONObject(GAJSON.parse(body, provider: .google), provider: .google)
+        let root = try ProviderJSONObject(GoogleAppleJSON.parse(body, provider: .google), provider: .google)
         var adEvents: [GoogleAdEvent] = []
         for (index, item) in (try root.optionalArray("ad_events") ?? []).enumerated() {
-            adEvents.append(try GoogleAdEvent(GAJSONObject(item, provider: .google, path: "ad_events[\(index)]")))
+            adEvents.append(try GoogleAdEvent(ProviderJSONObject(item, provider: .google, path: "ad_events[\(index)]")))
         }
         var errors: [GoogleErrorCode] = []
         for (index, item) in (try root.optionalArray("errors") ?? []).enumerated() {

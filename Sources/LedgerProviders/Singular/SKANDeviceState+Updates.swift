@@ -12,7 +12,7 @@ extension SKANDeviceState {
     @discardableResult
     public mutating func register(at now: Date) -> Bool {
         guard !isRegistered else { return false }
-        let seconds = BSHTTP.unixSeconds(now)
+        let seconds = BranchSingularHTTP.unixSeconds(now)
         firstCallTimestamp = seconds
         lastCallTimestamp = seconds
         previousFineValue = conversionValue
@@ -41,7 +41,7 @@ extension SKANDeviceState {
             throw SingularRules.fail(.invalidRequest, "revenue", "not_a_number", "A revenue amount must be a number.")
         }
         if amount == 0 { return .ignoredZeroAmount }
-        guard let currency, !BSHTTP.isBlank(currency) else { return .ignoredMissingCurrency }
+        guard let currency, !BranchSingularHTTP.isBlank(currency) else { return .ignoredMissingCurrency }
         if isAdMonetization {
             totalAdMonRevenueByCurrency[currency, default: 0] += amount
         } else {
@@ -91,7 +91,7 @@ extension SKANDeviceState {
                 "The device never registered for SKAdNetwork (registerAppForAdNetworkAttribution comes first).")
         }
         let window = window(at: now)
-        let seconds = BSHTTP.unixSeconds(now)
+        let seconds = BranchSingularHTTP.unixSeconds(now)
         if window == .over { return .ignoredWindowOver }
         if windowLock(window) != nil {
             lastCallTimestamp = seconds

@@ -48,13 +48,13 @@ public enum SKANWindow: String, Sendable, Hashable, Codable, CaseIterable {
     /// The window at `now` for a device whose first SKAdNetwork call was at Unix second
     /// `firstCallTimestamp`. As in the snippet, an unregistered device (timestamp 0) is "over".
     public init(firstCallTimestamp: Int64, now: Date) {
-        self.init(elapsedSeconds: BSHTTP.saturatingDifference(BSHTTP.unixSeconds(now), firstCallTimestamp))
+        self.init(elapsedSeconds: BranchSingularHTTP.saturatingDifference(BranchSingularHTTP.unixSeconds(now), firstCallTimestamp))
     }
 
     /// The window at `now` for a device whose first SKAdNetwork call was at `firstCall`; both are
     /// truncated to whole Unix seconds first, as the snippet stores them.
     public init(firstCall: Date, now: Date) {
-        self.init(firstCallTimestamp: BSHTTP.unixSeconds(firstCall), now: now)
+        self.init(firstCallTimestamp: BranchSingularHTTP.unixSeconds(firstCall), now: now)
     }
 
     /// The `postback_sequence_index` of this window (0, 1, 2), or `nil` when over.

@@ -58,7 +58,7 @@ public enum SingularClassifier {
         case .transportFailed:
             return retry("singular_transport_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
         case .response(let response):
-            let retryAfter = BSHTTP.retryAfter(response.headerValue("Retry-After"), now: now, maxDelay: policy.maxRetryAfter)
+            let retryAfter = BranchSingularHTTP.retryAfter(response.headerValue("Retry-After"), now: now, maxDelay: policy.maxRetryAfter)
             switch response.status {
             case 200...299:
                 do {

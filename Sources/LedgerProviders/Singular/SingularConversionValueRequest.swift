@@ -67,7 +67,7 @@ public struct SingularConversionValueRequest: Sendable, Hashable {
     /// of range (`range_0_63`).
     public func build(with configuration: SingularConfiguration, at now: Date) throws(ProviderError) -> ProviderRequest {
         let endpoint = configuration.endpoint
-        let host = try BSHTTP.validateEndpoint(
+        let host = try BranchSingularHTTP.validateEndpoint(
             provider: .singular, scheme: endpoint.scheme, host: endpoint.host, port: endpoint.port)
         var query = [
             QueryItem("a", try Self.required(configuration.sdkKey, "a")),
@@ -75,7 +75,7 @@ public struct SingularConversionValueRequest: Sendable, Hashable {
             QueryItem("i", try Self.required(bundleID, "i")),
             QueryItem("v", try Self.required(osVersion, "v")),
         ]
-        if let idfa, !BSHTTP.isZeroUUID(try Self.uuid(idfa, "idfa")) { query.append(QueryItem("idfa", idfa)) }
+        if let idfa, !BranchSingularHTTP.isZeroUUID(try Self.uuid(idfa, "idfa")) { query.append(QueryItem("idfa", idfa)) }
         query.append(QueryItem("idfv", try Self.uuid(idfv, "idfv")))
         if case .named(let name) = event, name == Self.sessionEventName {
             throw SingularRules.fail(
@@ -101,14 +101,14 @@ public struct SingularConversionValueRequest: Sendable, Hashable {
     }
 
     private static func required(_ value: String, _ field: String) throws(ProviderError) -> String {
-        guard !BSHTTP.isBlank(value) else {
+        guard !BranchSingularHTTP.isBlank(value) else {
             throw SingularRules.fail(.invalidRequest, field, "required", "\(field) is a required parameter (Singular SKAdNetwork 4 implementation guide).")
         }
         return value
     }
 
     private static func uuid(_ value: String, _ field: String) throws(ProviderError) -> String {
-        guard BSHTTP.isUUID(value) else {
+        guard BranchSingularHTTP.isUUID(value) else {
             throw SingularRules.fail(.invalidRequest, field, "uuid_format", "\(field) must be a UUID, got '\(value)'.")
         }
         return value

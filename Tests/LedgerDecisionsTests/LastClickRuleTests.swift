@@ -3,7 +3,7 @@ import LedgerDomain
 import LedgerFolds
 import Testing
 
-@testable import LedgerAttribution
+@testable import LedgerDecisions
 
 /// The last-click rule, table-driven. Windows: Apple AdServices "tap-through 30 days; view-through
 /// 24 hours after the view; clicks beat views; pre-orders 90 days (click) / 61 days (view)" (Apple

@@ -11,7 +11,7 @@ import LedgerStore
 import LedgerTestKit
 import Testing
 
-@testable import LedgerAttribution
+@testable import LedgerDecisions
 
 /// First open → sends → answers → decision → cross-network reports, against the loopback fakes
 /// over real HTTP, on the private PostgreSQL.

@@ -2,7 +2,7 @@ import Foundation
 import LedgerDomain
 import Testing
 
-@testable import LedgerAttribution
+@testable import LedgerDecisions
 
 @Suite struct SettingsAndPlannerTests {
     @Test func settingsFileKeysAreOptionalAndPerApp() throws {
