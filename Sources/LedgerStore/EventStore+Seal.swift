@@ -70,7 +70,7 @@ extension EventStore {
 
     /// Seals every event readable now that no seal covers yet, signed with `key` when given.
     /// Returns nil when there was nothing to seal.
-    /// - Throws: ``SealKeyError/keyRequired(afterSeal:)`` without a key once the newest seal is
+    /// - Throws: ``EventStoreError/sealKeyRequired(afterSeal:)`` without a key once the newest seal is
     ///   signed (an unsigned seal would fail every later `verify --public-key`).
     ///
     /// Safe to run from several processes: seals are made one at a time under an advisory lock.
@@ -91,7 +91,7 @@ extension EventStore {
                 let previous = try last?.decode(Data.self, at: 3)
                 // Once seals are signed, an unsigned one would break every later check with the key.
                 if key == nil, try last?.decode(Bool.self, at: 4) == true {
-                    throw SealKeyError.keyRequired(afterSeal: number)
+                    throw EventStoreError.sealKeyRequired(afterSeal: number)
                 }
                 // Fix the horizon first, so the digest and the boundary cover the same events.
                 let horizon = try connection.query("""

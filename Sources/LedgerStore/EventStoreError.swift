@@ -1,8 +1,8 @@
 import Foundation
 import LedgerPostgres
 
-/// Why an append or a read was refused. Each case names what to fix; nothing of a refused append
-/// is stored.
+/// The store's one error: why an append, a read, a scan or a seal was refused. Each case names
+/// what to fix; nothing of a refused append is stored. Never quotes a key.
 public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The stream is not at the version the append expected.
     case wrongExpectedVersion(stream: String, expected: ExpectedVersion, actual: Int64)
@@ -18,7 +18,19 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     /// A conditional append's gate (``AppendCondition/function``) is not a plain identifier: the
     /// name is written into the statement, so nothing else may pass.
     case invalidConditionFunction(String)
+    /// A log scan could not be made: a type name that breaks the rule, or a COPY row that could
+    /// not be read (a bug, or a server that speaks another format).
+    case logScan(reason: String)
+    /// The named setting is not base64 of a 32-byte Ed25519 seal key.
+    case invalidSealKey(setting: String)
+    /// The seal key file cannot be read.
+    case unreadableSealKeyFile(path: String)
+    /// The newest seal is signed, and no key was given for the next.
+    case sealKeyRequired(afterSeal: Int64)
+    /// A checkpoint's named field is missing or malformed.
+    case invalidCheckpoint(field: String)
 
+    /// One line for an operator.
     public var description: String {
         switch self {
         case .wrongExpectedVersion(let stream, let expected, let actual):
@@ -33,6 +45,13 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
             "an append needs at least one event"
         case .invalidConditionFunction:
             "an append condition's function name must be a plain identifier (a-z, 0-9, _)"
+        case .logScan(let reason): "log scan: \(reason)"
+        case .invalidSealKey(let name):
+            "\(name) must be the base64 of a 32-byte Ed25519 key (make one with `ledger keys seal-key`)"
+        case .unreadableSealKeyFile(let path): "LEDGER_SEAL_SIGNING_KEY_FILE \(path) cannot be read"
+        case .sealKeyRequired(let number):
+            "seal \(number) is signed: seal only with LEDGER_SEAL_SIGNING_KEY set (an unsigned seal would fail every later verify --public-key)"
+        case .invalidCheckpoint(let field): "the checkpoint's \(field) is malformed"
         }
     }
 

@@ -41,7 +41,7 @@ public enum LogScan {
         let typeList = try types.map { type -> String in
             guard type.utf8.allSatisfy({ $0 < 128 && ($0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
                 || (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0)) }), !type.isEmpty
-            else { throw LogScanError(reason: "event type \(type) breaks the type-name rule") }
+            else { throw EventStoreError.logScan(reason: "event type \(type) breaks the type-name rule") }
             return "'" + type + "'"
         }.joined(separator: ",")
         return """
@@ -58,7 +58,7 @@ public enum LogScan {
     /// One row of the scan (position, transaction id, stream, version, id, type, schema version,
     /// data, and both times) as an event.
     static func event(from row: inout PostgresBinaryCopyRow) throws -> RecordedEvent {
-        guard row.fieldCount == 10 else { throw LogScanError(reason: "a COPY row has \(row.fieldCount) fields, not 10") }
+        guard row.fieldCount == 10 else { throw EventStoreError.logScan(reason: "a COPY row has \(row.fieldCount) fields, not 10") }
         let position = try row.int64()
         // xid8's bytes are an unsigned 64-bit number.
         let transactionID = UInt64(bitPattern: try row.int64())
@@ -73,12 +73,4 @@ public enum LogScan {
             id: id, type: type, schemaVersion: schemaVersion, data: data, metadata: Data(),
             occurredAt: try row.timestamp(), recordedAt: try row.timestamp(), hash: Data())
     }
-}
-
-/// A scan that could not be made: a type name that breaks the rule, or a COPY row that could not
-/// be read (a bug, or a server that speaks another format).
-public struct LogScanError: Error, CustomStringConvertible {
-    /// What went wrong.
-    public var reason: String
-    public var description: String { "log scan: \(reason)" }
 }

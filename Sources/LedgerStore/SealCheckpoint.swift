@@ -49,19 +49,19 @@ public struct SealCheckpoint: Codable, Sendable, Hashable {
     }
 
     /// The seal the checkpoint holds.
-    /// - Throws: ``SealCheckpointError`` naming the malformed field.
-    public func seal() throws(SealCheckpointError) -> Seal {
-        guard format == Self.currentFormat else { throw .invalid(field: "format") }
-        guard let transaction = UInt64(upToTransaction) else { throw .invalid(field: "up_to_transaction") }
-        guard let digest = Hex.bytes(digest), digest.count == 32 else { throw .invalid(field: "digest") }
+    /// - Throws: ``EventStoreError/invalidCheckpoint(field:)`` naming the malformed field.
+    public func seal() throws(EventStoreError) -> Seal {
+        guard format == Self.currentFormat else { throw .invalidCheckpoint(field: "format") }
+        guard let transaction = UInt64(upToTransaction) else { throw .invalidCheckpoint(field: "up_to_transaction") }
+        guard let digest = Hex.bytes(digest), digest.count == 32 else { throw .invalidCheckpoint(field: "digest") }
         var previous: Data?
         if let text = previousDigest {
-            guard let bytes = Hex.bytes(text), bytes.count == 32 else { throw .invalid(field: "previous_digest") }
+            guard let bytes = Hex.bytes(text), bytes.count == 32 else { throw .invalidCheckpoint(field: "previous_digest") }
             previous = bytes
         }
         var signatureBytes: Data?
         if let signature {
-            guard let bytes = Data(base64Encoded: signature) else { throw .invalid(field: "signature") }
+            guard let bytes = Data(base64Encoded: signature) else { throw .invalidCheckpoint(field: "signature") }
             signatureBytes = bytes
         }
         return Seal(number: sealNumber, upTo: GlobalCheckpoint(transactionID: transaction, position: upToPosition),
@@ -80,18 +80,5 @@ public struct SealCheckpoint: Codable, Sendable, Hashable {
         case signingKeyID = "signing_key_id"
         case publicKey = "public_key"
         case sealedAt = "sealed_at"
-    }
-}
-
-/// Why a checkpoint file was refused.
-public enum SealCheckpointError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The named field is missing or malformed.
-    case invalid(field: String)
-
-    /// One line for an operator.
-    public var description: String {
-        switch self {
-        case .invalid(let field): "the checkpoint's \(field) is malformed"
-        }
     }
 }

@@ -11,11 +11,11 @@ public struct SealSigningKey: Sendable {
     let raw: Data
 
     /// A key from its base64 text (32 bytes once decoded).
-    /// - Throws: ``SealKeyError/invalidKey(_:)``.
-    public init(base64: String) throws(SealKeyError) {
+    /// - Throws: ``EventStoreError/invalidSealKey(setting:)``.
+    public init(base64: String) throws(EventStoreError) {
         guard let raw = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32,
             (try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)) != nil
-        else { throw .invalidKey("LEDGER_SEAL_SIGNING_KEY") }
+        else { throw .invalidSealKey(setting: "LEDGER_SEAL_SIGNING_KEY") }
         self.raw = raw
     }
 
@@ -44,17 +44,17 @@ public struct SealSigningKey: Sendable {
 
     /// The key of `LEDGER_SEAL_SIGNING_KEY`, or of the file `LEDGER_SEAL_SIGNING_KEY_FILE` names;
     /// nil when neither is set (seals are then made unsigned).
-    /// - Throws: ``SealKeyError`` for a malformed key or an unreadable file.
-    public static func fromEnvironment(_ environment: [String: String]) throws(SealKeyError) -> SealSigningKey? {
+    /// - Throws: ``EventStoreError`` for a malformed key or an unreadable file.
+    public static func fromEnvironment(_ environment: [String: String]) throws(EventStoreError) -> SealSigningKey? {
         if let text = environment["LEDGER_SEAL_SIGNING_KEY"], !text.isEmpty {
             return try SealSigningKey(base64: text)
         }
         if let path = environment["LEDGER_SEAL_SIGNING_KEY_FILE"], !path.isEmpty {
-            guard let data = FileManager.default.contents(atPath: path) else { throw .unreadableFile(path) }
+            guard let data = FileManager.default.contents(atPath: path) else { throw .unreadableSealKeyFile(path: path) }
             do {
                 return try SealSigningKey(base64: String(decoding: data, as: UTF8.self))
             } catch {
-                throw .invalidKey("LEDGER_SEAL_SIGNING_KEY_FILE")
+                throw .invalidSealKey(setting: "LEDGER_SEAL_SIGNING_KEY_FILE")
             }
         }
         return nil
@@ -67,11 +67,11 @@ public struct SealPublicKey: Sendable, Hashable {
     public let raw: Data
 
     /// A key from its base64 text.
-    /// - Throws: ``SealKeyError/invalidKey(_:)``.
-    public init(base64: String) throws(SealKeyError) {
+    /// - Throws: ``EventStoreError/invalidSealKey(setting:)``.
+    public init(base64: String) throws(EventStoreError) {
         guard let raw = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines)), raw.count == 32,
             (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil
-        else { throw .invalidKey("public key") }
+        else { throw .invalidSealKey(setting: "public key") }
         self.raw = raw
     }
 
@@ -88,26 +88,6 @@ public struct SealPublicKey: Sendable, Hashable {
     public func isValid(_ signature: Data, for seal: Seal) -> Bool {
         guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return false }
         return key.isValidSignature(signature, for: seal.signedBytes)
-    }
-}
-
-/// Why a seal key was refused. Never quotes the key.
-public enum SealKeyError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The named setting is not base64 of a 32-byte Ed25519 key.
-    case invalidKey(String)
-    /// The key file cannot be read.
-    case unreadableFile(String)
-    /// The newest seal is signed, and no key was given for the next.
-    case keyRequired(afterSeal: Int64)
-
-    /// One line for an operator.
-    public var description: String {
-        switch self {
-        case .invalidKey(let name): "\(name) must be the base64 of a 32-byte Ed25519 key (make one with `ledger keys seal-key`)"
-        case .unreadableFile(let path): "LEDGER_SEAL_SIGNING_KEY_FILE \(path) cannot be read"
-        case .keyRequired(let number):
-            "seal \(number) is signed: seal only with LEDGER_SEAL_SIGNING_KEY set (an unsigned seal would fail every later verify --public-key)"
-        }
     }
 }
 
