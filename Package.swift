@@ -346,7 +346,7 @@ let package = Package(
             name: "AttributionLedgerTests",
             dependencies: [
                 "AttributionLedger", "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
-                "LedgerPostgres", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
+                "LedgerPostgres", "LedgerProviders", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
             ],
             swiftSettings: strict
         ),

@@ -11,9 +11,8 @@ import Logging
 ///
 /// Every recording call validates the fact (a typed ``AttributionLedgerError`` names the field and
 /// the rule; nothing is written), is idempotent by the caller's `id` (the same id with the same
-/// content answers as the first time and writes nothing), and goes through the attribution
-/// layer's `DeviceFactRecorder`, which appends the fact and the provider sends it causes in one
-/// transaction. Reads replay the device's history from the log, so they are exact and work as of
+/// content answers as the first time and writes nothing), and goes through the facade's own
+/// recorder, which appends the fact and the provider sends it causes in one transaction. Reads replay the device's history from the log, so they are exact and work as of
 /// any earlier time or position.
 ///
 /// ```swift
@@ -28,7 +27,7 @@ public struct AttributionLedger: Sendable {
     /// The event store facts are appended to and histories read from.
     public let store: EventStore
     /// The write path every fact goes through.
-    public let recorder: DeviceFactRecorder
+    let recorder: DeviceFactRecorder
     /// The clock that stamps the ledger's own times (the enqueue time of the sends a fact causes).
     public let clock: any WallClock
     /// Who appears as `actor` in the metadata of facts recorded without one.
@@ -48,8 +47,7 @@ public struct AttributionLedger: Sendable {
         pool: PostgresPool, settings: AttributionSettings = AttributionSettings(), clock: any WallClock = SystemClock(),
         defaultActor: String = "swift-api", logger: Logger = Logger(label: "ledger.api")
     ) {
-        let store = EventStore(pool: pool, catalog: .standard, logger: logger)
-        self.init(store: store, recorder: DeviceFactRecorder(store: store, settings: settings, logger: logger), clock: clock,
+        self.init(store: EventStore(pool: pool, catalog: .standard, logger: logger), settings: settings, clock: clock,
                   defaultActor: defaultActor, logger: logger)
     }
 
@@ -71,20 +69,18 @@ public struct AttributionLedger: Sendable {
     /// Ends the sessions of the ledger's pool; calls after it fail.
     public func close() { store.pool.close() }
 
-    /// A ledger over an existing store and recorder (for callers that configure them themselves).
+    /// A ledger over an existing store (for callers that configure it themselves: its catalog,
+    /// its personal-data protection); facts are appended to it and reads go to it.
     ///
     /// - Parameters:
-    ///   - store: the event store reads go to.
-    ///   - recorder: the write path; it must append to the same database as `store`.
-    ///   - clock: the ledger's clock.
-    ///   - defaultActor: the metadata `actor` when a call names none.
-    ///   - logger: where the facade logs.
+    ///   - store: the event store.
+    ///   - settings, clock, defaultActor, logger: as for ``init(pool:settings:clock:defaultActor:logger:)``.
     public init(
-        store: EventStore, recorder: DeviceFactRecorder, clock: any WallClock = SystemClock(), defaultActor: String = "swift-api",
-        logger: Logger = Logger(label: "ledger.api")
+        store: EventStore, settings: AttributionSettings = AttributionSettings(), clock: any WallClock = SystemClock(),
+        defaultActor: String = "swift-api", logger: Logger = Logger(label: "ledger.api")
     ) {
         self.store = store
-        self.recorder = recorder
+        self.recorder = DeviceFactRecorder(store: store, settings: settings, logger: logger)
         self.clock = clock
         self.defaultActor = defaultActor
         self.logger = logger
@@ -94,10 +90,7 @@ public struct AttributionLedger: Sendable {
     /// Whether the database answers and holds the ledger's schema (the `events` table): what a
     /// readiness probe asks.
     /// - Throws: `PostgresError` when the database cannot be reached.
-    public func isReady() async throws -> Bool {
-        let rows = try await store.pool.query("SELECT to_regclass('public.events') IS NOT NULL")
-        return try rows.single().decode(Bool.self, at: 0)
-    }
+    public func isReady() async throws -> Bool { try await store.holdsLog() }
 }
 
 /// One device of one app: the key of everything the ledger records and reads about a device

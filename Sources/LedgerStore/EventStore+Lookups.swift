@@ -18,6 +18,22 @@ extension EventStore {
         try await pool.withConnection { try Self.storedIDs(ids, on: $0) }
     }
 
+    /// Whether the database answers and holds the log (the `events` table): a readiness probe's
+    /// question.
+    /// - Throws: `PostgresError` when the database cannot be reached.
+    public func holdsLog() async throws -> Bool {
+        try await pool.query("SELECT to_regclass('public.events') IS NOT NULL").single().decode(Bool.self, at: 0)
+    }
+
+    /// How many events gap-safe readers can see yet (below the read horizon), and how many the
+    /// log holds: what a caller waits on before it reads back everything it appended.
+    public func eventCounts() async throws -> (readable: Int, stored: Int) {
+        let row = try await pool.query("""
+            SELECT count(*) FILTER (WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())), count(*) FROM events
+            """).single()
+        return (try row.decode(Int.self, at: 0), try row.decode(Int.self, at: 1))
+    }
+
     /// Whether `stream` holds any event.
     public static func streamExists(_ stream: String, on connection: PostgresConnection) throws -> Bool {
         try connection.query("SELECT EXISTS (SELECT 1 FROM event_key_rows WHERE stream_id = \(stream))")

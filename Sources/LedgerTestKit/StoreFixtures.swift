@@ -42,11 +42,8 @@ public func withStore<T>(
 public func waitForHorizon(_ store: EventStore, count: Int? = nil) async throws {
     let deadline = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < deadline {
-        let readable = try await store.pool.query(
-            "SELECT count(*) FILTER (WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())), count(*) FROM events"
-        ).single()
-        let below = try readable.decode(Int.self, at: 0)
-        if below >= (try count ?? readable.decode(Int.self, at: 1)) { return }
+        let counts = try await store.eventCounts()
+        if counts.readable >= count ?? counts.stored { return }
         try await Task.sleep(for: .milliseconds(10))
     }
     throw HorizonStalled(count: count)

@@ -1,4 +1,5 @@
 import Foundation
+@testable import AttributionLedger
 import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain

@@ -66,6 +66,7 @@ struct DemoCommand: AsyncParsableCommand {
                     adServices: fakes.appleEndpoint, branch: fakes.branchConfiguration, singular: fakes.singularConfiguration)
                 let simulatedStart = Date().addingTimeInterval(300)
                 let clock = ManualClock(simulatedStart)
+                let factClock = ManualClock(simulatedStart)
                 let worker = SendWorker(
                     store: store, rules: rules, transport: transport,
                     configuration: .init(workerID: "demo-worker", slots: 8, lease: 30, requestTimeout: .seconds(5)),
@@ -73,8 +74,8 @@ struct DemoCommand: AsyncParsableCommand {
                 let run = String(UUID().uuidString.lowercased().prefix(6))
                 let day = DemoDay(
                     store: store, fakes: fakes, worker: worker,
-                    ledger: AttributionLedger(store: store, recorder: DeviceFactRecorder(store: store, logger: logger), clock: clock,
-                                              defaultActor: "ledger.demo", logger: logger),
+                    ledger: AttributionLedger(store: store, clock: factClock, defaultActor: "ledger.demo", logger: logger),
+                    factClock: factClock,
                     decider: AttributionDecider(store: store, logger: logger), clock: clock, run: run, start: simulatedStart)
                 _ = try await day.play { step in
                     if !json { FileHandle.standardError.write(Data("ledger demo: \(step)…\n".utf8)) }

@@ -13,7 +13,8 @@ import Logging
 /// A realistic simulated day for `ledger demo`: iOS and Android installs, sessions, purchases in
 /// several currencies, AdServices tokens (one ready only on the second try, one phoned home after
 /// its 24 h TTL), Branch links, SKAN updates across the three windows — recorded through the
-/// Swift API (``AttributionLedger``) as a backend records them, sent by the real worker over HTTP to the loopback fake providers, and decided.
+/// Swift API (``AttributionLedger``) as a backend records them, sent by the real worker over HTTP
+/// to the loopback fake providers, and decided.
 ///
 /// The simulated clock starts a few minutes from now: the fake Branch stamps link clicks with the
 /// real time, and a click must come before the install it caused.
@@ -21,8 +22,11 @@ struct DemoDay {
     let store: EventStore
     let fakes: FakeProviders
     let worker: SendWorker
-    /// The Swift API the facts are recorded through; its clock is `clock`.
+    /// The Swift API the facts are recorded through; its clock is `factClock`.
     let ledger: AttributionLedger
+    /// The Swift API's clock, set to each fact's time as it is recorded: the ledger's time of
+    /// the sends a fact causes is the fact's, as a backend recording it live would have it.
+    let factClock: ManualClock
     let decider: AttributionDecider
     let clock: ManualClock
     let run: String
@@ -192,6 +196,7 @@ struct DemoDay {
 
     func record<Fact: LedgerEvent>(_ fact: Fact, _ device: Device, at: Date) async throws {
         if clock.now() < at { clock.set(at) }
+        factClock.set(at)
         try await ledger.record(fact, for: try DeviceRef(app: device.app, device: device.id), id: UUID(), occurredAt: at)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+@testable import AttributionLedger
 import LedgerDispatch
 import LedgerDomain
 import LedgerFakeProviders

@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
 import LedgerPostgres
@@ -7,7 +8,7 @@ import Logging
 import Synchronization
 
 /// What recording a device fact did.
-public struct RecordedFact: Sendable, Hashable {
+struct RecordedFact: Sendable, Hashable {
     /// The fact's event id (the caller's id).
     public var eventID: UUID
     /// The fact's global position (the first time's position on an idempotent retry).
@@ -30,7 +31,7 @@ public struct RecordedFact: Sendable, Hashable {
 }
 
 /// One device fact to record, as ``DeviceFactRecorder/record(_:now:)`` takes a batch of them.
-public struct FactToRecord: Sendable {
+struct FactToRecord: Sendable {
     /// The fact.
     public var fact: any LedgerEvent
     /// The app the fact belongs to (the caller's app).
@@ -55,7 +56,7 @@ public struct FactToRecord: Sendable {
     }
 }
 
-/// The write path of device facts: validates them, appends each to its device's stream and, in
+/// The facade's write path of device facts (internal: backends record through ``AttributionLedger``): validates them, appends each to its device's stream and, in
 /// the same transaction, the `SendRequested` events it causes (the transactional outbox). A batch
 /// commits in one transaction: every fact with its sends, or nothing.
 ///
@@ -67,7 +68,7 @@ public struct FactToRecord: Sendable {
 /// Every write checks that the device stream belongs to the caller's app: the app recorded on the
 /// stream's first event must be the fact's app (``TenancyViolation`` otherwise), so even a stream
 /// id that named another app's stream could not be written through.
-public struct DeviceFactRecorder: Sendable {
+struct DeviceFactRecorder: Sendable {
     /// The store facts are appended to.
     public let store: EventStore
     /// Which providers are enabled per app, and their windows.
