@@ -28,24 +28,34 @@ extension SendQueue {
             }
             try connection.execute("DELETE FROM send_queue")
             let rows = fold.rows()
-            guard !rows.isEmpty else { return 0 }
-            let sends = "[" + rows.joined(separator: ",") + "]"
-            return try connection.execute("""
-                INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                    enqueued_at, not_before, deadline, attempt, uncalled, request)
-                SELECT (s.request ->> 'send_id')::uuid, s.stream_id, s.request ->> 'provider', s.request ->> 'kind',
-                    s.request ->> 'device_stream_id',
-                    CASE s.request ->> 'provider' WHEN 'branch' THEN s.request ->> 'device_stream_id'
-                        WHEN 'singular' THEN 'singular:' || (s.request ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
-                    s.position, s.occurred_at,
-                    greatest(coalesce((s.request ->> 'not_before')::timestamptz, s.occurred_at),
-                             coalesce((SELECT max(t.n::timestamptz) FROM jsonb_array_elements_text(s.not_befores) AS t(n)),
-                                      s.occurred_at)),
-                    s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request
-                FROM jsonb_to_recordset(\(sends)::jsonb) AS s(stream_id text, position bigint, occurred_at timestamptz,
-                    request jsonb, not_befores jsonb, attempt integer, uncalled integer)
-                """)
+            var inserted = 0
+            // In statements of `chunkSize` sends: a backlog of any size stays far from a jsonb
+            // value's limit, and only one chunk's text is held at a time.
+            for start in stride(from: 0, to: rows.count, by: chunkSize) {
+                let sends = "[" + rows[start..<min(start + chunkSize, rows.count)].joined(separator: ",") + "]"
+                inserted += try insert(sends, deadline: deadline, on: connection)
+            }
+            return inserted
         }
+    }
+
+    /// Inserts the pending sends of `sends` (a JSON array of ``PendingSendFold/rows()``).
+    private static func insert(_ sends: String, deadline: TimeInterval, on connection: PostgresConnection) throws -> Int {
+        try connection.execute("""
+            INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
+                enqueued_at, not_before, deadline, attempt, uncalled, request)
+            SELECT (s.request ->> 'send_id')::uuid, s.stream_id, s.request ->> 'provider', s.request ->> 'kind',
+                s.request ->> 'device_stream_id',
+                CASE s.request ->> 'provider' WHEN 'branch' THEN s.request ->> 'device_stream_id'
+                    WHEN 'singular' THEN 'singular:' || (s.request ->> 'device_stream_id') END,  -- lane(provider:deviceStreamID:)
+                s.position, s.occurred_at,
+                greatest(coalesce((s.request ->> 'not_before')::timestamptz, s.occurred_at),
+                         coalesce((SELECT max(t.n::timestamptz) FROM jsonb_array_elements_text(s.not_befores) AS t(n)),
+                                  s.occurred_at)),
+                s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request
+            FROM jsonb_to_recordset(\(sends)::jsonb) AS s(stream_id text, position bigint, occurred_at timestamptz,
+                request jsonb, not_befores jsonb, attempt integer, uncalled integer)
+            """)
     }
 }
 
@@ -61,16 +71,17 @@ struct PendingSendFold {
         var uncalled = 0
     }
 
-    private static let terminalTypes = [SendSucceeded.eventType, SendFailed.eventType, SendCancelled.eventType]
+    private static let terminalTypes = EventCatalog.standard.streamEndingTypes
+    private static let sendPrefix = StreamCategory.send.rawValue + "-"
     /// The event types the fold reads.
     static let types = [SendRequested.eventType, SendAttempted.eventType, RetryScheduled.eventType,
-                        SendOutcomeUnknown.eventType] + terminalTypes
+                        SendOutcomeUnknown.eventType] + terminalTypes.sorted()
     private var sends: [String: Send] = [:]
     private var endedEarly: Set<String> = []
 
     mutating func apply(_ event: RecordedEvent) {
         let stream = event.streamID
-        guard stream.hasPrefix("send-") else { return }
+        guard stream.hasPrefix(Self.sendPrefix) else { return }
         if endedEarly.contains(stream) {
             if event.type == SendRequested.eventType { endedEarly.remove(stream) }
         } else if Self.terminalTypes.contains(event.type) {
@@ -90,12 +101,13 @@ struct PendingSendFold {
         }
     }
 
-    /// The pending sends as the JSON objects the rebuild inserts from (stream ids need no
-    /// escaping: the store checks them against their character rule).
+    /// The pending sends as the JSON objects the rebuild inserts from.
     func rows() -> [String] {
         sends.compactMap { stream, send in
-            guard let request = send.request else { return nil }
-            return #"{"stream_id":"\#(stream)","position":\#(request.position),"occurred_at":"\#(PostgresTimestamp.format(request.occurredAt))","#
+            guard let request = send.request,
+                let streamJSON = try? JSONSerialization.data(withJSONObject: stream, options: [.fragmentsAllowed])
+            else { return nil }
+            return #"{"stream_id":\#(String(decoding: streamJSON, as: UTF8.self)),"position":\#(request.position),"occurred_at":"\#(PostgresTimestamp.format(request.occurredAt))","#
                 + #""request":\#(String(decoding: request.data, as: UTF8.self)),"not_befores":[\#(send.notBefores.joined(separator: ","))],"#
                 + #""attempt":\#(send.attempt),"uncalled":\#(send.uncalled)}"#
         }

@@ -73,9 +73,13 @@ public enum SendQueue {
                   deadline: try row.decode(Date.self, at: 4), leaseExpiresAt: now.addingTimeInterval(lease), cause: nil)
         }
         guard !claims.isEmpty else { return [] }
-        // The causes, as stored, in one more round trip for the whole claim.
-        let causes = try EventStore.storedEvents(withIDs: Array(Set(claims.map(\.request.causeEventID))), on: connection)
-        for index in claims.indices { claims[index].cause = causes.first { $0.id == claims[index].request.causeEventID } }
+        // The causes, as stored, in one more round trip for the whole claim. The claim has
+        // committed: a failure here must not keep its sends from their tries, so the causes stay
+        // unread and each try reads its own again.
+        guard let causes = try? EventStore.storedEvents(withIDs: Array(Set(claims.map(\.request.causeEventID))), on: connection)
+        else { return claims }
+        let byID = Dictionary(causes.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        for index in claims.indices { claims[index].cause = byID[claims[index].request.causeEventID] }
         return claims
     }
 

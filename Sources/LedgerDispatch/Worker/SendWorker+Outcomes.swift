@@ -35,8 +35,8 @@ struct Outcome: Sendable {
     /// The answer's HTTP status, or `none`.
     let status: String
 
-    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryProgress, now: Date) throws {
-        called = reach == .called
+    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress, now: Date) throws {
+        called = progress == .called
         var events: [NewEvent] = []
         if case .response(let response) = answer {
             events.append(try NewEvent(SendWorker.received(response, attempt: claim.attempt), occurredAt: now))
@@ -57,7 +57,7 @@ struct Outcome: Sendable {
         case .failed(let rule, let detail):
             label = "failed"
             retryAt = nil
-            events.append(try NewEvent(SendFailed(attempt: reach == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
+            events.append(try NewEvent(SendFailed(attempt: progress == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
                                                   detail: String(detail.prefix(4096))), occurredAt: now))
         }
         if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }

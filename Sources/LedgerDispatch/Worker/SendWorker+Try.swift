@@ -80,7 +80,7 @@ extension SendWorker {
                 switch step {
                 case .settle(let disposition):
                     group.addTask {
-                        await self.recordOutcome(claim, answer: nil, disposition: disposition, reach: .settledBeforeAttempt)
+                        await self.recordOutcome(claim, answer: nil, disposition: disposition, progress: .settledBeforeAttempt)
                         return claim.sendID
                     }
                 case .call(let request, let context):
@@ -193,12 +193,12 @@ extension SendWorker {
             let backOff = claim.uncalled == 0 ? 0 : Backoff.exponential(attempt: claim.uncalled, base: 2, cap: configuration.lease)
             await recordOutcome(claim, answer: nil,
                                 disposition: .retry(notBefore: current.now.addingTimeInterval(backOff), rule: "lease_too_short_for_call"),
-                                reach: .attemptedWithoutCall)
+                                progress: .attemptedWithoutCall)
             return
         }
         if waited, let late = recheck(request, current: current, deadline: claim.deadline) {
             callSlots.release()
-            await recordOutcome(claim, answer: nil, disposition: late, reach: .attemptedWithoutCall)
+            await recordOutcome(claim, answer: nil, disposition: late, progress: .attemptedWithoutCall)
             return
         }
         let answer: SendAnswer
@@ -236,16 +236,16 @@ extension SendWorker {
         if case .retry(let notBefore, let rule) = disposition, notBefore > claim.deadline {
             disposition = .failed(rule: "deadline_passed", detail: "\(rule): the next try would fall after the send's deadline")
         }
-        await recordOutcome(claim, answer: answer, disposition: disposition, reach: .called)
+        await recordOutcome(claim, answer: answer, disposition: disposition, progress: .called)
     }
 
     /// Records a try's outcome (``OutcomeRecorder``): returns once it is committed, or known not
     /// to be written (the lease was rescued meanwhile, or the database failed: the lease then
     /// decides).
-    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, reach: TryProgress) async {
+    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress) async {
         let outcome: Outcome
         do {
-            outcome = try Outcome(claim, answer: answer, disposition: disposition, reach: reach, now: clock.now())
+            outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now())
         } catch {
             logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",

@@ -277,8 +277,8 @@ public final class SendWorker: Service {
             let rescued = housekeeping ? try SendQueue.rescue(now: now, store: self.store, on: connection) : 0
             var claims: [SendQueue.Claim] = []
             if free > 0 {
-                // One statement, committed without waiting for its flush (schema/0006); the
-                // causes come with it, and their sealed fields are opened here.
+                // One statement, committed without waiting for its flush (schema/0006), then the
+                // causes as stored; their sealed fields are opened here.
                 claims = try SendQueue.claim(limit: free, owner: configuration.workerID, now: now,
                                              lease: configuration.lease, on: connection)
                 // The claim has committed: nothing from here on may keep its sends from their tries.
