@@ -4,8 +4,9 @@
 // imports, each of them further down (arrows a longer path implies are left out; the targets
 // below list every direct dependency; docs/architecture.md draws the same graph):
 //
-//   LedgerCLI (ledger)          ─▶ LedgerHTTPAPI, LedgerHTTPTransport, LedgerFakeProviders,
+//   LedgerCLI (ledger)          ─▶ LedgerConfiguration, LedgerHTTPTransport, LedgerFakeProviders,
 //                                  LedgerMigrations, LedgerPrivateCluster
+//   LedgerConfiguration         ─▶ LedgerHTTPAPI
 //   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
 //                                  LedgerTestSupport
 //   LedgerHTTPAPI               ─▶ AttributionLedger
@@ -238,10 +239,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Configuration: the apps file (each app's keys, provider credentials and settings) over
+        // the older environment variables, checked at start-up and reloaded on SIGHUP.
+        .target(
+            name: "LedgerConfiguration",
+            dependencies: ["LedgerDecisions", "LedgerDispatch", "LedgerDomain", "LedgerHTTPAPI", "LedgerProviders"],
+            swiftSettings: strict
+        ),
         // The `ledger` command.
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
+                "LedgerConfiguration",
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections", "LedgerFolds",
                 "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
@@ -361,6 +370,14 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerConfigurationTests",
+            dependencies: [
+                "LedgerConfiguration", "LedgerDecisions", "LedgerDispatch", "LedgerDomain", "LedgerHTTPAPI", "LedgerProviders",
+                "LedgerTestKit",
             ],
             swiftSettings: strict
         ),

@@ -44,6 +44,12 @@ public struct APIKeys: Sendable {
     /// Keys from the JSON form described above.
     /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``).
     public init(json: Data) throws(APIError) {
+        try self.init(digests: try Self.digests(json: json))
+    }
+
+    /// The digests by app of the JSON form described above, not yet checked.
+    /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``) when it is not an object of strings or lists of strings.
+    public static func digests(json: Data) throws(APIError) -> [String: [String]] {
         guard let object = try? JSONSerialization.jsonObject(with: json) as? [String: Any] else { throw .notAnObject }
         var digests: [String: [String]] = [:]
         for (app, value) in object {
@@ -53,21 +59,32 @@ public struct APIKeys: Sendable {
             default: throw .invalidDigest(app: app)
             }
         }
-        try self.init(digests: digests)
+        return digests
     }
 
     /// Keys from `LEDGER_API_KEYS` (JSON) or `LEDGER_API_KEYS_FILE` (a path to the JSON).
     /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``) when neither is set, the file cannot be read, or the JSON is invalid.
     public static func fromEnvironment(_ environment: [String: String]) throws(APIError) -> APIKeys {
+        guard let digests = try digestsFromEnvironment(environment) else { throw .notConfigured }
+        return try APIKeys(digests: digests)
+    }
+
+    /// The digests by app `LEDGER_API_KEYS` or `LEDGER_API_KEYS_FILE` holds, not yet checked; nil
+    /// when neither is set (the apps file may hold every key).
+    /// - Throws: ``APIError`` (``APIError/Code/invalidAPIKeys``) when the file cannot be read or the JSON is invalid.
+    public static func digestsFromEnvironment(_ environment: [String: String]) throws(APIError) -> [String: [String]]? {
         if let inline = environment["LEDGER_API_KEYS"], !inline.isEmpty {
-            return try APIKeys(json: Data(inline.utf8))
+            return try digests(json: Data(inline.utf8))
         }
         if let path = environment["LEDGER_API_KEYS_FILE"], !path.isEmpty {
             guard let data = FileManager.default.contents(atPath: path) else { throw .unreadableFile(path) }
-            return try APIKeys(json: data)
+            return try digests(json: data)
         }
-        throw .notConfigured
+        return nil
     }
+
+    /// No API keys anywhere: neither the variables nor the apps file give one.
+    public static let noneConfigured: APIError = .notConfigured
 
     /// The app a presented key belongs to, or nil when it is no configured key.
     public func app(forKey key: String) -> AppID? {

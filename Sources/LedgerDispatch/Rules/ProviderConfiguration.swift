@@ -27,24 +27,10 @@ public struct ProviderConfiguration: Sendable {
     /// Reads `environment`.
     /// - Throws: ``DispatchError`` naming the variable and the rule.
     public static func fromEnvironment(_ environment: [String: String]) throws(DispatchError) -> ProviderConfiguration {
-        func value(_ name: String) -> String? {
-            guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-            return text
-        }
+        let variables = ConfigurationVariables(environment)
+        func value(_ name: String) -> String? { variables.value(name) }
         func endpoint(_ name: String) throws(DispatchError) -> (scheme: String, host: String, port: Int?)? {
-            guard let text = value(name) else { return nil }
-            guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
-                url.path.isEmpty || url.path == "/", url.query == nil
-            else {
-                throw .invalidConfiguration(variable: name, rule: "base_url",
-                                                 message: "must be a base URL such as https://host[:port], without a path")
-            }
-            let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
-            guard scheme == "https" || (scheme == "http" && loopback) else {
-                throw .invalidConfiguration(variable: name, rule: "https_only",
-                                                 message: "must use https (http only towards a loopback host)")
-            }
-            return (scheme, host, url.port)
+            try variables.endpoint(name)
         }
         func pair(_ first: String, _ second: String) throws(DispatchError) -> (String, String)? {
             switch (value(first), value(second)) {
@@ -116,5 +102,39 @@ public struct ProviderConfiguration: Sendable {
         }
         return ProviderConfiguration(
             rules: ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular), enabled: enabled)
+    }
+}
+
+/// The environment's configuration variables, read the way every provider variable is: blank is
+/// unset, base URLs are checked (https, or http towards a loopback host; no path).
+struct ConfigurationVariables {
+    let environment: [String: String]
+
+    init(_ environment: [String: String]) {
+        self.environment = environment
+    }
+
+    /// The variable's value, trimmed; nil when unset or blank.
+    func value(_ name: String) -> String? {
+        guard let text = environment[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        return text
+    }
+
+    /// The base URL the variable holds, split; nil when unset.
+    /// - Throws: ``DispatchError`` `base_url` or `https_only` naming the variable.
+    func endpoint(_ name: String) throws(DispatchError) -> (scheme: String, host: String, port: Int?)? {
+        guard let text = value(name) else { return nil }
+        guard let url = URLComponents(string: text), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+            url.path.isEmpty || url.path == "/", url.query == nil
+        else {
+            throw .invalidConfiguration(variable: name, rule: "base_url",
+                                        message: "must be a base URL such as https://host[:port], without a path")
+        }
+        let loopback = ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host.lowercased())
+        guard scheme == "https" || (scheme == "http" && loopback) else {
+            throw .invalidConfiguration(variable: name, rule: "https_only",
+                                        message: "must use https (http only towards a loopback host)")
+        }
+        return (scheme, host, url.port)
     }
 }

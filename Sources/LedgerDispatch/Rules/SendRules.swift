@@ -105,6 +105,19 @@ extension SendRules {
 /// Decoded cause events, by event id, for one try (see ``SendContext``).
 final class DecodedCauses: Sendable {
     private let decoded = Mutex<[UUID: SendCause]>([:])
+    private let apps = Mutex<[UUID: String?]>([:])
+
+    /// The app `event` was recorded for, once per try: its metadata's `app_id`, else the app of
+    /// its per-app stream id (`device-<app>/<device>`, `decision-<app>/<device>`); nil when
+    /// neither names one.
+    func app(of event: RecordedEvent) -> String? {
+        if let known = apps.withLock({ $0[event.id] }) { return known }
+        struct AppOnly: Decodable { var app_id: String? }
+        let made = (try? JSONDecoder().decode(AppOnly.self, from: event.metadata))?.app_id
+            ?? (try? StreamID(event.streamID))?.tenant?.app.rawValue
+        apps.withLock { $0[event.id] = made }
+        return made
+    }
 
     /// `event` decoded as a cause, once per try.
     func cause(_ event: RecordedEvent) throws(DispatchError) -> SendCause {

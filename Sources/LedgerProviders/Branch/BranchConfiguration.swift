@@ -36,6 +36,9 @@ public struct BranchConfiguration: Sendable, Hashable {
     /// the header must be the device's IP, "not your server's IP" (Branch v1/open server-to-server
     /// guide).
     public var serverPublicIPs: Set<String>
+    /// The app's key Branch's `identity` is hashed with, so that no personal user information is
+    /// sent as it (Branch v1/open server-to-server guide); nil sends no `identity`.
+    public var identityKey: String?
 
     /// Creates a configuration.
     public init(

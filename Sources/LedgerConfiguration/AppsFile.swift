@@ -1,0 +1,139 @@
+import Foundation
+import LedgerDecisions
+import LedgerDomain
+
+/// The apps file (`LEDGER_APPS_FILE` or `--apps-file`): every app's API key digests, provider
+/// credentials and attribution settings in one JSON document, parsed strictly into typed values.
+///
+/// Why one file: the ledger holds many apps, and Google binds a `link_id` to one app, so
+/// credentials must be per app; a single file reloaded on `SIGHUP` lets an operator add an app
+/// without a restart. The reference is docs/configuration.md, "The apps file".
+public struct AppsFile: Sendable {
+    /// Where it was read from (nil when parsed from bytes).
+    public var path: String?
+    /// What apps listed in the file take for a key their entry leaves out.
+    public var defaults: AppEntry
+    /// Every listed app's entry, by app id (each a valid ``AppID``).
+    public var apps: [String: AppEntry]
+    /// Allowed but worth changing: literal secrets.
+    public var warnings: [AppsFileWarning]
+}
+
+/// One app's entry (or the file's `defaults`): every key optional; a missing key takes the next
+/// value in the precedence (app entry, then `defaults`, then the old variables, then the built-in
+/// default).
+public struct AppEntry: Sendable {
+    /// `api_key_digests`: the SHA-256 hex digests of the app's API keys (never in `defaults`).
+    public var apiKeyDigests: [String]?
+    /// `providers`: the app's enabled providers with their credentials.
+    public var providers: AppProviders?
+    /// `windows`: lookback windows in seconds, by the names ``AttributionWindowName`` knows.
+    public var windows: [AttributionWindowName: TimeInterval]
+    /// `awaits_iad_details`.
+    public var awaitsIAdDetails: Bool?
+    /// `decision_deadline_seconds`.
+    public var decisionDeadline: TimeInterval?
+    /// `live`: whether the app is in production (then Branch test keys are refused).
+    public var live: Bool?
+
+    /// An empty entry: everything from the next level of the precedence.
+    public init(apiKeyDigests: [String]? = nil, providers: AppProviders? = nil,
+                windows: [AttributionWindowName: TimeInterval] = [:], awaitsIAdDetails: Bool? = nil,
+                decisionDeadline: TimeInterval? = nil, live: Bool? = nil) {
+        self.apiKeyDigests = apiKeyDigests
+        self.providers = providers
+        self.windows = windows
+        self.awaitsIAdDetails = awaitsIAdDetails
+        self.decisionDeadline = decisionDeadline
+        self.live = live
+    }
+}
+
+/// An entry's `providers` object: its keys are the enabled providers, their values the
+/// credentials.
+public struct AppProviders: Sendable {
+    /// `google`: `dev_token` (secret) and `link_id`.
+    public var google: GoogleCredentials?
+    /// `apple_adservices: {}`: enabled (it has no credentials).
+    public var appleAdServices: Bool
+    /// `branch`: `key`, `secret` and an optional `identity_key` (secrets).
+    public var branch: BranchCredentials?
+    /// `singular`: `sdk_key` (secret).
+    public var singular: SingularCredentials?
+
+    /// The enabled providers: the object's keys.
+    public var enabled: Set<SendProvider> {
+        var set: Set<SendProvider> = []
+        if google != nil { set.insert(.google) }
+        if appleAdServices { set.insert(.appleAdServices) }
+        if branch != nil { set.insert(.branch) }
+        if singular != nil { set.insert(.singular) }
+        return set
+    }
+
+    /// Providers as given.
+    public init(google: GoogleCredentials? = nil, appleAdServices: Bool = false, branch: BranchCredentials? = nil,
+                singular: SingularCredentials? = nil) {
+        self.google = google
+        self.appleAdServices = appleAdServices
+        self.branch = branch
+        self.singular = singular
+    }
+}
+
+/// Google App Conversion Tracking API credentials of one app: the `dev_token` and the `link_id`
+/// binding it to the app.
+public struct GoogleCredentials: Sendable {
+    /// `dev_token`.
+    public var devToken: Secret
+    /// `link_id` (not a secret: it names the app's link).
+    public var linkID: String
+}
+
+/// Branch credentials of one app.
+public struct BranchCredentials: Sendable {
+    /// `key`: the Branch key (`key_live_…`; `key_test_…` only in an app not marked live).
+    public var key: Secret
+    /// `secret`: the Branch secret.
+    public var secret: Secret
+    /// `identity_key`: the key Branch's `identity` is hashed with; nil sends no `identity`.
+    public var identityKey: Secret?
+}
+
+/// Singular credentials of one app.
+public struct SingularCredentials: Sendable {
+    /// `sdk_key`: the SDK key (not the reporting API key).
+    public var sdkKey: Secret
+}
+
+/// The lookback windows an apps file may set, by their names in the file (the same names
+/// `LEDGER_ATTRIBUTION_SETTINGS` uses).
+public enum AttributionWindowName: String, Sendable, CaseIterable {
+    /// Google ad events.
+    case googleClick = "google_click"
+    /// Apple AdServices taps.
+    case appleClick = "apple_click"
+    /// Apple AdServices views.
+    case appleView = "apple_view"
+    /// Apple AdServices taps on a pre-order.
+    case applePreOrderClick = "apple_preorder_click"
+    /// Apple AdServices views of a pre-order.
+    case applePreOrderView = "apple_preorder_view"
+    /// Branch link clicks.
+    case branchClick = "branch_click"
+    /// Legacy iAd taps.
+    case iAdClick = "iad_click"
+
+    /// The window's field of ``AttributionWindows``.
+    public var field: WritableKeyPath<AttributionWindows, TimeInterval> {
+        switch self {
+        case .googleClick: \.googleClick
+        case .appleClick: \.appleClick
+        case .appleView: \.appleView
+        case .applePreOrderClick: \.applePreOrderClick
+        case .applePreOrderView: \.applePreOrderView
+        case .branchClick: \.branchClick
+        case .iAdClick: \.iAdClick
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import Foundation
+import LedgerDecisions
+import LedgerDispatch
+import LedgerDomain
+import LedgerHTTPAPI
+import LedgerProviders
+
+/// The ledger's configuration as `serve`, `worker`, `append` and `decisions` use it: the apps file
+/// (when one is named) over the older variables, resolved into the values each part runs with —
+/// the server's API keys, the attribution settings, and each app's provider rules.
+///
+/// Precedence, per key of an app listed in the apps file: its entry, then the file's `defaults`,
+/// then what the variables (`LEDGER_API_KEYS[_FILE]`, `LEDGER_ATTRIBUTION_SETTINGS`,
+/// `LEDGER_GOOGLE_*`/`LEDGER_BRANCH_*`/`LEDGER_SINGULAR_*`) say for it, then the built-in default.
+/// An app not listed in the file is configured by the variables alone, exactly as without a file.
+/// Base URLs, `LEDGER_GOOGLE_USER_AGENT_PRODUCT` and `LEDGER_SERVER_PUBLIC_IPS` are service-wide.
+///
+/// Each part is resolved on demand, so that `serve` (which sends nothing) does not need the
+/// providers' variables, and the worker does not need API keys.
+public struct ServiceConfiguration: Sendable {
+    /// The process environment the variables and `{"env": …}` secrets come from.
+    public let environment: [String: String]
+    /// The apps file, when one is named.
+    public let appsFile: AppsFile?
+
+    /// Reads the apps file `path` names (else `LEDGER_APPS_FILE`; none when neither is set).
+    /// - Throws: ``ConfigurationError`` (``AppsFileError``) naming the app, key path and rule.
+    public static func load(environment: [String: String], appsFilePath path: String? = nil) throws(ConfigurationError)
+        -> ServiceConfiguration
+    {
+        let named = path ?? environment[AppsFile.environmentVariable].flatMap { $0.isEmpty ? nil : $0 }
+        guard let named else { return ServiceConfiguration(environment: environment, appsFile: nil) }
+        do {
+            return ServiceConfiguration(environment: environment, appsFile: try AppsFile.load(path: named, environment: environment))
+        } catch {
+            throw .appsFile(error)
+        }
+    }
+
+    /// A configuration from parts already read.
+    public init(environment: [String: String], appsFile: AppsFile?) {
+        self.environment = environment
+        self.appsFile = appsFile
+    }
+
+    /// The literal secrets of the apps file, to print at start-up.
+    public var warnings: [AppsFileWarning] { appsFile?.warnings ?? [] }
+
+    /// The API keys: each listed app's `api_key_digests` (else its digests in the variables), and
+    /// the variables' digests of every other app.
+    /// - Throws: ``ConfigurationError``: a digest given to two apps (also one in the file and
+    ///   another app's in `LEDGER_API_KEYS`), invalid variables, or no key anywhere.
+    public func apiKeys() throws(ConfigurationError) -> APIKeys {
+        let variables: [String: [String]]?
+        do {
+            variables = try APIKeys.digestsFromEnvironment(environment)
+        } catch {
+            throw .apiKeys(error)
+        }
+        guard let appsFile else {
+            guard let variables else { throw .apiKeys(APIKeys.noneConfigured) }
+            do { return try APIKeys(digests: variables) } catch { throw .apiKeys(error) }
+        }
+        var digests = variables ?? [:]
+        var fileOwners: [String: (app: String, index: Int)] = [:]
+        for (app, entry) in appsFile.apps {
+            guard let own = entry.apiKeyDigests else { continue }
+            digests[app] = own
+            for (index, digest) in own.enumerated() { fileOwners[digest] = (app, index) }
+        }
+        for (app, hexes) in (variables ?? [:]).sorted(by: { $0.key < $1.key }) where appsFile.apps[app]?.apiKeyDigests == nil {
+            for hex in hexes {
+                if let owner = fileOwners[hex.lowercased()], owner.app != app {
+                    throw .appsFile(FileKeyPath.app(owner.app).appending("api_key_digests").index(owner.index).error(
+                        "one_app_per_key", "this digest is also given to app \"\(app)\" by LEDGER_API_KEYS: a key must belong to one app"))
+                }
+            }
+        }
+        guard !digests.isEmpty else { throw .apiKeys(APIKeys.noneConfigured) }
+        do { return try APIKeys(digests: digests) } catch { throw .apiKeys(error) }
+    }
+
+    /// The attribution settings: `LEDGER_ATTRIBUTION_SETTINGS` (or the built-in defaults), with
+    /// each listed app's entry and the file's `defaults` over what it says for that app.
+    /// - Throws: ``ConfigurationError`` when `LEDGER_ATTRIBUTION_SETTINGS` cannot be used.
+    public func attributionSettings() throws(ConfigurationError) -> AttributionSettings {
+        var settings: AttributionSettings
+        do {
+            settings = try AttributionSettings.fromEnvironment(environment)
+        } catch {
+            throw .attributionSettings(error)
+        }
+        guard let appsFile else { return settings }
+        for (app, entry) in appsFile.apps {
+            var resolved = settings.forApp(app)
+            for layer in [appsFile.defaults, entry] {
+                if let providers = layer.providers { resolved.providers = providers.enabled }
+                for (window, seconds) in layer.windows { resolved.windows[keyPath: window.field] = seconds }
+                if let awaits = layer.awaitsIAdDetails { resolved.awaitsIAdDetails = awaits }
+                if let deadline = layer.decisionDeadline { resolved.decisionDeadline = deadline }
+            }
+            settings.apps[app] = resolved
+        }
+        return settings
+    }
+
+    /// The send rules: each listed app whose entry (or `defaults`) gives `providers` gets rules
+    /// with exactly those providers and credentials; every other app the rules of the variables.
+    /// - Throws: ``ConfigurationError`` when a provider variable is invalid.
+    public func sendRules() throws(ConfigurationError) -> ResolvedSendRules {
+        let variables: ProviderConfiguration
+        let endpoints: ProviderEndpoints
+        do {
+            variables = try ProviderConfiguration.fromEnvironment(environment)
+            endpoints = try ProviderEndpoints.fromEnvironment(environment)
+        } catch {
+            throw .providers(error)
+        }
+        var apps: [String: ProviderSendRules] = [:]
+        var enabled: [String: [String]] = [:]
+        for (app, entry) in appsFile?.apps ?? [:] {
+            guard let providers = entry.providers ?? appsFile?.defaults.providers else { continue }
+            apps[app] = providers.rules(endpoints: endpoints)
+            enabled[app] = SendProvider.allCases.filter { providers.enabled.contains($0) }.map(\.rawValue)
+        }
+        return ResolvedSendRules(table: PerAppSendRules.Table(apps: apps, others: variables.rules),
+                                 enabledByApp: enabled, enabledForOthers: variables.enabled)
+    }
+}
+
+/// Each app's send rules, with what the start-up line reports.
+public struct ResolvedSendRules: Sendable {
+    /// The table the worker's ``PerAppSendRules`` routes by.
+    public var table: PerAppSendRules.Table
+    /// The providers of each app with rules of its own.
+    public var enabledByApp: [String: [String]]
+    /// The providers the variables configure (for every other app).
+    public var enabledForOthers: [String]
+
+    /// `com.example.game: google, branch; other apps: apple_adservices`.
+    public var summary: String {
+        (enabledByApp.sorted(by: { $0.key < $1.key }).map { "\($0.key): \($0.value.joined(separator: ", "))" }
+            + ["other apps: \(enabledForOthers.joined(separator: ", "))"]).joined(separator: "; ")
+    }
+}
+
+extension AppProviders {
+    /// Rules with these providers' credentials and the service-wide endpoints.
+    func rules(endpoints: ProviderEndpoints) -> ProviderSendRules {
+        var branchConfiguration: BranchConfiguration?
+        if let branch {
+            var made = BranchConfiguration(branchKey: branch.key.revealed(), branchSecret: branch.secret.revealed(),
+                                           endpoint: endpoints.branch, serverPublicIPs: endpoints.serverPublicIPs)
+            made.identityKey = branch.identityKey?.revealed()
+            branchConfiguration = made
+        }
+        return ProviderSendRules(
+            google: google.map {
+                GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: $0.devToken.revealed(), linkID: $0.linkID),
+                                               endpoint: endpoints.google, product: endpoints.googleProduct)
+            },
+            adServices: appleAdServices ? endpoints.adServices : nil,
+            branch: branchConfiguration,
+            singular: singular.map { SingularConfiguration(sdkKey: $0.sdkKey.revealed(), endpoint: endpoints.singular) })
+    }
+}
+
+/// Why the configuration could not be used: the apps file, or one of the older variables. Each
+/// names where and which rule, never a secret's value.
+public enum ConfigurationError: Error, Sendable, CustomStringConvertible {
+    /// The apps file (or a digest shared between it and `LEDGER_API_KEYS`).
+    case appsFile(AppsFileError)
+    /// `LEDGER_API_KEYS[_FILE]`, or no API key at all.
+    case apiKeys(APIError)
+    /// `LEDGER_ATTRIBUTION_SETTINGS`.
+    case attributionSettings(AttributionSettingsError)
+    /// A provider variable (`LEDGER_GOOGLE_*`, `LEDGER_*_URL`, …).
+    case providers(DispatchError)
+
+    /// The underlying error's words.
+    public var description: String {
+        switch self {
+        case .appsFile(let error): error.description
+        case .apiKeys(let error): "\(error)"
+        case .attributionSettings(let error): error.description
+        case .providers(let error): "\(error)"
+        }
+    }
+}
