@@ -79,8 +79,23 @@ public struct AttributionLedger: Sendable {
         store: EventStore, settings: AttributionSettings = AttributionSettings(), clock: any WallClock = SystemClock(),
         defaultActor: String = "swift-api", logger: Logger = Logger(label: "ledger.api")
     ) {
+        self.init(store: store, reloadableSettings: Reloadable(settings), clock: clock, defaultActor: defaultActor, logger: logger)
+    }
+
+    /// A ledger over an existing store whose settings the caller may replace while it runs
+    /// (`ledger serve` reloads the apps file on `SIGHUP`: a new app's providers apply to its next
+    /// fact).
+    ///
+    /// - Parameters:
+    ///   - store: the event store.
+    ///   - reloadableSettings: which providers are enabled per app, and their windows, as of each fact.
+    ///   - clock, defaultActor, logger: as for ``init(pool:settings:clock:defaultActor:logger:)``.
+    public init(
+        store: EventStore, reloadableSettings: Reloadable<AttributionSettings>, clock: any WallClock = SystemClock(),
+        defaultActor: String = "swift-api", logger: Logger = Logger(label: "ledger.api")
+    ) {
         self.store = store
-        self.recorder = DeviceFactRecorder(store: store, settings: settings, logger: logger)
+        self.recorder = DeviceFactRecorder(store: store, reloadableSettings: reloadableSettings, logger: logger)
         self.clock = clock
         self.defaultActor = defaultActor
         self.logger = logger

@@ -71,8 +71,10 @@ struct FactToRecord: Sendable {
 struct DeviceFactRecorder: Sendable {
     /// The store facts are appended to.
     public let store: EventStore
-    /// Which providers are enabled per app, and their windows.
-    public let settings: AttributionSettings
+    /// Which providers are enabled per app, and their windows; replaceable while the process runs.
+    public let reloadableSettings: Reloadable<AttributionSettings>
+    /// The settings as of now.
+    public var settings: AttributionSettings { reloadableSettings.value }
     /// How many times a batch runs before a lost race is reported (`wrongExpectedVersion`).
     public let maximumAttempts: Int
     let logger: Logger
@@ -81,8 +83,14 @@ struct DeviceFactRecorder: Sendable {
     /// Creates a recorder.
     public init(store: EventStore, settings: AttributionSettings = AttributionSettings(), maximumAttempts: Int = 64,
                 logger: Logger = Logger(label: "ledger.attribution")) {
+        self.init(store: store, reloadableSettings: Reloadable(settings), maximumAttempts: maximumAttempts, logger: logger)
+    }
+
+    /// A recorder whose settings the caller may replace while it runs.
+    public init(store: EventStore, reloadableSettings: Reloadable<AttributionSettings>, maximumAttempts: Int = 64,
+                logger: Logger = Logger(label: "ledger.attribution")) {
         self.store = store
-        self.settings = settings
+        self.reloadableSettings = reloadableSettings
         self.maximumAttempts = max(1, maximumAttempts)
         self.logger = logger
         self.verifiedStreams = VerifiedStreams()

@@ -11,7 +11,8 @@ import Prometheus
 /// The route handlers.
 struct Handlers: Sendable {
     let ledger: AttributionLedger
-    let keys: APIKeys
+    /// The API keys, read afresh by every request (a reload replaces them).
+    let keys: Reloadable<APIKeys>
     let configuration: LedgerHTTPConfiguration
     let metrics: PrometheusCollectorRegistry?
     /// Each app's token bucket; nil when requests are not limited.
@@ -53,7 +54,7 @@ struct Handlers: Sendable {
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw unauthenticated }
         let key = parts[1].trimmingCharacters(in: .whitespaces)
-        guard !key.isEmpty, let app = keys.app(forKey: key) else {
+        guard !key.isEmpty, let app = keys.value.app(forKey: key) else {
             unauthenticated.rule = "known_api_key"
             unauthenticated.message = "The API key is not one the ledger knows."
             throw unauthenticated

@@ -2,6 +2,7 @@ import AttributionLedger
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import LedgerDomain
 import Logging
 import Metrics
 import NIOCore
@@ -26,8 +27,11 @@ import ServiceLifecycle
 public struct LedgerHTTPServer: Service {
     /// The facade requests go to.
     public let ledger: AttributionLedger
-    /// The accepted API keys.
-    public let keys: APIKeys
+    /// The accepted API keys, replaceable while the server runs (`SIGHUP` reloads the apps file:
+    /// a new app's key works without a restart).
+    public let reloadableKeys: Reloadable<APIKeys>
+    /// The accepted API keys as of now.
+    public var keys: APIKeys { reloadableKeys.value }
     /// Limits and address.
     public let configuration: LedgerHTTPConfiguration
     /// The registry `GET /metrics` renders (nil: the route answers 404).
@@ -48,8 +52,18 @@ public struct LedgerHTTPServer: Service {
     public init(ledger: AttributionLedger, keys: APIKeys, configuration: LedgerHTTPConfiguration = LedgerHTTPConfiguration(),
                 metrics: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "ledger.http"),
                 onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) {
+        self.init(ledger: ledger, reloadableKeys: Reloadable(keys), configuration: configuration, metrics: metrics, logger: logger,
+                  onServerRunning: onServerRunning)
+    }
+
+    /// A server whose API keys the caller may replace while it runs (``reloadableKeys``); the
+    /// other parameters as for ``init(ledger:keys:configuration:metrics:logger:onServerRunning:)``.
+    public init(ledger: AttributionLedger, reloadableKeys: Reloadable<APIKeys>,
+                configuration: LedgerHTTPConfiguration = LedgerHTTPConfiguration(),
+                metrics: PrometheusCollectorRegistry? = nil, logger: Logger = Logger(label: "ledger.http"),
+                onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }) {
         self.ledger = ledger
-        self.keys = keys
+        self.reloadableKeys = reloadableKeys
         self.configuration = configuration
         self.metrics = metrics
         self.onServerRunning = onServerRunning
@@ -62,7 +76,7 @@ public struct LedgerHTTPServer: Service {
         let router = Router(context: BasicRequestContext.self)
         router.add(middleware: ErrorMiddleware(logger: logger))
         router.add(middleware: MetricsMiddleware())
-        let handlers = Handlers(ledger: ledger, keys: keys, configuration: configuration, metrics: metrics, limiter: limiter,
+        let handlers = Handlers(ledger: ledger, keys: reloadableKeys, configuration: configuration, metrics: metrics, limiter: limiter,
                                 logger: logger)
         handlers.register(on: router)
         return router

@@ -23,7 +23,9 @@ struct AppendCommand: AsyncParsableCommand {
             refused here and still kept as a rejected postback). Each accepted
             line is recorded with the sends it causes, in its own transaction; a line whose id was
             recorded before with the same content is accepted as a duplicate and writes nothing; a
-            refused line writes nothing and is reported with its line number, field and rule.
+            refused line writes nothing and is reported with its line number, field and rule. The
+            providers each app's facts are sent to come from the apps file --apps-file /
+            LEDGER_APPS_FILE names, else LEDGER_ATTRIBUTION_SETTINGS (docs/configuration.md).
 
             Exit codes: 0 every line accepted, 10 some lines refused, 3 the database is unreachable.
 
@@ -34,6 +36,8 @@ struct AppendCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var database: DatabaseOptions
+
+    @OptionGroup var apps: AppsFileOptions
 
     @Flag(help: "Print the summary as JSON.")
     var json = false
@@ -52,7 +56,7 @@ struct AppendCommand: AsyncParsableCommand {
             let target = try database.resolve(logger: logger)
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
             defer { pool.close() }
-            let ledger = AttributionLedger(pool: pool, settings: try loadAttributionSettings(), defaultActor: "ledger-append",
+            let ledger = AttributionLedger(pool: pool, settings: try apps.attributionSettings(command: "append"), defaultActor: "ledger-append",
                                            logger: logger)
             var accepted = 0
             var duplicates = 0

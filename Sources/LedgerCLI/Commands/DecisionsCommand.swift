@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerConfiguration
 import LedgerDecisions
 import LedgerDomain
 import LedgerPostgres
@@ -23,6 +24,8 @@ struct DecisionsCommand: AsyncParsableCommand {
                 it read. An unchanged outcome appends nothing; a changed one appends a new
                 AttributionDecided that supersedes the old (both stay in history). Google is told
                 again (a new cross-network send) only about ad events whose attributed value changed.
+                Each app's windows come from the apps file --apps-file / LEDGER_APPS_FILE names, else
+                LEDGER_ATTRIBUTION_SETTINGS (docs/configuration.md).
 
                 Exit codes: 0 done, 9 unknown rule version, 3 the database is unreachable, 64 bad usage.
 
@@ -33,6 +36,8 @@ struct DecisionsCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var database: DatabaseOptions
+
+        @OptionGroup var apps: AppsFileOptions
 
         @Option(help: "The rule version to apply (\(AttributionRuleVersion.known.joined(separator: ", ")), or its number).")
         var ruleVersion: String
@@ -54,7 +59,7 @@ struct DecisionsCommand: AsyncParsableCommand {
                 }
                 let report: RedoReport
                 do {
-                    report = try await database.withDecider { try await $0.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date()) }
+                    report = try await database.withDecider(apps: apps) { try await $0.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date()) }
                 } catch let error as UnknownRuleVersion {
                     throw CLIFailure(exitCode: .unknownRuleVersion, message: error.description)
                 }
@@ -83,6 +88,9 @@ struct DecisionsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Decide every trigger that is ready or overdue now, then exit (the worker does this continuously).",
             discussion: helpText("""
+                Each app's deadline and windows come from the apps file --apps-file /
+                LEDGER_APPS_FILE names, else LEDGER_ATTRIBUTION_SETTINGS (docs/configuration.md).
+
                 Examples:
                   ledger decisions decide
                 """)
@@ -90,9 +98,11 @@ struct DecisionsCommand: AsyncParsableCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var apps: AppsFileOptions
+
         func run() async throws {
             try await reportingFailures {
-                let made = try await database.withDecider { try await $0.decidePending(now: Date()) }
+                let made = try await database.withDecider(apps: apps) { try await $0.decidePending(now: Date()) }
                 print("decided: \(made.count)")
             }
         }
@@ -121,9 +131,11 @@ extension DecisionsCommand {
 
         @OptionGroup var database: DatabaseOptions
 
+        @OptionGroup var apps: AppsFileOptions
+
         func run() async throws {
             try await reportingFailures {
-                let requested = try await database.withDecider { try await $0.requestFailedReportsAgain(now: Date()) }
+                let requested = try await database.withDecider(apps: apps) { try await $0.requestFailedReportsAgain(now: Date()) }
                 print("reports requested again: \(requested)")
             }
         }
@@ -131,23 +143,14 @@ extension DecisionsCommand {
 }
 
 extension DatabaseOptions {
-    /// Runs `body` with a decider on this database and the configured attribution settings
-    /// (``loadAttributionSettings()``); its pool closes afterwards.
-    func withDecider<T>(_ body: (AttributionDecider) async throws -> T) async throws -> T {
+    /// Runs `body` with a decider on this database and the configured attribution settings (the
+    /// apps file over `LEDGER_ATTRIBUTION_SETTINGS`); its pool closes afterwards.
+    func withDecider<T>(apps: AppsFileOptions, _ body: (AttributionDecider) async throws -> T) async throws -> T {
         let logger = makeLogger("ledger.decisions")
-        let settings = try loadAttributionSettings()
+        let settings = try apps.attributionSettings(command: "decisions")
         let (pool, store) = try openStore(logger: logger)
         defer { pool.close() }
         return try await body(AttributionDecider(store: store, settings: settings, logger: logger))
-    }
-}
-
-/// The attribution settings from `LEDGER_ATTRIBUTION_SETTINGS`, or exit 64 naming the problem.
-func loadAttributionSettings() throws -> AttributionSettings {
-    do {
-        return try AttributionSettings.fromEnvironment(ProcessInfo.processInfo.environment)
-    } catch {
-        throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
     }
 }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import AttributionLedger
 import Foundation
+import LedgerConfiguration
+import LedgerDomain
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerPrivateCluster
@@ -14,9 +16,13 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve the HTTP API: append device facts, read device state, SKAN, attribution and history.",
         discussion: helpText("""
-            API keys come from LEDGER_API_KEYS (JSON: app id → SHA-256 hex digest of the key, or a
-            list of digests) or the file LEDGER_API_KEYS_FILE / --api-keys-file names. The server
-            stores no key, only digests: make one with `printf %s "$KEY" | ledger serve --hash-key`.
+            API keys come from the apps file --apps-file / LEDGER_APPS_FILE names (each app's
+            api_key_digests, providers and settings; docs/configuration.md), and for apps not in it
+            from LEDGER_API_KEYS (JSON: app id → SHA-256 hex digest of the key, or a list of
+            digests) or the file LEDGER_API_KEYS_FILE / --api-keys-file names. The server stores no
+            key, only digests: make one with `printf %s "$KEY" | ledger serve --hash-key`. SIGHUP
+            re-reads the apps file: a good file replaces the keys and settings without a restart, a
+            bad one is refused (logged) and the running configuration kept.
             The projection runner follows the log in the same process unless --no-projections.
             SIGTERM or SIGINT stops accepting connections and lets requests in flight finish.
             The API is described in docs/openapi.yaml and docs/http-api.md.
@@ -31,13 +37,14 @@ struct ServeCommand: AsyncParsableCommand {
             other; LEDGER_HTTP_RATE_LIMIT sets the rate when --rate-limit is not given.
 
             Exit codes: 0 stopped cleanly, 64 bad options or configuration (a non-loopback --host
-            without --insecure-listen, one key digest given to two apps, a superuser or owner role
-            with --require-least-privilege), 3 the database is unreachable at start (later outages
+            without --insecure-listen, one key digest given to two apps, an apps file refused with
+            its app, key path and rule, a superuser or owner role with --require-least-privilege), 3 the database is unreachable at start (later outages
             are waited out: docs/operations.md).
 
             Examples:
               LEDGER_API_KEYS='{"com.example.game":"<sha256 hex>"}' ledger serve
               ledger serve --host 0.0.0.0 --insecure-listen --api-keys-file /etc/ledger/api-keys.json
+              ledger serve --apps-file /etc/ledger/apps.json
               ledger serve --rate-limit 50 --rate-burst 100 --request-timeout 60
               printf %s "$KEY" | ledger serve --hash-key
             """)
@@ -46,6 +53,8 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     @OptionGroup var privilege: LeastPrivilegeOptions
+
+    @OptionGroup var apps: AppsFileOptions
 
     @Option(help: "The address to listen on: a loopback address (127.0.0.1, ::1, localhost) unless --insecure-listen.")
     var host = "127.0.0.1"
@@ -164,12 +173,10 @@ struct ServeCommand: AsyncParsableCommand {
                 environment["LEDGER_API_KEYS"] = nil
                 environment["LEDGER_API_KEYS_FILE"] = apiKeysFile
             }
-            let keys: APIKeys
-            do {
-                keys = try APIKeys.fromEnvironment(environment)
-            } catch {
-                throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
-            }
+            let configuration = try self.apps.load(command: "serve", environment: environment)
+            let keys = try configured { () throws(ConfigurationError) in try configuration.apiKeys() }
+            let reloadableKeys = Reloadable(keys)
+            let reloadableSettings = Reloadable(try configured { () throws(ConfigurationError) in try configuration.attributionSettings() })
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
             // In the private cluster, as its service role (a member of ledger_app and ledger_sealer only).
@@ -178,11 +185,12 @@ struct ServeCommand: AsyncParsableCommand {
             let pool = PostgresPool(conninfo: conninfo, maxConnections: connections, logger: logger)
             defer { pool.close() }
             let registry = LedgerMetricsBackend.prometheus
-            let ledger = AttributionLedger(pool: pool, defaultActor: "http-api", logger: logger)
+            let ledger = AttributionLedger(store: EventStore(pool: pool, catalog: .standard, logger: logger),
+                                           reloadableSettings: reloadableSettings, defaultActor: "http-api", logger: logger)
             let host = host
             let apps = keys.apps.count
             let server = LedgerHTTPServer(
-                ledger: ledger, keys: keys,
+                ledger: ledger, reloadableKeys: reloadableKeys,
                 configuration: try makeConfiguration(environment: ProcessInfo.processInfo.environment),
                 metrics: registry, logger: logger,
                 onServerRunning: { port in
@@ -192,7 +200,17 @@ struct ServeCommand: AsyncParsableCommand {
             // One group: SIGTERM or SIGINT stops the server first (it stops accepting connections
             // and lets requests in flight finish), then the projection runner and the sealer, then
             // the pool. A failure of any (a projection that cannot apply) stops the others.
-            var services: [(name: String, service: any Service)] = [("pool", pool)]
+            // SIGHUP re-reads the apps file: new keys and settings, or the running ones kept.
+            let reloader = ConfigurationReloader(
+                signals: await ConfigurationReloader.trap(), command: "serve",
+                apply: { [appsFilePath = self.apps.appsFile, environment] () throws(ConfigurationError) in
+                    let fresh = try ServiceConfiguration.load(environment: environment, appsFilePath: appsFilePath)
+                    let keys = try fresh.apiKeys()
+                    let settings = try fresh.attributionSettings()
+                    reloadableKeys.replace(with: keys)
+                    reloadableSettings.replace(with: settings)
+                }, logger: logger)
+            var services: [(name: String, service: any Service)] = [("pool", pool), ("configuration reloader", reloader)]
             if sealEvery > 0 {
                 services.append(("sealer", PeriodicSealer(store: ledger.store, interval: .seconds(sealEvery), key: sealKey)))
             }

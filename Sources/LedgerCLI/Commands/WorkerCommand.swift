@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerConfiguration
 import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
@@ -22,19 +23,25 @@ struct WorkerCommand: AsyncParsableCommand {
 
             The worker also decides attribution: every few seconds it decides the installs and
             sessions whose providers all answered (or whose deadline passed) and requests Google's
-            cross-network reports. Settings: LEDGER_ATTRIBUTION_SETTINGS (a JSON file; see
-            docs/attribution.md); --no-decide leaves deciding to other processes.
+            cross-network reports. --no-decide leaves deciding to other processes.
 
-            Providers come from the environment (checked at start-up; see docs/dispatch.md):
+            Each app's providers, credentials and settings come from the apps file --apps-file /
+            LEDGER_APPS_FILE names (docs/configuration.md): every send uses the credentials of its
+            own app. Apps not in the file use the environment (see docs/dispatch.md):
             LEDGER_GOOGLE_DEV_TOKEN + LEDGER_GOOGLE_LINK_ID, LEDGER_BRANCH_KEY + LEDGER_BRANCH_SECRET,
-            LEDGER_SINGULAR_SDK_KEY, and LEDGER_*_URL to point a provider elsewhere.
+            LEDGER_SINGULAR_SDK_KEY, and LEDGER_ATTRIBUTION_SETTINGS (docs/attribution.md).
+            LEDGER_*_URL point a provider elsewhere, for every app. All is checked at start-up.
+            SIGHUP re-reads the apps file: the next try of each send uses the new credentials; a bad
+            file is refused (logged) and the running configuration kept.
 
-            Exit codes: 0 stopped cleanly, 64 bad options or configuration, 3 the database is unreachable
-            at start (later outages are waited out: docs/operations.md).
+            Exit codes: 0 stopped cleanly, 64 bad options or configuration (an apps file refused
+            with its app, key path and rule), 3 the database is unreachable at start (later outages
+            are waited out: docs/operations.md).
 
             Examples:
               ledger worker
               ledger worker --slots 32 --lease 120
+              ledger worker --apps-file /etc/ledger/apps.json
               ledger worker --seal-every 600 # seal the global order every 10 minutes (default: every minute)
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
@@ -44,6 +51,8 @@ struct WorkerCommand: AsyncParsableCommand {
     @OptionGroup var database: DatabaseOptions
 
     @OptionGroup var privilege: LeastPrivilegeOptions
+
+    @OptionGroup var apps: AppsFileOptions
 
     @Option(help: "Provider calls in flight at once.")
     var slots = SendWorker.Configuration.defaultSlots
@@ -93,13 +102,10 @@ struct WorkerCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) leaves no room for sends claimed ahead "
                     + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0\n").utf8))
             }
-            let providers: ProviderConfiguration
-            do {
-                providers = try ProviderConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
-            } catch {
-                throw CLIFailure(exitCode: .validationFailure, message: "configuration: \(error)")
-            }
-            let settings = try loadAttributionSettings()
+            let configuration = try apps.load(command: "worker")
+            let providers = try configured { () throws(ConfigurationError) in try configuration.sendRules() }
+            let rules = PerAppSendRules(table: Reloadable(providers.table))
+            let reloadableSettings = Reloadable(try configured { () throws(ConfigurationError) in try configuration.attributionSettings() })
             let sealKey = try loadSealSigningKey()
             let target = try database.resolve(logger: logger)
             // In the private cluster, as its service role (a member of ledger_app and ledger_sealer only).
@@ -120,16 +126,16 @@ struct WorkerCommand: AsyncParsableCommand {
                 print("send queue rebuilt from the log: \(pending) pending sends")
                 return
             }
-            FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.enabled.joined(separator: ", "))\n".utf8))
+            FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.summary)\n".utf8))
             let transport = HTTPProviderTransport(logger: logger)
             let worker = SendWorker(
-                store: store, rules: providers.rules, transport: transport,
+                store: store, rules: rules, transport: transport,
                 configuration: SendWorker.Configuration(
                     workerID: workerID ?? "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(UUID().uuidString.prefix(6))",
                     slots: slots, lease: TimeInterval(lease), requestTimeout: .seconds(timeout), prefetch: prefetch),
                 logger: logger)
             do {
-                let decider = AttributionDecider(store: otherStore, settings: settings, logger: logger)
+                let decider = AttributionDecider(store: otherStore, reloadableSettings: reloadableSettings, logger: logger)
                 if drain {
                     let tries = try await worker.drain()
                     let decided = decide ? try await decider.decidePending(now: Date()).count : 0
@@ -138,8 +144,21 @@ struct WorkerCommand: AsyncParsableCommand {
                     // One group: SIGTERM or SIGINT stops the worker first (its tries in flight
                     // record their outcomes), then the decider and the sealer, then the HTTP
                     // client and the pools they used.
+                    // SIGHUP re-reads the apps file: the next try of every send uses the new
+                    // credentials, the decider the new settings; a bad file keeps the running ones.
+                    let reloader = ConfigurationReloader(
+                        signals: await ConfigurationReloader.trap(), command: "worker",
+                        apply: { [appsFilePath = apps.appsFile] () throws(ConfigurationError) in
+                            let fresh = try ServiceConfiguration.load(
+                                environment: ProcessInfo.processInfo.environment, appsFilePath: appsFilePath)
+                            let table = try fresh.sendRules().table
+                            let settings = try fresh.attributionSettings()
+                            rules.table.replace(with: table)
+                            reloadableSettings.replace(with: settings)
+                        }, logger: logger)
                     var services: [(name: String, service: any Service)] = [
                         ("worker pool", pool), ("other pool", otherPool), ("provider transport", transport),
+                        ("configuration reloader", reloader),
                     ]
                     if sealEvery > 0 {
                         services.append(("sealer", PeriodicSealer(store: otherStore, interval: .seconds(sealEvery), key: sealKey)))

@@ -43,8 +43,10 @@ public struct DecisionMade: Sendable, Hashable {
 public struct AttributionDecider: Service {
     /// The store.
     public let store: EventStore
-    /// Per-app settings.
-    public let settings: AttributionSettings
+    /// Per-app settings, replaceable while the decider runs (`SIGHUP` reloads the apps file).
+    public let reloadableSettings: Reloadable<AttributionSettings>
+    /// Per-app settings as of now.
+    public var settings: AttributionSettings { reloadableSettings.value }
     /// The process projection the decider reads.
     public let projection = AttributionProcessProjection(AttributionProcessReducer())
     /// Google's obligations, for the reports no decision requested.
@@ -54,8 +56,14 @@ public struct AttributionDecider: Service {
     /// Creates a decider.
     public init(store: EventStore, settings: AttributionSettings = AttributionSettings(),
                 logger: Logger = Logger(label: "ledger.attribution")) {
+        self.init(store: store, reloadableSettings: Reloadable(settings), logger: logger)
+    }
+
+    /// A decider whose settings the caller may replace while it runs.
+    public init(store: EventStore, reloadableSettings: Reloadable<AttributionSettings>,
+                logger: Logger = Logger(label: "ledger.attribution")) {
         self.store = store
-        self.settings = settings
+        self.reloadableSettings = reloadableSettings
         self.logger = logger
     }
 
