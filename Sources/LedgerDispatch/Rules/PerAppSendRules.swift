@@ -47,6 +47,22 @@ public struct PerAppSendRules: SendRules {
         self.init(table: Reloadable(table))
     }
 
+    /// Every credential value configured for any app (and for the others): what must never be
+    /// stored, so that a provider's answer echoing one can be redacted whichever app it came for.
+    public var configuredSecrets: [String] {
+        let table = table.value
+        var secrets: Set<String> = []
+        for rules in Array(table.apps.values) + [table.others] {
+            if let google = rules.google { secrets.insert(google.link.devToken) }
+            if let branch = rules.branch {
+                secrets.formUnion([branch.branchKey, branch.branchSecret])
+                if let identityKey = branch.identityKey { secrets.insert(identityKey) }
+            }
+            if let singular = rules.singular { secrets.insert(singular.sdkKey) }
+        }
+        return secrets.filter { !$0.isEmpty }.sorted()
+    }
+
     /// The rules of the app `context`'s send is for.
     public func rules(for context: SendContext) -> ProviderSendRules {
         table.value.rules(forApp: context.decodedCauses.app(of: context.cause))
