@@ -118,8 +118,17 @@ public struct ServiceConfiguration: Sendable {
         }
         var apps: [String: ProviderSendRules] = [:]
         var enabled: [String: [String]] = [:]
-        for (app, entry) in appsFile?.apps ?? [:] {
-            guard let providers = entry.providers ?? appsFile?.defaults.providers else { continue }
+        for (app, entry) in (appsFile?.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard let providers = entry.providers ?? appsFile?.defaults.providers else {
+                // The variables' credentials: a live app must not get a Branch test key from them either.
+                let live = entry.live ?? appsFile?.defaults.live ?? false
+                if live, let key = variables.rules.branch?.branchKey, key.hasPrefix("key_test_") {
+                    throw .appsFile(FileKeyPath.app(app).appending("live").error(
+                        "live_app_live_key", "app \"\(app)\" is marked live and has no providers in the apps file, "
+                            + "so it would send with LEDGER_BRANCH_KEY, a test key (key_test_…): give the app its own providers"))
+                }
+                continue
+            }
             apps[app] = providers.rules(endpoints: endpoints)
             enabled[app] = SendProvider.allCases.filter { providers.enabled.contains($0) }.map(\.rawValue)
         }

@@ -72,6 +72,24 @@ struct ServiceConfigurationTests {
         #expect(rules.table.rules(forApp: nil).google?.link.linkID == "VARIABLESLINK")
     }
 
+    // Branch v1/open server-to-server guide: the Live key belongs to production, also when a live
+    // app takes Branch from the variables.
+    @Test func aLiveAppWithoutProvidersRefusesABranchTestKeyFromTheVariables() throws {
+        let environment = ["LEDGER_BRANCH_KEY": "key_test_abc", "LEDGER_BRANCH_SECRET": "s"]
+        let configuration = try Self.configuration("""
+            {"apps": {"com.example.live": {"live": true}, "com.example.staging": {}}}
+            """, environment: environment)
+        let error = #expect(throws: ConfigurationError.self) { try configuration.sendRules() }
+        guard case .appsFile(let refusal)? = error else {
+            Issue.record("not an apps file error: \(String(describing: error))")
+            return
+        }
+        #expect(refusal.app == "com.example.live" && refusal.rule == "live_app_live_key")
+        #expect(refusal.keyPath == #"apps."com.example.live".live"#)
+        let staging = try Self.configuration(#"{"apps": {"com.example.staging": {}}}"#, environment: environment)
+        #expect(try staging.sendRules().table.rules(forApp: "com.example.staging").branch?.branchKey == "key_test_abc")
+    }
+
     @Test func apiKeysComeFromTheFileAndTheVariablesForOtherApps() throws {
         let gameKey = "game-api-key", legacyKey = "legacy-api-key", replacedKey = "replaced-api-key"
         let environment = [

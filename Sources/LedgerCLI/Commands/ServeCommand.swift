@@ -197,9 +197,6 @@ struct ServeCommand: AsyncParsableCommand {
                     FileHandle.standardError.write(Data(
                         "ledger serve: listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)\n".utf8))
                 })
-            // One group: SIGTERM or SIGINT stops the server first (it stops accepting connections
-            // and lets requests in flight finish), then the projection runner and the sealer, then
-            // the pool. A failure of any (a projection that cannot apply) stops the others.
             // SIGHUP re-reads the apps file: new keys and settings, or the running ones kept.
             let reloader = ConfigurationReloader(
                 signals: await ConfigurationReloader.trap(), command: "serve",
@@ -209,7 +206,11 @@ struct ServeCommand: AsyncParsableCommand {
                     let settings = try fresh.attributionSettings()
                     reloadableKeys.replace(with: keys)
                     reloadableSettings.replace(with: settings)
+                    printWarnings(of: fresh, command: "serve")
                 }, logger: logger)
+            // One group: SIGTERM or SIGINT stops the server first (it stops accepting connections
+            // and lets requests in flight finish), then the projection runner and the sealer, then
+            // the pool. A failure of any (a projection that cannot apply) stops the others.
             var services: [(name: String, service: any Service)] = [("pool", pool), ("configuration reloader", reloader)]
             if sealEvery > 0 {
                 services.append(("sealer", PeriodicSealer(store: ledger.store, interval: .seconds(sealEvery), key: sealKey)))

@@ -141,9 +141,6 @@ struct WorkerCommand: AsyncParsableCommand {
                     let decided = decide ? try await decider.decidePending(now: Date()).count : 0
                     print("drained: \(tries) tries" + (decide ? ", decided: \(decided)" : ""))
                 } else {
-                    // One group: SIGTERM or SIGINT stops the worker first (its tries in flight
-                    // record their outcomes), then the decider and the sealer, then the HTTP
-                    // client and the pools they used.
                     // SIGHUP re-reads the apps file: the next try of every send uses the new
                     // credentials, the decider the new settings; a bad file keeps the running ones.
                     let reloader = ConfigurationReloader(
@@ -155,7 +152,11 @@ struct WorkerCommand: AsyncParsableCommand {
                             let settings = try fresh.attributionSettings()
                             rules.table.replace(with: table)
                             reloadableSettings.replace(with: settings)
+                            printWarnings(of: fresh, command: "worker")
                         }, logger: logger)
+                    // One group: SIGTERM or SIGINT stops the worker first (its tries in flight
+                    // record their outcomes), then the decider and the sealer, then the HTTP
+                    // client and the pools they used.
                     var services: [(name: String, service: any Service)] = [
                         ("worker pool", pool), ("other pool", otherPool), ("provider transport", transport),
                         ("configuration reloader", reloader),

@@ -22,10 +22,15 @@ struct AppsFileOptions: ParsableArguments {
         let configuration = try configured { () throws(ConfigurationError) in
             try ServiceConfiguration.load(environment: environment, appsFilePath: appsFile)
         }
-        for warning in configuration.warnings {
-            FileHandle.standardError.write(Data("ledger \(command): \(warning)\n".utf8))
-        }
+        printWarnings(of: configuration, command: command)
         return configuration
+    }
+}
+
+/// Prints the apps file's warnings (literal secrets: app and key path, never the value) to stderr.
+func printWarnings(of configuration: ServiceConfiguration, command: String) {
+    for warning in configuration.warnings {
+        FileHandle.standardError.write(Data("ledger \(command): \(warning)\n".utf8))
     }
 }
 
