@@ -126,6 +126,9 @@ struct WorkerCommand: AsyncParsableCommand {
                 print("send queue rebuilt from the log: \(pending) pending sends")
                 return
             }
+            // Trapped before the line below, which tells a supervisor (or a test) the worker runs:
+            // a SIGHUP from then on reloads instead of ending the process.
+            let hangups = await ConfigurationReloader.trap()
             FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.summary)\n".utf8))
             let transport = HTTPProviderTransport(logger: logger)
             let worker = SendWorker(
@@ -144,7 +147,7 @@ struct WorkerCommand: AsyncParsableCommand {
                     // SIGHUP re-reads the apps file: the next try of every send uses the new
                     // credentials, the decider the new settings; a bad file keeps the running ones.
                     let reloader = ConfigurationReloader(
-                        signals: await ConfigurationReloader.trap(), command: "worker",
+                        signals: hangups, command: "worker",
                         apply: { [appsFilePath = apps.appsFile] () throws(ConfigurationError) in
                             let fresh = try ServiceConfiguration.load(
                                 environment: ProcessInfo.processInfo.environment, appsFilePath: appsFilePath)

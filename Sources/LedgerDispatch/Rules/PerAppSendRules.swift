@@ -68,18 +68,22 @@ public struct PerAppSendRules: SendRules {
         table.value.rules(forApp: context.decodedCauses.app(of: context.cause))
     }
 
+    /// The send's app's ``ProviderSendRules/preflight(_:)``.
     public func preflight(_ context: SendContext) -> SendDisposition? {
         rules(for: context).preflight(context)
     }
 
+    /// The request built with the send's app's credentials.
     public func buildRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         try rules(for: context).buildRequest(context)
     }
 
+    /// The answer judged by the send's app's rules.
     public func classify(_ answer: SendAnswer, context: SendContext) -> SendDisposition {
         rules(for: context).classify(answer, context: context)
     }
 
+    /// Whether the send's app's rules need the earlier answers.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool {
         rules(for: context).needsEarlierAnswers(answer, context: context)
     }
