@@ -390,6 +390,7 @@ let package = Package(
             name: "LedgerCLITests",
             dependencies: [
                 "LedgerTestKit", "LedgerCLI", "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain",
+                "LedgerProviders",
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
