@@ -109,10 +109,12 @@ public struct ServiceConfiguration: Sendable {
     /// - Throws: ``ConfigurationError`` when a provider variable is invalid.
     public func sendRules() throws(ConfigurationError) -> ResolvedSendRules {
         let variables: ProviderConfiguration
-        let endpoints: ProviderEndpoints
+        var endpoints = ProviderEndpoints()
         do {
             variables = try ProviderConfiguration.fromEnvironment(environment)
-            endpoints = try ProviderEndpoints.fromEnvironment(environment)
+            // Without a file, the variables are read exactly as before (a base URL only matters
+            // with its provider's credentials).
+            if appsFile != nil { endpoints = try ProviderEndpoints.fromEnvironment(environment) }
         } catch {
             throw .providers(error)
         }
@@ -146,10 +148,13 @@ public struct ResolvedSendRules: Sendable {
     /// The providers the variables configure (for every other app).
     public var enabledForOthers: [String]
 
-    /// `com.example.game: google, branch; other apps: apple_adservices`.
+    /// `com.example.game: google, branch; other apps: apple_adservices`, or only the variables'
+    /// providers when no app has rules of its own (`apple_adservices, branch`).
     public var summary: String {
-        (enabledByApp.sorted(by: { $0.key < $1.key }).map { "\($0.key): \($0.value.joined(separator: ", "))" }
-            + ["other apps: \(enabledForOthers.joined(separator: ", "))"]).joined(separator: "; ")
+        let others = enabledForOthers.joined(separator: ", ")
+        guard !enabledByApp.isEmpty else { return others }
+        return (enabledByApp.sorted(by: { $0.key < $1.key }).map { "\($0.key): \($0.value.joined(separator: ", "))" }
+            + ["other apps: \(others)"]).joined(separator: "; ")
     }
 }
 
