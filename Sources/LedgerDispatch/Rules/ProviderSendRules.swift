@@ -70,6 +70,12 @@ public struct ProviderSendRules: SendRules {
 
     // MARK: - SendRules
 
+    /// Google's `dev_token`, Branch's key and secret, Singular's SDK key: the values the worker
+    /// redacts from everything it stores.
+    public var configuredSecrets: [String] {
+        [google?.link.devToken, branch?.branchKey, branch?.branchSecret, singular?.sdkKey].compactMap { $0 }
+    }
+
     /// Decides before the request is built, without a call:
     /// - Apple AdServices: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
     ///   (Apple AdServices attribution API: past the TTL Apple can only answer 404).

@@ -95,11 +95,20 @@ public protocol SendRules: Sendable {
     /// (``SendContext/earlierAnswers``) to judge `answer`: the worker then reads them from the
     /// send's stream first. Rarely true, so most answers cost no read.
     func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool
+
+    /// Every credential value these rules put into requests (API keys, secrets, tokens). A
+    /// provider's answer is stored as received and may echo the request; the worker replaces
+    /// each of these values in stored answers, details and requests, so that no credential
+    /// reaches the immutable log.
+    var configuredSecrets: [String] { get }
 }
 
 extension SendRules {
     /// No earlier answers needed.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool { false }
+
+    /// No credentials.
+    public var configuredSecrets: [String] { [] }
 }
 
 /// Decoded cause events, by event id, for one try (see ``SendContext``).
