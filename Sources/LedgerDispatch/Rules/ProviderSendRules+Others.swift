@@ -116,7 +116,9 @@ extension ProviderSendRules {
     /// Singular's name of an ad-monetization revenue event.
     public static let singularAdMonetizationEventName = "__ADMON_USER_LEVEL_REVENUE__"
 
-    /// `GET /api/v2/conversion_value` with the device and its SKAN state as the log holds it now.
+    /// `GET /api/v2/conversion_value` with the device and its SKAN state as of the cause
+    /// (``SendContext/skan``): a call the worker makes late carries nothing that happened after
+    /// its event.
     func singularRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard let configuration = singular else { throw Self.notConfigured(.singular) }
         let decoded = try context.decodedCauses.cause(context.cause)

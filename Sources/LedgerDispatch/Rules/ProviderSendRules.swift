@@ -13,7 +13,7 @@ import LedgerStore
 /// | `google/cross_network` | the conversion request rebuilt from `context.conversion`, plus `ad_event_id` and `attributed` | `classifyCrossNetwork` |
 /// | `apple_adservices/token_lookup` | the token of `FirstOpen` / `AdServicesTokenReceived`; no call past its 24 h TTL (Apple AdServices attribution API) | `AdServicesClassifier` |
 /// | `branch/open` | `FirstOpen` → `first_session` true; `SessionStarted`, `DeepLinkOpened` → false, with the device's `randomized_bundle_token` (Branch v1/open server-to-server guide) | `BranchClassifier` |
-/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state (Singular SKAdNetwork 4 implementation guide) | `SingularClassifier` |
+/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state as of the cause (Singular SKAdNetwork 4 implementation guide) | `SingularClassifier` |
 ///
 /// A provider without configuration is never called: its sends fail to build with
 /// `provider_not_configured`. Nothing here reads a clock but `context.now`.

@@ -6,7 +6,8 @@ import LedgerStore
 /// Gathers a ``SendContext`` from the log just before a try: the cause event, and what the
 /// provider needs that the log knows *now* — computed by replaying the device's history through
 /// the projections' reducers, not read from the projections' tables, so a lagging projection can
-/// never make a send carry stale identity.
+/// never make a send carry stale identity. (The SKAN state Singular gets is the one as of the
+/// cause: ``skanState(of:asOf:)``.)
 struct SendContextLoader: Sendable {
     let store: EventStore
 
@@ -25,7 +26,7 @@ struct SendContextLoader: Sendable {
         case .branch:
             branch = try await state(of: device, by: BranchIdentityReducer())
         case .singular:
-            skan = try await state(of: device, by: SKANDeviceReducer())
+            skan = try await skanState(of: device, asOf: cause)
         case .google where request.kind == .crossNetwork:
             let obligations = try await state(of: device, by: GoogleObligationReducer())
             guard let adEventID = request.parameters?["ad_event_id"], let obligation = obligations.obligations[adEventID] else {
@@ -62,6 +63,27 @@ struct SendContextLoader: Sendable {
     func state<Reducer: DeviceStateReducer>(of device: String, by reducer: Reducer) async throws -> Reducer.State {
         let events = try await store.readHistory(of: .deviceHistory(device), types: reducer.eventTypes)
         return try reducer.replay(events.map(LoggedEvent.init), device: device)
+    }
+
+    /// The device's SKAN state as of `cause`, for a Singular call: the Singular SKAdNetwork 4
+    /// implementation guide's snippet sends each event with the state the device had when the
+    /// event happened, so a worker that is behind must not add what happened after it (a later
+    /// purchase's revenue, a value the app set later). Folded from the device's history up to and
+    /// including the cause, with two exceptions:
+    /// - the answers to the device's earlier Singular calls (their send streams), whenever they
+    ///   were recorded: the device's calls go one at a time in its lane, oldest cause first, so
+    ///   every answer in the log belongs to a call before this one, and the snippet applies each
+    ///   answer before its next call;
+    /// - `SKANRegistered`: the snippet registers on the first launch before any call; the app
+    ///   records it as a fact of its own that may reach the ledger after the first open.
+    func skanState(of device: String, asOf cause: RecordedEvent) async throws -> SKANDeviceReducer.State {
+        let reducer = SKANDeviceReducer()
+        let events = try await store.readHistory(of: .deviceHistory(device), types: reducer.eventTypes)
+        let known = events.filter { event in
+            event.position <= cause.position || event.type == SKANRegistered.eventType
+                || event.streamID.utf8.starts(with: "send-".utf8)
+        }
+        return try reducer.replay(known.map(LoggedEvent.init), device: device)
     }
 
     /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
