@@ -116,4 +116,56 @@ extension WorkerTests {
             #expect(calls[1].queryValue("skan_current_conversion_value") == "1")
         }
     }
+
+    // Singular SKAdNetwork 4 implementation guide: `idfv` is a required parameter of the
+    // conversion value API. A purchase reported by the app's backend without the device's
+    // identifiers is sent with those the device's first open recorded (as its IP and user agent
+    // already were); Google App Conversion Tracking API's `rdid` the same way.
+    @Test func aBackendPurchaseWithoutTheIDFVIsSentWithTheFirstOpensIdentifiers() async throws {
+        try await Self.withRig { rig in
+            let clock = rig.clock
+            rig.fakes.singular.setClock { clock.now() }
+            let open = iosDevice()
+            _ = try await install(rig, token: nil)
+            try await record(SKANRegistered(), to: Self.device, at: testEpoch, store: rig.store)
+            let purchase = try await record(Self.backendPurchase("4.99", transaction: "tx-backend"), to: Self.device,
+                                            at: testEpoch.addingTimeInterval(60), store: rig.store)
+            let singular = try await enqueue(.singular, .conversionValue, cause: purchase, device: Self.device, key: "s:backend",
+                                             now: testEpoch, store: rig.store)
+            let google = try await enqueue(.google, .conversion, cause: purchase, device: Self.device, key: "g:backend",
+                                           now: testEpoch, store: rig.store)
+            #expect(try await rig.worker.drain() == 2)
+            for send in [singular, google] {
+                let events = try await rig.store.readStream(StreamID.send(id: send.sendID).rawValue)
+                #expect(events.last?.type == "SendSucceeded", "\(String(decoding: events.last?.data ?? Data(), as: UTF8.self))")
+            }
+            let call = try #require(rig.fakes.singular.requests.first)
+            #expect(call.queryValue("idfv") == open.idfv)
+            #expect(call.queryValue("idfa") == open.idfa)
+            #expect(rig.fakes.google.requests.first?.queryValue("rdid") == open.idfa)
+        }
+    }
+
+    // Google App Conversion Tracking API: `lat` and `rdid`. An advertising id is used only while the
+    // device allows tracking: a purchase reported with tracking limited is not completed with the
+    // IDFA an earlier launch had. The IDFV, which does not depend on tracking consent, still is.
+    @Test func aPurchaseWithTrackingLimitedGetsNoAdvertisingIDFromHistory() async throws {
+        try await Self.withRig { rig in
+            let clock = rig.clock
+            rig.fakes.singular.setClock { clock.now() }
+            let open = iosDevice()
+            _ = try await install(rig, token: nil)
+            try await record(SKANRegistered(), to: Self.device, at: testEpoch, store: rig.store)
+            var limited = try Self.backendPurchase("1.00", transaction: "tx-limited")
+            limited.device.limitAdTracking = true
+            limited.device.attStatus = .denied
+            let purchase = try await record(limited, to: Self.device, at: testEpoch.addingTimeInterval(60), store: rig.store)
+            try await enqueue(.singular, .conversionValue, cause: purchase, device: Self.device, key: "s:limited", now: testEpoch,
+                              store: rig.store)
+            #expect(try await rig.worker.drain() == 1)
+            let call = try #require(rig.fakes.singular.requests.first)
+            #expect(call.queryValue("idfv") == open.idfv)
+            #expect(call.queryValue("idfa") == nil)
+        }
+    }
 }

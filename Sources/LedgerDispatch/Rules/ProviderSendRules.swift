@@ -210,8 +210,12 @@ public struct ProviderSendRules: SendRules {
         }
     }
 
-    /// The device a cause describes, completed with the last session's `ip` and `user_agent` when
-    /// the cause lacks them (docs/events.md, DeviceContext: "the builders then use the last session's").
+    /// The device a cause describes, completed from the device's launches before it
+    /// (``SendContext/lastSessionDevice``) when the cause lacks them: the last session's `ip` and
+    /// `user_agent` (docs/events.md, DeviceContext: "the builders then use the last session's"),
+    /// and the identifiers a backend reporting a purchase or an event may not know
+    /// (``LedgerDomain/DeviceContext/completeIdentifiers(from:)``): Singular needs the `idfv`,
+    /// Google's `rdid` the advertising id.
     static func device(of cause: SendCause, context: SendContext) throws(DispatchError) -> DeviceContext {
         var device: DeviceContext
         switch cause {
@@ -229,6 +233,7 @@ public struct ProviderSendRules: SendRules {
         if let last = context.lastSessionDevice {
             if device.ip == nil { device.ip = last.ip }
             if device.userAgent == nil { device.userAgent = last.userAgent }
+            device.completeIdentifiers(from: last)
         }
         return device
     }

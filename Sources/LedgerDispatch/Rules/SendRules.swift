@@ -41,9 +41,10 @@ public struct SendContext: Sendable {
     /// The HTTP statuses of this send's earlier answers, oldest first, when the rules asked for
     /// them (``SendRules/needsEarlierAnswers(_:context:)``); `nil` otherwise.
     public var earlierAnswers: [Int]? = nil
-    /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it, for
-    /// causes that do not carry it whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`
-    /// and `user_agent` ("the builders then use the last session's", docs/events.md), and
+    /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it (with
+    /// the identifiers that launch lacks taken from earlier ones), for causes that do not carry it
+    /// whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`, `user_agent` and the
+    /// device's identifiers ("the builders then use the last session's", docs/events.md), and
     /// `DeepLinkOpened` has no device at all. `nil` when the loader did not gather it; a request
     /// that needs it then fails to build (`device_context_missing`).
     public var lastSessionDevice: DeviceContext? = nil

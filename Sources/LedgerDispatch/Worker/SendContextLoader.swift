@@ -47,8 +47,9 @@ struct SendContextLoader: Sendable {
         var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt,
                                   call: claim.attempt - claim.uncalled, cause: cause,
                                   branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
-        // In-app events, revenue and deep links may lack the network facts (IP, user agent) a
-        // request needs: the last launch's device stands in, as docs/events.md says. A
+        // In-app events, revenue and deep links may lack the network facts (IP, user agent) and
+        // the identifiers a request needs: the device the launches before the cause described
+        // stands in, as docs/events.md says. A
         // cross-network report is the conversion's request again ("identical to the original
         // conversion tracking request", Google App Conversion Tracking API): the launch before the
         // conversion's cause stands in, not the one before the decision the report is caused by.
@@ -86,13 +87,21 @@ struct SendContextLoader: Sendable {
         return try reducer.replay(known.map(LoggedEvent.init), device: device)
     }
 
-    /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
+    /// The device as its launches (`FirstOpen`, `SessionStarted`) up to `cause` describe it: the
+    /// latest launch's context, with the identifiers it lacks taken from earlier launches
+    /// (``LedgerDomain/DeviceContext/completeIdentifiers(from:)``). `nil` without a launch.
     func lastLaunchDevice(_ device: String, before cause: RecordedEvent) async throws -> DeviceContext? {
         let launches = try await store.readHistory(of: .deviceHistory(device), types: [FirstOpen.eventType, SessionStarted.eventType],
                                                          asOf: .position(cause.position))
-        guard let last = launches.last else { return nil }
         struct Launch: Decodable { var device: DeviceContext }
-        return try LedgerJSON.makeDecoder().decode(Launch.self, from: last.data).device
+        let decoder = LedgerJSON.makeDecoder()
+        guard let last = launches.last else { return nil }
+        var known = try decoder.decode(Launch.self, from: last.data).device
+        // Newest first, and only while something is missing: most devices' latest launch has them all.
+        for earlier in launches.dropLast().reversed() where known.lacksIdentifiers {
+            known.completeIdentifiers(from: try decoder.decode(Launch.self, from: earlier.data).device)
+        }
+        return known
     }
 }
 
