@@ -154,7 +154,9 @@ public struct ProviderSendRules: SendRules {
             case .failure(let error) where error.code == .timeout: branchAnswer = .timedOut
             case .failure(let error): branchAnswer = .transportFailed(detail: error.description)
             }
-            return BranchClassifier.classify(branchAnswer, attempt: context.call, now: context.now, policy: branchPolicy)
+            return BranchClassifier.classify(
+                branchAnswer, attempt: context.call, rateLimitedBefore: context.earlierAnswers?.filter { $0 == 429 }.count,
+                now: context.now, policy: branchPolicy)
         case .singular:
             let singularAnswer: SingularClassifier.Answer
             switch answer {
@@ -169,9 +171,18 @@ public struct ProviderSendRules: SendRules {
 
     /// Apple AdServices counts its "maximum of three attempts" among the answers that were 404s
     /// (Apple AdServices attribution API): a 404 after earlier calls answered otherwise (a 500)
-    /// needs those answers.
+    /// needs those answers. Branch counts its 429s apart from server errors and timeouts
+    /// (``BranchClassifier``): any answer but a success after earlier calls needs them.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool {
-        context.send.provider == .appleAdServices && context.call > 1 && answer.providerResponse?.status == 404
+        guard context.call > 1 else { return false }
+        switch context.send.provider {
+        case .appleAdServices:
+            return answer.providerResponse?.status == 404
+        case .branch:
+            return !(200...299).contains(answer.providerResponse?.status ?? 0)
+        case .google, .singular:
+            return false
+        }
     }
 
     // MARK: - Shared
