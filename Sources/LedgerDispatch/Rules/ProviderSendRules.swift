@@ -27,7 +27,7 @@ public struct ProviderSendRules: SendRules {
     public var branch: BranchConfiguration?
     /// Whether Branch opens use `server_to_server_identity` (Branch v1/open server-to-server
     /// guide): then every open after the first carries the device's `randomized_bundle_token`, and
-    /// the custom user id goes as `identity`.
+    /// the custom user id's keyed hash goes as `identity` (``BranchConfiguration/identityKey``).
     public var branchServerToServerIdentity: Bool
     /// Singular: the SDK key and endpoint. `nil`: not configured.
     public var singular: SingularConfiguration?
