@@ -181,6 +181,11 @@ public struct FakeAnswer: Sendable {
         case model
         /// Close the connection without answering (the request did arrive).
         case dropConnection
+        /// Answer with this status and a body that repeats the request as received, credentials
+        /// included: a provider whose error answer echoes what it was sent. The body is
+        /// `template` with ``FakeAnswer/requestPlaceholder`` replaced by the echo as a JSON string
+        /// (`json`), or the echo alone as text (`json` false).
+        case echoRequest(status: Int, json: Bool, template: String)
     }
 
     /// What to do.
@@ -206,6 +211,30 @@ public struct FakeAnswer: Sendable {
     public static func json(_ status: Int = 200, _ json: String, headers: [Header] = []) -> FakeAnswer {
         FakeAnswer(
             .respond(status: status, headers: [Header("Content-Type", "application/json")] + headers, body: Data(json.utf8)))
+    }
+
+    /// Where ``echoingRequest(_:json:)``'s JSON template takes the echoed request (a JSON string).
+    public static let requestPlaceholder = "$REQUEST"
+
+    /// An error answer that repeats the request as received (method, path, decoded query,
+    /// headers, body), credentials included, as text: what a provider's careless error page does.
+    public static func echoingRequest(_ status: Int) -> FakeAnswer {
+        FakeAnswer(.echoRequest(status: status, json: false, template: ""))
+    }
+
+    /// A JSON answer whose ``requestPlaceholder`` is replaced by the request as received, as a JSON
+    /// string: e.g. Singular's `{"status":"error","reason":$REQUEST}` or Google's
+    /// `{"ad_events":[],"errors":[$REQUEST],"attributed":false}` — an error code or reason that
+    /// echoes the request, credentials included.
+    public static func echoingRequest(_ status: Int, json template: String) -> FakeAnswer {
+        FakeAnswer(.echoRequest(status: status, json: true, template: template))
+    }
+
+    /// The request as an echoing provider repeats it.
+    static func echo(of request: RecordedRequest) -> String {
+        let query = request.query.map { "\($0.name)=\($0.value)" }.joined(separator: "&")
+        let headers = request.headers.map { "\($0.name): \($0.value)" }.joined(separator: "; ")
+        return "\(request.method) \(request.path)?\(query) [\(headers)] \(request.bodyText)"
     }
 
     /// The model's own answer (useful after a delay: `.model.delayed(by: .seconds(2))`).
@@ -405,6 +434,11 @@ extension FakeProvider {
                 reply = FakeReply(status: status, headers: headers, body: body)
             case .dropConnection?:
                 reply = FakeReply(status: 0, headers: [], body: Data(), drop: true)
+            case .echoRequest(let status, let json, let template)?:
+                let echo = FakeAnswer.echo(of: request)
+                reply = json
+                    ? .respond(status, json: template.replacingOccurrences(of: FakeAnswer.requestPlaceholder, with: jsonString(echo)))
+                    : .text(status, "bad request: " + echo)
             case .model?, nil:
                 reply = model(request)
             }

@@ -38,6 +38,11 @@ public final class FakeGoogle: FakeProvider {
         case affirmative(campaignType: String = "UAC")
         /// `{"ad_events": [], "errors": [], "attributed": false}`.
         case negative
+        /// `attributed: false` with one ad event of this `campaign_type` (shaped as in
+        /// ``affirmative(campaignType:)``): Google saw an ad before the conversion but does not
+        /// claim it. The ad event is not one Google obliges a report for: a cross-network request
+        /// naming it is refused (`ad_event_not_attributed`).
+        case unattributed(campaignType: String = "UAC")
         /// `{"ad_events": [], "errors": codes, "attributed": false}`, e.g. `INVALID_CURRENCY_CODE`.
         case errors([String])
         /// A bare status (e.g. `500`, `503`) with a short text body.
@@ -62,6 +67,7 @@ public final class FakeGoogle: FakeProvider {
         var defaultAnswer = Answer.affirmative()
         var byRDID: [String: Answer] = [:]
         var issued: [String] = []
+        var unclaimed: Set<String> = []
         var conversions: [String: Conversion] = [:]
         var crossNetworkReported: [String: String] = [:]
         var counter = 0
@@ -302,6 +308,11 @@ public final class FakeGoogle: FakeProvider {
         guard attributed == "0" || attributed == "1" else {
             return Self.refuse("invalid_parameter", "INVALID_ATTRIBUTED", "attributed must be 0 or 1, got '\(attributed)'")
         }
+        if model.withLock({ $0.unclaimed.contains(adEventID) }) {
+            return Self.refuse(
+                "ad_event_not_attributed", "INVALID_AD_EVENT_ID",
+                "ad_event_id \(adEventID) came in an answer with attributed: false; only an affirmative answer obliges a report")
+        }
         guard let original = model.withLock({ $0.conversions[adEventID] }) else {
             return Self.refuse("unknown_ad_event_id", "INVALID_AD_EVENT_ID", "ad_event_id \(adEventID) was never issued")
         }
@@ -339,6 +350,12 @@ public final class FakeGoogle: FakeProvider {
         let rdid = request.queryValue("rdid")?.uppercased() ?? ""
         let (answer, adEventID) = model.withLock { model -> (Answer, String?) in
             let answer = model.byRDID[rdid] ?? model.defaultAnswer
+            if case .unattributed = answer {
+                model.counter += 1
+                let id = Self.adEventID(model.counter)
+                model.unclaimed.insert(id)
+                return (answer, id)
+            }
             guard case .affirmative = answer else { return (answer, nil) }
             model.counter += 1
             let id = Self.adEventID(model.counter)
@@ -362,6 +379,12 @@ public final class FakeGoogle: FakeProvider {
                 200,
                 json: #"{"ad_events":[\#(Self.adEvent(id: adEventID ?? "", campaignType: campaignType, timestamp: stamp))],"#
                     + #""errors":[],"attributed":true}"#)
+        case .unattributed(let campaignType):
+            let stamp = Self.adEventTimestamp(before: request.queryValue("timestamp"))
+            return .respond(
+                200,
+                json: #"{"ad_events":[\#(Self.adEvent(id: adEventID ?? "", campaignType: campaignType, timestamp: stamp))],"#
+                    + #""errors":[],"attributed":false}"#)
         }
     }
 

@@ -753,4 +753,14 @@ struct SendRulesTests {
         }
         #expect(refused?.variable == "LEDGER_SERVER_PUBLIC_IPS" && refused?.rule == "ip_address")
     }
+
+    // Branch v1/open server-to-server guide, `identity`: "all values should be encrypted before
+    // being passed to Branch". The key of the hash comes from LEDGER_BRANCH_IDENTITY_KEY; without
+    // it no identity is sent.
+    @Test func branchIdentityKeyComesFromTheEnvironment() throws {
+        let base = ["LEDGER_BRANCH_KEY": "key_live_x", "LEDGER_BRANCH_SECRET": "secret_live_x"]
+        let configured = try ProviderConfiguration.fromEnvironment(base.merging(["LEDGER_BRANCH_IDENTITY_KEY": "k-1"]) { $1 })
+        #expect(configured.rules.branch?.identityKey == "k-1")
+        #expect(try ProviderConfiguration.fromEnvironment(base).rules.branch?.identityKey == nil)
+    }
 }

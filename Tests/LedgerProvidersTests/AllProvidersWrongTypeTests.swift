@@ -86,11 +86,12 @@ struct AllProvidersWrongTypeTests {
     // Apple AdServices attribution API, "Attribution payload descriptions":
     // adGroupId/adId/campaignId/keywordId/orgId long, attribution boolean,
     // claimType/conversionType/countryOrRegion string, clickDate/impressionDate date strings; with
-    // attribution true the record's identifiers are required.
+    // attribution true only `attribution` is required: the document's payload descriptions mark no
+    // other field required.
     static let adServicesFields: [(key: String, kind: Kind, optional: Bool)] = [
-        ("attribution", .bool, false), ("orgId", .integer, false), ("campaignId", .integer, false),
-        ("adGroupId", .integer, false), ("keywordId", .integer, true), ("adId", .integer, true),
-        ("conversionType", .string, false), ("claimType", .string, true), ("countryOrRegion", .string, false),
+        ("attribution", .bool, false), ("orgId", .integer, true), ("campaignId", .integer, true),
+        ("adGroupId", .integer, true), ("keywordId", .integer, true), ("adId", .integer, true),
+        ("conversionType", .string, true), ("claimType", .string, true), ("countryOrRegion", .string, true),
         ("clickDate", .date, true),
     ]
 

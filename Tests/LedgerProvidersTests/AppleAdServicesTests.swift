@@ -96,14 +96,25 @@ struct AppleAdServicesTests {
         #expect(seconds.clickDate == Date(timeIntervalSince1970: 1_728_407_820 + 30.5 - 7_200))
     }
 
+    // Apple AdServices attribution API, "Attribution payload descriptions": no field but
+    // `attribution` is marked required; a payload without the others still attributes.
+    @Test func anAttributedPayloadNeedsOnlyItsAttributionField() throws {
+        let sparse = try AdServicesAttribution.parse(Data(#"{"attribution":true}"#.utf8))
+        #expect(sparse == AdServicesAttribution(attribution: true))
+        let base = AppleAdServicesSamples.detailedClick
+        let withoutOrg = try AdServicesAttribution.parse(Data(base.replacingOccurrences(of: #""orgId": 40669820,"#, with: "").utf8))
+        #expect(withoutOrg.orgId == nil && withoutOrg.campaignId == 542370539)
+        let withoutCountry = try AdServicesAttribution.parse(
+            Data(base.replacingOccurrences(of: #""countryOrRegion": "US","#, with: "").replacingOccurrences(of: #""conversionType": "Download","#, with: "").utf8))
+        #expect(withoutCountry.countryOrRegion == nil && withoutCountry.conversionType == nil && withoutCountry.clickDate != nil)
+    }
+
     @Test("malformed payloads are typed errors naming the field and rule")
     func malformedPayloads() {
         func parse(_ text: String) throws(ProviderError) -> AdServicesAttribution { try AdServicesAttribution.parse(Data(text.utf8)) }
         let base = AppleAdServicesSamples.detailedClick
         gaExpectError(field: "attribution", rule: "missing") { try parse("{}") }
         gaExpectError(field: "attribution", rule: "wrong_type") { try parse(#"{"attribution":"true"}"#) }
-        gaExpectError(field: "orgId", rule: "missing") { try parse(base.replacingOccurrences(of: #""orgId": 40669820,"#, with: "")) }
-        gaExpectError(field: "countryOrRegion", rule: "missing") { try parse(base.replacingOccurrences(of: #""countryOrRegion": "US","#, with: "")) }
         gaExpectError(field: "orgId", rule: "wrong_type") { try parse(base.replacingOccurrences(of: "40669820", with: #""40669820""#)) }
         gaExpectError(field: "orgId", rule: "integer") { try parse(base.replacingOccurrences(of: "40669820", with: "40669820.5")) }
         gaExpectError(field: "orgId", rule: "integer_out_of_range") { try parse(base.replacingOccurrences(of: "40669820", with: "99999999999999999999999")) }

@@ -15,7 +15,8 @@ import Testing
 @Suite("Credentials never appear in a stored or printed form (issue 4)")
 struct ProviderCredentialTests {
     static let googleLink = GoogleAppLink(devToken: "goog_SEEKRIT_dev_token", linkID: "31FF8D67E5BB5DD5029DCC2734C2F884")
-    static let branchConfig = BranchConfiguration(branchKey: "key_live_SEEKRIT_k", branchSecret: "secret_live_SEEKRIT_s")
+    static let branchConfig = BranchConfiguration(
+        branchKey: "key_live_SEEKRIT_k", branchSecret: "secret_live_SEEKRIT_s", identityKey: "identity_SEEKRIT_key")
     static let singularConfig = SingularConfiguration(sdkKey: "sdk_SEEKRIT_key")
 
     /// One built request per credential-carrying request kind of the four providers.

@@ -13,6 +13,7 @@ import LedgerProviders
 /// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
+/// | `LEDGER_BRANCH_IDENTITY_KEY` | the secret key Branch's `identity` is computed with: the HMAC-SHA256 of the device's custom user id, hex (Branch v1/open server-to-server guide: never personal information, "encrypted before being passed to Branch") | no `identity` sent |
 /// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide) | none |
 /// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
 /// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
@@ -90,7 +91,7 @@ public struct ProviderConfiguration: Sendable {
             branch = BranchConfiguration(
                 branchKey: key, branchSecret: secret,
                 endpoint: custom.map { BranchEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production,
-                serverPublicIPs: serverIPs)
+                serverPublicIPs: serverIPs, identityKey: value("LEDGER_BRANCH_IDENTITY_KEY"))
             enabled.append("branch")
         }
         var singular: SingularConfiguration?

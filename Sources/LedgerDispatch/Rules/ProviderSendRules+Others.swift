@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import LedgerDomain
 import LedgerFolds
@@ -86,9 +87,21 @@ extension ProviderSendRules {
             // identity. Without one after the first open (it failed) the builder refuses:
             // `required_after_first_open`.
             request.randomizedBundleToken = context.branchIdentity.randomizedBundleToken
-            request.identity = device.customUserID
+            request.identity = Self.branchIdentity(of: device.customUserID, key: configuration.identityKey)
         }
         return try Self.building { () throws(ProviderError) in try request.build(with: configuration) }
+    }
+
+    /// Branch's `identity` for the app's user id: "You should never use personal user information
+    /// here, and all values should be encrypted before being passed to Branch" (Branch v1/open
+    /// server-to-server guide). The HMAC-SHA256 of the id under the app's identity key, in
+    /// lowercase hex: the same user gets the same identity on every open and device, and without
+    /// the key the id cannot be guessed back from it (a plain hash of an e-mail address could).
+    /// `nil` without a key or an id: the id itself is never sent.
+    static func branchIdentity(of customUserID: String?, key: String?) -> String? {
+        guard let customUserID, let key, !key.isEmpty else { return nil }
+        let code = HMAC<SHA256>.authenticationCode(for: Data(customUserID.utf8), using: SymmetricKey(data: Data(key.utf8)))
+        return code.map { String(format: "%02x", $0) }.joined()
     }
 
     /// The device's app user agent for Branch's `user_agent`:
@@ -116,7 +129,9 @@ extension ProviderSendRules {
     /// Singular's name of an ad-monetization revenue event.
     public static let singularAdMonetizationEventName = "__ADMON_USER_LEVEL_REVENUE__"
 
-    /// `GET /api/v2/conversion_value` with the device and its SKAN state as the log holds it now.
+    /// `GET /api/v2/conversion_value` with the device and its SKAN state as of the cause
+    /// (``SendContext/skan``): a call the worker makes late carries nothing that happened after
+    /// its event.
     func singularRequest(_ context: SendContext) throws(DispatchError) -> ProviderRequest {
         guard let configuration = singular else { throw Self.notConfigured(.singular) }
         let decoded = try context.decodedCauses.cause(context.cause)

@@ -13,7 +13,7 @@ import LedgerStore
 /// | `google/cross_network` | the conversion request rebuilt from `context.conversion`, plus `ad_event_id` and `attributed` | `classifyCrossNetwork` |
 /// | `apple_adservices/token_lookup` | the token of `FirstOpen` / `AdServicesTokenReceived`; no call past its 24 h TTL (Apple AdServices attribution API) | `AdServicesClassifier` |
 /// | `branch/open` | `FirstOpen` → `first_session` true; `SessionStarted`, `DeepLinkOpened` → false, with the device's `randomized_bundle_token` (Branch v1/open server-to-server guide) | `BranchClassifier` |
-/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state (Singular SKAdNetwork 4 implementation guide) | `SingularClassifier` |
+/// | `singular/conversion_value` | `n` = `__SESSION__` for opens, the event's name otherwise, with the device's SKAN state as of the cause (Singular SKAdNetwork 4 implementation guide) | `SingularClassifier` |
 ///
 /// A provider without configuration is never called: its sends fail to build with
 /// `provider_not_configured`. Nothing here reads a clock but `context.now`.
@@ -27,7 +27,7 @@ public struct ProviderSendRules: SendRules {
     public var branch: BranchConfiguration?
     /// Whether Branch opens use `server_to_server_identity` (Branch v1/open server-to-server
     /// guide): then every open after the first carries the device's `randomized_bundle_token`, and
-    /// the custom user id goes as `identity`.
+    /// the custom user id's keyed hash goes as `identity` (``BranchConfiguration/identityKey``).
     public var branchServerToServerIdentity: Bool
     /// Singular: the SDK key and endpoint. `nil`: not configured.
     public var singular: SingularConfiguration?
@@ -69,6 +69,12 @@ public struct ProviderSendRules: SendRules {
     }
 
     // MARK: - SendRules
+
+    /// Google's `dev_token`, Branch's key and secret, Singular's SDK key: the values the worker
+    /// redacts from everything it stores.
+    public var configuredSecrets: [String] {
+        [google?.link.devToken, branch?.branchKey, branch?.branchSecret, singular?.sdkKey].compactMap { $0 }
+    }
 
     /// Decides before the request is built, without a call:
     /// - Apple AdServices: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
@@ -154,7 +160,9 @@ public struct ProviderSendRules: SendRules {
             case .failure(let error) where error.code == .timeout: branchAnswer = .timedOut
             case .failure(let error): branchAnswer = .transportFailed(detail: error.description)
             }
-            return BranchClassifier.classify(branchAnswer, attempt: context.call, now: context.now, policy: branchPolicy)
+            return BranchClassifier.classify(
+                branchAnswer, attempt: context.call, rateLimitedBefore: context.earlierAnswers?.filter { $0 == 429 }.count,
+                now: context.now, policy: branchPolicy)
         case .singular:
             let singularAnswer: SingularClassifier.Answer
             switch answer {
@@ -169,9 +177,18 @@ public struct ProviderSendRules: SendRules {
 
     /// Apple AdServices counts its "maximum of three attempts" among the answers that were 404s
     /// (Apple AdServices attribution API): a 404 after earlier calls answered otherwise (a 500)
-    /// needs those answers.
+    /// needs those answers. Branch counts its 429s apart from server errors and timeouts
+    /// (``BranchClassifier``): any answer but a success after earlier calls needs them.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool {
-        context.send.provider == .appleAdServices && context.call > 1 && answer.providerResponse?.status == 404
+        guard context.call > 1 else { return false }
+        switch context.send.provider {
+        case .appleAdServices:
+            return answer.providerResponse?.status == 404
+        case .branch:
+            return !(200...299).contains(answer.providerResponse?.status ?? 0)
+        case .google, .singular:
+            return false
+        }
     }
 
     // MARK: - Shared
@@ -210,8 +227,12 @@ public struct ProviderSendRules: SendRules {
         }
     }
 
-    /// The device a cause describes, completed with the last session's `ip` and `user_agent` when
-    /// the cause lacks them (docs/events.md, DeviceContext: "the builders then use the last session's").
+    /// The device a cause describes, completed from the device's launches before it
+    /// (``SendContext/lastSessionDevice``) when the cause lacks them: the last session's `ip` and
+    /// `user_agent` (docs/events.md, DeviceContext: "the builders then use the last session's"),
+    /// and the identifiers a backend reporting a purchase or an event may not know
+    /// (``LedgerDomain/DeviceContext/completeIdentifiers(from:)``): Singular needs the `idfv`,
+    /// Google's `rdid` the advertising id.
     static func device(of cause: SendCause, context: SendContext) throws(DispatchError) -> DeviceContext {
         var device: DeviceContext
         switch cause {
@@ -229,6 +250,7 @@ public struct ProviderSendRules: SendRules {
         if let last = context.lastSessionDevice {
             if device.ip == nil { device.ip = last.ip }
             if device.userAgent == nil { device.userAgent = last.userAgent }
+            device.completeIdentifiers(from: last)
         }
         return device
     }

@@ -7,7 +7,8 @@ import Synchronization
 
 /// Everything one try of a send is built and judged from. The worker gathers it from the log
 /// just before the call, so it holds what the ledger knows *at send time* (Branch's
-/// `randomized_bundle_token` from the previous open's answer, the SKAN state Singular needs).
+/// `randomized_bundle_token` from the previous open's answer, the answers to a device's earlier
+/// Singular calls).
 public struct SendContext: Sendable {
     /// The send's request (its `SendRequested`).
     public var send: SendRequested
@@ -25,7 +26,9 @@ public struct SendContext: Sendable {
     public var cause: RecordedEvent
     /// The device's Branch identity as the log holds it now.
     public var branchIdentity: BranchIdentityReducer.State
-    /// The device's SKAN state as the log holds it now.
+    /// The device's SKAN state as of the cause (the Singular SKAdNetwork 4 implementation guide's
+    /// snippet sends each event with the state of its moment): its history up to the cause, the
+    /// answers to its earlier Singular calls and its registration.
     public var skan: SKANDeviceReducer.State
     /// For a Google cross-network send: the conversion send whose answer carried the `ad_event_id`
     /// (its `SendRequested`) and that send's cause event, from which the conversion request is
@@ -38,9 +41,10 @@ public struct SendContext: Sendable {
     /// The HTTP statuses of this send's earlier answers, oldest first, when the rules asked for
     /// them (``SendRules/needsEarlierAnswers(_:context:)``); `nil` otherwise.
     public var earlierAnswers: [Int]? = nil
-    /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it, for
-    /// causes that do not carry it whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`
-    /// and `user_agent` ("the builders then use the last session's", docs/events.md), and
+    /// The device as its latest `FirstOpen` / `SessionStarted` before the cause described it (with
+    /// the identifiers that launch lacks taken from earlier ones), for causes that do not carry it
+    /// whole: `InAppEventRecorded` and `RevenueRecorded` may lack `ip`, `user_agent` and the
+    /// device's identifiers ("the builders then use the last session's", docs/events.md), and
     /// `DeepLinkOpened` has no device at all. `nil` when the loader did not gather it; a request
     /// that needs it then fails to build (`device_context_missing`).
     public var lastSessionDevice: DeviceContext? = nil
@@ -95,11 +99,20 @@ public protocol SendRules: Sendable {
     /// (``SendContext/earlierAnswers``) to judge `answer`: the worker then reads them from the
     /// send's stream first. Rarely true, so most answers cost no read.
     func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool
+
+    /// Every credential value these rules put into requests (API keys, secrets, tokens). A
+    /// provider's answer is stored as received and may echo the request; the worker replaces
+    /// each of these values in stored answers, details and requests, so that no credential
+    /// reaches the immutable log.
+    var configuredSecrets: [String] { get }
 }
 
 extension SendRules {
     /// No earlier answers needed.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool { false }
+
+    /// No credentials.
+    public var configuredSecrets: [String] { [] }
 }
 
 /// Decoded cause events, by event id, for one try (see ``SendContext``).

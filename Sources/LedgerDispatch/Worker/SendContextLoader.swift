@@ -6,7 +6,8 @@ import LedgerStore
 /// Gathers a ``SendContext`` from the log just before a try: the cause event, and what the
 /// provider needs that the log knows *now* — computed by replaying the device's history through
 /// the projections' reducers, not read from the projections' tables, so a lagging projection can
-/// never make a send carry stale identity.
+/// never make a send carry stale identity. (The SKAN state Singular gets is the one as of the
+/// cause: ``skanState(of:asOf:)``.)
 struct SendContextLoader: Sendable {
     let store: EventStore
 
@@ -25,7 +26,7 @@ struct SendContextLoader: Sendable {
         case .branch:
             branch = try await state(of: device, by: BranchIdentityReducer())
         case .singular:
-            skan = try await state(of: device, by: SKANDeviceReducer())
+            skan = try await skanState(of: device, asOf: cause)
         case .google where request.kind == .crossNetwork:
             let obligations = try await state(of: device, by: GoogleObligationReducer())
             guard let adEventID = request.parameters?["ad_event_id"], let obligation = obligations.obligations[adEventID] else {
@@ -46,8 +47,9 @@ struct SendContextLoader: Sendable {
         var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt,
                                   call: claim.attempt - claim.uncalled, cause: cause,
                                   branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
-        // In-app events, revenue and deep links may lack the network facts (IP, user agent) a
-        // request needs: the last launch's device stands in, as docs/events.md says. A
+        // In-app events, revenue and deep links may lack the network facts (IP, user agent) and
+        // the identifiers a request needs: the device the launches before the cause described
+        // stands in, as docs/events.md says. A
         // cross-network report is the conversion's request again ("identical to the original
         // conversion tracking request", Google App Conversion Tracking API): the launch before the
         // conversion's cause stands in, not the one before the decision the report is caused by.
@@ -64,13 +66,42 @@ struct SendContextLoader: Sendable {
         return try reducer.replay(events.map(LoggedEvent.init), device: device)
     }
 
-    /// The device context of the latest `FirstOpen` or `SessionStarted` up to `cause`.
+    /// The device's SKAN state as of `cause`, for a Singular call: the Singular SKAdNetwork 4
+    /// implementation guide's snippet sends each event with the state the device had when the
+    /// event happened, so a worker that is behind must not add what happened after it (a later
+    /// purchase's revenue, a value the app set later). Folded from the device's history up to and
+    /// including the cause, with two exceptions:
+    /// - the answers to the device's earlier Singular calls (their send streams), whenever they
+    ///   were recorded: the device's calls go one at a time in its lane, oldest cause first, so
+    ///   every answer in the log belongs to a call before this one, and the snippet applies each
+    ///   answer before its next call;
+    /// - `SKANRegistered`: the snippet registers on the first launch before any call; the app
+    ///   records it as a fact of its own that may reach the ledger after the first open.
+    func skanState(of device: String, asOf cause: RecordedEvent) async throws -> SKANDeviceReducer.State {
+        let reducer = SKANDeviceReducer()
+        let events = try await store.readHistory(of: .deviceHistory(device), types: reducer.eventTypes)
+        let known = events.filter { event in
+            event.position <= cause.position || event.type == SKANRegistered.eventType
+                || event.streamID.utf8.starts(with: "send-".utf8)
+        }
+        return try reducer.replay(known.map(LoggedEvent.init), device: device)
+    }
+
+    /// The device as its launches (`FirstOpen`, `SessionStarted`) up to `cause` describe it: the
+    /// latest launch's context, with the identifiers it lacks taken from earlier launches
+    /// (``LedgerDomain/DeviceContext/completeIdentifiers(from:)``). `nil` without a launch.
     func lastLaunchDevice(_ device: String, before cause: RecordedEvent) async throws -> DeviceContext? {
         let launches = try await store.readHistory(of: .deviceHistory(device), types: [FirstOpen.eventType, SessionStarted.eventType],
                                                          asOf: .position(cause.position))
-        guard let last = launches.last else { return nil }
         struct Launch: Decodable { var device: DeviceContext }
-        return try LedgerJSON.makeDecoder().decode(Launch.self, from: last.data).device
+        let decoder = LedgerJSON.makeDecoder()
+        guard let last = launches.last else { return nil }
+        var known = try decoder.decode(Launch.self, from: last.data).device
+        // Newest first, and only while something is missing: most devices' latest launch has them all.
+        for earlier in launches.dropLast().reversed() where known.lacksIdentifiers {
+            known.completeIdentifiers(from: try decoder.decode(Launch.self, from: earlier.data).device)
+        }
+        return known
     }
 }
 

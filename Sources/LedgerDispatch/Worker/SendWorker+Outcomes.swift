@@ -35,11 +35,14 @@ struct Outcome: Sendable {
     /// The answer's HTTP status, or `none`.
     let status: String
 
-    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress, now: Date) throws {
+    /// The outcome's events, with every secret `redactor` knows removed from the answer and the
+    /// details (an answer may echo the request's credentials).
+    init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress, now: Date,
+         redactor: SecretRedactor) throws {
         called = progress == .called
         var events: [NewEvent] = []
         if case .response(let response) = answer {
-            events.append(try NewEvent(SendWorker.received(response, attempt: claim.attempt), occurredAt: now))
+            events.append(try NewEvent(redactor.redact(SendWorker.received(response, attempt: claim.attempt)), occurredAt: now))
         }
         switch disposition {
         case .succeeded:
@@ -50,7 +53,7 @@ struct Outcome: Sendable {
             label = "retry"
             retryAt = notBefore
             var detail: String?
-            if case .failure(let error) = answer { detail = error.description }
+            if case .failure(let error) = answer { detail = redactor.redact(error.description) }
             events.append(try NewEvent(RetryScheduled(attempt: claim.attempt, rule: rule, detail: detail, notBefore: notBefore,
                                                       called: called ? nil : false),
                                        occurredAt: now))
@@ -58,7 +61,7 @@ struct Outcome: Sendable {
             label = "failed"
             retryAt = nil
             events.append(try NewEvent(SendFailed(attempt: progress == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
-                                                  detail: String(detail.prefix(4096))), occurredAt: now))
+                                                  detail: String(redactor.redact(detail).prefix(4096))), occurredAt: now))
         }
         if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }
         self.claim = claim

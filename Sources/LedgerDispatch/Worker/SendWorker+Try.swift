@@ -141,6 +141,7 @@ extension SendWorker {
     /// may go on: those recorded, and those to settle without a call (their outcome checks the
     /// claim itself).
     func recordAttempts(_ steps: [(SendQueue.Claim, NextStep)]) async throws -> Set<UUID> {
+        let redactor = SecretRedactor(secrets: rules.configuredSecrets)
         var attempts: [StreamAppend] = []
         var calling: [SendQueue.Claim] = []
         var going = Set<UUID>()
@@ -149,7 +150,7 @@ extension SendWorker {
                 going.insert(claim.sendID)
                 continue
             }
-            let attempted = SendAttempted(attempt: claim.attempt, request: Self.recorded(request.redacted()))
+            let attempted = SendAttempted(attempt: claim.attempt, request: redactor.redact(Self.recorded(request.redacted())))
             let id = Outbox.attemptEventID(sendID: claim.sendID, attempt: claim.attempt)
             attempts.append(StreamAppend([try NewEvent(attempted, id: id, occurredAt: context.now)], to: claim.streamID))
             calling.append(claim)
@@ -245,7 +246,8 @@ extension SendWorker {
     func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress) async {
         let outcome: Outcome
         do {
-            outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now())
+            outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now(),
+                                  redactor: SecretRedactor(secrets: rules.configuredSecrets))
         } catch {
             logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",

@@ -96,8 +96,9 @@ public struct AttributionProcessReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "attribution_process"
-    /// 2: an iAd `ADClientErrorUnknown` does not end the wait for iAd details.
-    public let version = 2
+    /// 2: an iAd `ADClientErrorUnknown` does not end the wait for iAd details. 3: a Google answer
+    /// with `attributed: false` offers no candidate.
+    public let version = 3
     public var deviceEventTypes: [String] {
         [FirstOpen.eventType, SessionStarted.eventType, AdServicesTokenReceived.eventType,
          IAdAttributionDetailsReceived.eventType, AttributionDecided.eventType]

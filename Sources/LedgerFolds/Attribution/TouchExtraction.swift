@@ -5,11 +5,13 @@ import LedgerProviders
 /// The touches each provider's answer offers the decision rule. Pure: bodies in, candidates out.
 /// An answer that does not parse offers nothing (the send's own record keeps it).
 enum TouchExtraction {
-    /// Google: every ad event of a conversion answer, as a click at its `timestamp` ("use it for
-    /// last-click"; `interaction_type` is always null, so every ad event counts as a click).
+    /// Google: every ad event of an affirmative conversion answer (`attributed: true`), as a click
+    /// at its `timestamp` ("use it for last-click"; `interaction_type` is always null, so every ad
+    /// event counts as a click). An answer with `attributed: false` offers nothing, whatever ad
+    /// events it lists (``GoogleConversionResponse/claimedAdEvents``).
     static func google(_ body: Data, position: Int64) -> [TouchCandidate] {
         guard let answer = try? GoogleConversionResponse.parse(body) else { return [] }
-        return answer.adEvents.map { event in
+        return answer.claimedAdEvents.map { event in
             TouchCandidate(
                 touch: AttributionTouch(
                     source: .google, interaction: .click,

@@ -6,7 +6,9 @@ import LedgerProviders
 /// request affirmatively, the consumer MUST send a cross-network attribution request for each
 /// `ad_event_id` after deciding the last click (`attributed` 1 for the winner, else 0).
 ///
-/// An obligation opens with each ad event of a 200 answer to a `conversion` send and holds what
+/// An obligation opens with each ad event of a 200 answer with `attributed: true` to a
+/// `conversion` send (an answer with `attributed: false` obliges nothing, whatever ad events it
+/// lists: ``GoogleConversionResponse/claimedAdEvents``) and holds what
 /// the cross-network request needs (the conversion send and its cause, the ad event). It is
 /// `requested` once a `cross_network` send for its `ad_event_id` is requested, and `closed` when
 /// such a send got Google's 200. A cross-network send that fails for good puts it back to `open`
@@ -69,7 +71,8 @@ public struct GoogleObligationReducer: DeviceStateReducer {
     public init() {}
 
     public let name = "google_obligations"
-    public let version = 1
+    /// 2: an answer with `attributed: false` opens no obligation.
+    public let version = 2
     public var deviceEventTypes: [String] { [] }
     public var followedProviders: Set<SendProvider> { [.google] }
 
@@ -89,9 +92,9 @@ public struct GoogleObligationReducer: DeviceStateReducer {
         case (ResponseReceived.eventType, .conversion):
             let response = try event.decode(ResponseReceived.self)
             guard response.status == 200, let body = response.body?.bytes,
-                let answer = try? GoogleConversionResponse.parse(body), !answer.adEvents.isEmpty else { return }
+                let answer = try? GoogleConversionResponse.parse(body), !answer.claimedAdEvents.isEmpty else { return }
             state.affirmativeAnswers += 1
-            for adEvent in answer.adEvents where state.obligations[adEvent.adEventID] == nil {
+            for adEvent in answer.claimedAdEvents where state.obligations[adEvent.adEventID] == nil {
                 state.obligations[adEvent.adEventID] = Obligation(
                     adEventID: adEvent.adEventID, conversionSendStreamID: stream, causeEventID: request.causeEventID,
                     adEventAt: Date(timeIntervalSince1970: Double(adEvent.timestamp.microsecondsSince1970) / 1_000_000),

@@ -47,11 +47,14 @@ public struct AdServicesClaimType: RawRepresentable, Sendable, Hashable, Codable
 /// An AdServices attribution record (Apple AdServices attribution API, "Attribution payload"),
 /// stored under Apple's field names.
 ///
-/// With `attribution` true, `orgId`, `campaignId`, `adGroupId`, `conversionType` and
-/// `countryOrRegion` are required. May be absent: `keywordId` ("when you enable search match, the
-/// API doesn't return keywordId"), `adId` (iOS 15.2 and later only), `clickDate` /
+/// Only `attribution` is required: the document's "Attribution payload descriptions" mark no other
+/// field required, and the attribution rule needs nothing else (it uses `claimType`, the dates and
+/// the campaign when present). Known to be absent at times: `keywordId` ("when you enable search
+/// match, the API doesn't return keywordId"), `adId` (iOS 15.2 and later only), `clickDate` /
 /// `impressionDate` ("only appears in the detailed … payload"), and `claimType` (payloads from
-/// before view-through attribution lack it). With `attribution` false everything else is optional.
+/// before view-through attribution lack it); an `attribution: true` payload without `orgId`,
+/// `campaignId`, `adGroupId`, `conversionType` or `countryOrRegion` is accepted too, so that the
+/// install is not lost. A field that is present must still have its type.
 public struct AdServicesAttribution: Sendable, Hashable, Codable {
     /// "true … if a user clicks an Apple Search Ads impression up to 30 days before your app download"; false when no record matches.
     public var attribution: Bool
@@ -114,13 +117,12 @@ public struct AdServicesAttribution: Sendable, Hashable, Codable {
     /// Parses a 200 answer's body.
     ///
     /// - Throws: `ProviderError` (`malformedResponse`) naming the field and rule: `not_json`,
-    ///   `too_deep`, `missing`, `wrong_type`, `integer`, `integer_out_of_range`, `iso8601`.
+    ///   `too_deep`, `missing` (`attribution` only), `wrong_type`, `integer`,
+    ///   `integer_out_of_range`, `iso8601`.
     public static func parse(_ body: Data) throws(ProviderError) -> AdServicesAttribution {
         let object = try ProviderJSONObject(GoogleAppleJSON.parse(body, provider: .appleAdServices), provider: .appleAdServices)
         let attribution = try object.requiredBool("attribution")
-        func number(_ key: String) throws(ProviderError) -> Int64? {
-            attribution ? try object.requiredInt64(key) : try object.optionalInt64(key)
-        }
+        func number(_ key: String) throws(ProviderError) -> Int64? { try object.optionalInt64(key) }
         func date(_ key: String) throws(ProviderError) -> Date? {
             guard let text = try object.optionalString(key) else { return nil }
             guard let date = AppleISO8601.parse(text) else {
@@ -130,8 +132,8 @@ public struct AdServicesAttribution: Sendable, Hashable, Codable {
             }
             return date
         }
-        let conversion = attribution ? try object.requiredString("conversionType") : try object.optionalString("conversionType")
-        let country = attribution ? try object.requiredString("countryOrRegion") : try object.optionalString("countryOrRegion")
+        let conversion = try object.optionalString("conversionType")
+        let country = try object.optionalString("countryOrRegion")
         return AdServicesAttribution(
             attribution: attribution, orgId: try number("orgId"), campaignId: try number("campaignId"),
             adGroupId: try number("adGroupId"), keywordId: try object.optionalInt64("keywordId"),

@@ -43,10 +43,15 @@ public struct BranchRetryPolicy: Sendable, Hashable, Codable {
 /// - 2xx: ``SendDisposition/succeeded`` (Branch "will always return a 200"; the open is counted even
 ///   if the body later fails to parse, so it must not be sent again).
 /// - 429: retry after `Retry-After` (seconds or HTTP-date) if present, else after
-///   `rateLimitDelay × attempt` — "please wait a few minutes" (Branch v1/open server-to-server
-///   guide, rate limits).
+///   `rateLimitDelay × n` for the send's n-th 429 — "please wait a few minutes" (Branch v1/open
+///   server-to-server guide, rate limits) — at most `maxRateLimitRetries` times.
 /// - 5xx, timeouts, transport failures: retry with exponential back-off, at most `maxRetries`
 ///   times (a 503's `Retry-After` is honoured when later).
+///
+/// The two are counted apart: a 429 says the opens came too fast, not that Branch failed, so
+/// 429s never use up the retries Branch's SDKs give server errors, and server errors never use
+/// up the 429 back-off. Each count needs how many of the send's earlier answers were 429s
+/// (`rateLimitedBefore`).
 /// - Any other status (4xx, 1xx, 3xx): ``SendDisposition/failed(rule:detail:)``.
 public enum BranchClassifier {
     /// What came back from one attempt.
@@ -60,17 +65,23 @@ public enum BranchClassifier {
     }
 
     /// Classifies attempt number `attempt` (1 for the first send) that ended with `answer` at `now`.
-    /// The detail of a failure holds the status only: an error body could echo the request and
-    /// with it `branch_secret`.
+    /// `rateLimitedBefore` is how many of the send's earlier attempts Branch answered 429; `nil`
+    /// when unknown, and then every earlier attempt counts against both limits (the cautious
+    /// reading). The detail of a failure holds the status only: an error body could echo the
+    /// request and with it `branch_secret`.
     public static func classify(
-        _ answer: Answer, attempt: Int, now: Date, policy: BranchRetryPolicy = .default
+        _ answer: Answer, attempt: Int, rateLimitedBefore: Int? = nil, now: Date, policy: BranchRetryPolicy = .default
     ) -> SendDisposition {
         let attempt = max(1, attempt)
+        let earlier429s = min(max(0, rateLimitedBefore ?? 0), attempt - 1)
+        // This attempt's number among the send's 429s, and among its other failures.
+        let rateLimited = rateLimitedBefore == nil ? attempt : earlier429s + 1
+        let failure = attempt - earlier429s
         switch answer {
         case .timedOut:
-            return retryOrGiveUp("branch_timeout_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
+            return retryOrGiveUp("branch_timeout_retry", attempt: failure, now: now, policy: policy, retryAfter: nil)
         case .transportFailed:
-            return retryOrGiveUp("branch_transport_retry", attempt: attempt, now: now, policy: policy, retryAfter: nil)
+            return retryOrGiveUp("branch_transport_retry", attempt: failure, now: now, policy: policy, retryAfter: nil)
         case .response(let response):
             let retryAfter = BranchSingularHTTP.retryAfter(
                 response.headerValue("Retry-After"), now: now, maxDelay: policy.maxRetryAfter)
@@ -78,16 +89,16 @@ public enum BranchClassifier {
             case 200...299:
                 return .succeeded
             case 429:
-                guard attempt <= policy.maxRateLimitRetries else {
+                guard rateLimited <= policy.maxRateLimitRetries else {
                     return .failed(
                         rule: "branch_429_exhausted",
-                        detail: "HTTP 429 after \(attempt) attempts: Branch kept rate limiting this device.")
+                        detail: "HTTP 429 \(rateLimited) times: Branch kept rate limiting this device.")
                 }
-                let fallback = min(policy.maxRateLimitDelay, policy.rateLimitDelay * Double(attempt))
+                let fallback = min(policy.maxRateLimitDelay, policy.rateLimitDelay * Double(rateLimited))
                 return .retry(notBefore: retryAfter ?? now.addingTimeInterval(fallback), rule: "branch_429_backoff")
             case 500...599:
                 return retryOrGiveUp(
-                    "branch_5xx_retry", attempt: attempt, now: now, policy: policy, retryAfter: retryAfter,
+                    "branch_5xx_retry", attempt: failure, now: now, policy: policy, retryAfter: retryAfter,
                     status: response.status)
             case 400...499:
                 return .failed(rule: "branch_http_4xx", detail: "HTTP \(response.status): Branch refused the open; not retried.")
@@ -102,7 +113,7 @@ public enum BranchClassifier {
     ) -> SendDisposition {
         guard attempt <= policy.maxRetries else {
             let what = status.map { "HTTP \($0)" } ?? rule
-            return .failed(rule: "branch_retries_exhausted", detail: "\(what) after \(attempt) attempts.")
+            return .failed(rule: "branch_retries_exhausted", detail: "\(what) after \(attempt) failed attempts.")
         }
         let backoff = now.addingTimeInterval(
             Backoff.exponential(attempt: attempt, base: policy.baseDelay, cap: policy.maxDelay))

@@ -36,19 +36,23 @@ public struct BranchConfiguration: Sendable, Hashable {
     /// the header must be the device's IP, "not your server's IP" (Branch v1/open server-to-server
     /// guide).
     public var serverPublicIPs: Set<String>
-    /// The app's key Branch's `identity` is hashed with, so that no personal user information is
-    /// sent as it (Branch v1/open server-to-server guide); nil sends no `identity`.
+    /// The app's secret key for Branch's `identity`: the device's custom user id is sent as its
+    /// HMAC-SHA256 under this key, in lowercase hex, because the Branch v1/open server-to-server
+    /// guide says "You should never use personal user information here, and all values should be
+    /// encrypted before being passed to Branch". `nil`: no `identity` is sent at all (a raw id
+    /// never is). A credential: never stored, logged or printed.
     public var identityKey: String?
 
     /// Creates a configuration.
     public init(
         branchKey: String, branchSecret: String, endpoint: BranchEndpoint = .production,
-        serverPublicIPs: Set<String> = []
+        serverPublicIPs: Set<String> = [], identityKey: String? = nil
     ) {
         self.branchKey = branchKey
         self.branchSecret = branchSecret
         self.endpoint = endpoint
         self.serverPublicIPs = serverPublicIPs
+        self.identityKey = identityKey
     }
 }
 
@@ -56,8 +60,8 @@ extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvert
     /// A description without the credentials, so printing a configuration cannot leak them.
     public var description: String {
         "BranchConfiguration(branch_key: \(ProviderRequest.redactedMarker), branch_secret: "
-            + "\(ProviderRequest.redactedMarker), endpoint: \(endpoint.scheme)://\(endpoint.host)"
-            + "\(endpoint.port.map { ":\($0)" } ?? ""))"
+            + "\(ProviderRequest.redactedMarker), identity_key: \(identityKey == nil ? "nil" : ProviderRequest.redactedMarker), "
+            + "endpoint: \(endpoint.scheme)://\(endpoint.host)\(endpoint.port.map { ":\($0)" } ?? ""))"
     }
 
     /// Same as ``description``: credentials are never printed.
@@ -69,6 +73,7 @@ extension BranchConfiguration: CustomStringConvertible, CustomDebugStringConvert
             self,
             children: [
                 "branch_key": ProviderRequest.redactedMarker, "branch_secret": ProviderRequest.redactedMarker,
+                "identity_key": identityKey == nil ? "nil" : ProviderRequest.redactedMarker,
                 "endpoint": endpoint, "serverPublicIPs": serverPublicIPs,
             ],
             displayStyle: .struct)

@@ -5,7 +5,8 @@ import Foundation
 /// "Both the ad_events and errors arrays may be empty." Unknown keys are ignored; an absent array
 /// reads as empty; `attributed` is required (it is the answer).
 public struct GoogleConversionResponse: Sendable, Hashable, Codable {
-    /// The ad events that preceded the conversion (empty when not attributed).
+    /// The ad events that preceded the conversion, as Google listed them. An answer with
+    /// `attributed: false` may list some too; only ``claimedAdEvents`` count for attribution.
     public var adEvents: [GoogleAdEvent]
     /// Machine-readable error codes, e.g. `INVALID_CURRENCY_CODE`.
     public var errors: [GoogleErrorCode]
@@ -46,9 +47,16 @@ public struct GoogleConversionResponse: Sendable, Hashable, Codable {
         return GoogleConversionResponse(adEvents: adEvents, errors: errors, attributed: try root.requiredBool("attributed"))
     }
 
-    /// The ad event to use for last-click attribution: the one with the latest `timestamp`
-    /// ("This value should be used for last-click attribution").
-    public var lastClick: GoogleAdEvent? { adEvents.max { $0.timestamp < $1.timestamp } }
+    /// The ad events Google claims the conversion for: all of them when `attributed` is true,
+    /// none otherwise. Only "when Google answers affirmatively" does an ad event become a
+    /// candidate for the decision and an obligation to report (a cross-network attribution
+    /// request); ad events listed beside `attributed: false` claim nothing.
+    public var claimedAdEvents: [GoogleAdEvent] { attributed ? adEvents : [] }
+
+    /// The claimed ad event to use for last-click attribution: the one with the latest
+    /// `timestamp` ("This value should be used for last-click attribution"); `nil` when Google
+    /// claims nothing.
+    public var lastClick: GoogleAdEvent? { claimedAdEvents.max { $0.timestamp < $1.timestamp } }
 }
 
 /// One error code of `errors[]`. Google writes codes in either case (`TIMESTAMP_INVALID`,
