@@ -53,12 +53,8 @@ public struct PerAppSendRules: SendRules {
         let table = table.value
         var secrets: Set<String> = []
         for rules in Array(table.apps.values) + [table.others] {
-            if let google = rules.google { secrets.insert(google.link.devToken) }
-            if let branch = rules.branch {
-                secrets.formUnion([branch.branchKey, branch.branchSecret])
-                if let identityKey = branch.identityKey { secrets.insert(identityKey) }
-            }
-            if let singular = rules.singular { secrets.insert(singular.sdkKey) }
+            secrets.formUnion(rules.configuredSecrets)
+            if let identityKey = rules.branch?.identityKey { secrets.insert(identityKey) }
         }
         return secrets.filter { !$0.isEmpty }.sorted()
     }
