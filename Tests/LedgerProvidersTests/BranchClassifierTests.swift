@@ -68,6 +68,27 @@ struct BranchClassifierTests {
         #expect(slow == .retry(notBefore: testNow.addingTimeInterval(30), rule: "branch_5xx_retry"))
     }
 
+    // Branch v1/open server-to-server guide: a 429 is about opens "in rapid succession", not a
+    // failure; Branch's SDKs' three 5xx retries and the 429 back-off each count only their own
+    // answers (`rateLimitedBefore`: the send's earlier 429s).
+    @Test func rateLimitsAndServerErrorsAreCountedApart() {
+        // The fourth call, after three 429s, is the first server error: its first retry.
+        #expect(BranchClassifier.classify(Self.answer(500), attempt: 4, rateLimitedBefore: 3, now: testNow)
+                == .retry(notBefore: testNow.addingTimeInterval(2), rule: "branch_5xx_retry"))
+        #expect(BranchClassifier.classify(.timedOut, attempt: 7, rateLimitedBefore: 4, now: testNow)
+                == .retry(notBefore: testNow.addingTimeInterval(8), rule: "branch_timeout_retry"))
+        // The fifth call, after three server errors and one 429, is the second 429: 10 minutes.
+        #expect(BranchClassifier.classify(Self.answer(429), attempt: 5, rateLimitedBefore: 1, now: testNow)
+                == .retry(notBefore: testNow.addingTimeInterval(600), rule: "branch_429_backoff"))
+        // A fourth server error is still the last, whatever 429s came between.
+        guard case .failed(let rule, _) = BranchClassifier.classify(Self.answer(502), attempt: 6, rateLimitedBefore: 2, now: testNow)
+        else {
+            Issue.record("the fourth server error must be terminal")
+            return
+        }
+        #expect(rule == "branch_retries_exhausted")
+    }
+
     // Other 4xx are terminal; the detail never carries the body (it could echo branch_secret).
     @Test func otherClientErrorsAreTerminal() {
         for status in [400, 401, 403, 404, 409, 422] {

@@ -104,8 +104,11 @@ extension ProviderSendRules {
         return code.map { String(format: "%02x", $0) }.joined()
     }
 
-    /// The device's app user agent for Branch's `user_agent`:
-    /// `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74)`.
+    /// The device's app user agent for Branch's `user_agent` ("the user agent of the device",
+    /// Branch v1/open server-to-server guide), written from the parts the device reported and
+    /// nothing else: `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74)`. The ledger does not
+    /// record a web view's `Mozilla/5.0 …` text, and its engine versions are not in the parts, so
+    /// that form is never made up (docs/events.md, UserAgentParts).
     static func branchUserAgent(_ parts: UserAgentParts) -> String {
         let build = parts.build.map { "; Build/\($0)" } ?? ""
         return "\(parts.appName)/\(parts.appVersion) (\(parts.osName) \(parts.osVersion); \(parts.locale); "
