@@ -109,4 +109,16 @@ extension AttributionLedger {
     ) async throws -> Recorded {
         try await record(change, for: device, id: id, occurredAt: occurredAt, options: options)
     }
+
+    /// Records the device's own user agent text, which Branch opens up to the next one carry as
+    /// `user_agent` ("the user agent of the device", Branch v1/open server-to-server guide).
+    /// Record it before the launch that should carry it.
+    /// - Throws: ``AttributionLedgerError``, `PostgresError`.
+    @discardableResult
+    public func recordDeviceUserAgent(
+        _ userAgent: DeviceUserAgentRecorded, for device: DeviceRef, id: UUID, occurredAt: Date,
+        options: RecordingOptions = RecordingOptions()
+    ) async throws -> Recorded {
+        try await record(userAgent, for: device, id: id, occurredAt: occurredAt, options: options)
+    }
 }

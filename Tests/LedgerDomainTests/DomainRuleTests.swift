@@ -173,6 +173,23 @@ struct DomainRuleTests {
         expectBroken(TrackingConsentChanged(idfa: Samples.idfa), field: "att_status", rule: "status_required")
     }
 
+    // Branch v1/open server-to-server guide: `user_agent` is REQUIRED, "the user agent of the
+    // device": a recorded one must be text an open can carry.
+    @Test("the device's own user agent is printable ASCII, not blank, at most 1024 characters")
+    func deviceUserAgent() {
+        expectBroken(DeviceUserAgentRecorded(userAgent: ""), field: "user_agent", rule: "non_empty")
+        expectBroken(DeviceUserAgentRecorded(userAgent: "  "), field: "user_agent", rule: "non_blank")
+        expectBroken(DeviceUserAgentRecorded(userAgent: "Mozilla/5.0\r\nX: 1"), field: "user_agent", rule: "printable_ascii")
+        expectBroken(DeviceUserAgentRecorded(userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 – 1)"), field: "user_agent",
+                     rule: "printable_ascii")
+        expectBroken(DeviceUserAgentRecorded(userAgent: String(repeating: "a", count: 1025)), field: "user_agent",
+                     rule: "max_1024_characters")
+        #expect(ruleError(DeviceUserAgentRecorded(userAgent: String(repeating: "a", count: 1024))) == nil)
+        var erased = Samples.deviceUserAgentRecorded
+        erased.userAgent = nil
+        expectBroken(erased, field: "user_agent", rule: "required", kind: .missingField)
+    }
+
     @Test("a send's kind is one its provider offers, about a device stream")
     func sendRequested() throws {
         let good = try #require(try Samples.all().compactMap { $0 as? SendRequested }.first)

@@ -12,4 +12,8 @@ enum Golden {
     static let attributionDecided = #"""
         {"candidates":[{"ad_event_id":"ae-1","ad_group_id":"456","campaign_id":"123","campaign_name":"Spring","creative_id":"1011","interaction":"click","keyword_id":"789","outcome":"won","source":"google","time":"2024-05-01T12:34:56.123456Z"},{"campaign_id":"42","interaction":"view","outcome":"view_beaten_by_click","source":"apple_adservices","time":"2024-05-01T12:35:01.500000Z"}],"decision_id":"3d2c1b0a-0000-4000-8000-000000000002","device_stream_id":"device-com.example.game/install-42","input_positions":[10,12,15],"organic":false,"rule_version":"last-click-v1","supersedes":"3d2c1b0a-0000-4000-8000-000000000003","trigger_event_id":"3d2c1b0a-0000-4000-8000-000000000001","trigger_kind":"install","winner":{"ad_event_id":"ae-1","ad_group_id":"456","campaign_id":"123","campaign_name":"Spring","creative_id":"1011","interaction":"click","keyword_id":"789","source":"google","time":"2024-05-01T12:34:56.123456Z"}}
         """#
+
+    static let deviceUserAgentRecorded = #"""
+        {"user_agent":"Mozilla/5.0 (iPhone; CPU iPhone OS 17_4_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148"}
+        """#
 }

@@ -36,7 +36,7 @@ struct RoundTripTests {
         let sampled = Set(try Samples.all().map { type(of: $0).eventType })
         let catalogued = Set(catalog.entries.map(\.eventType))
         #expect(sampled == catalogued)
-        #expect(catalog.entries.count == 22)
+        #expect(catalog.entries.count == 23)
     }
 
     @Test("FirstOpen has a stable encoding")
@@ -55,6 +55,12 @@ struct RoundTripTests {
     func attributionDecidedGolden() throws {
         let actual = try json(Samples.attributionDecided())
         #expect(actual == Golden.attributionDecided)
+    }
+
+    @Test("DeviceUserAgentRecorded has a stable encoding")
+    func deviceUserAgentRecordedGolden() throws {
+        let actual = try json(Samples.deviceUserAgentRecorded)
+        #expect(actual == Golden.deviceUserAgentRecorded)
     }
 
     @Test("money keeps its exact decimal text")

@@ -64,6 +64,10 @@ enum Samples {
                 body: RecordedBody(bytes: Data(#"{"app_event_data":{"level":3}}"#.utf8))))
     }
 
+    /// A web view's user agent, the form of the Branch v1/open server-to-server guide's example.
+    static let deviceUserAgentRecorded = DeviceUserAgentRecorded(
+        userAgent: "Mozilla/5.0 (iPhone; CPU iPhone OS 17_4_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148")
+
     static func attributionDecided() throws -> AttributionDecided {
         let winner = AttributionTouch(
             source: .google, interaction: .click, time: launch, campaignID: "123", campaignName: "Spring", adGroupID: "456",
@@ -96,6 +100,7 @@ enum Samples {
             SKANRegistered(skanVersion: "4.0"),
             SKANConversionValueUpdated(fineValue: 63, coarseValue: .high, lockWindow: true),
             TrackingConsentChanged(attStatus: .authorized, limitAdTracking: false, idfa: idfa, gaid: gaid),
+            deviceUserAgentRecorded,
             SendRequested(
                 sendID: sendID, provider: .google, kind: .conversion, causeEventID: eventID, causeStreamID: try deviceStream(),
                 deviceStreamID: try deviceStream(), idempotencyKey: "google:first_open:\(eventID)", notBefore: later,

@@ -6,7 +6,7 @@ extension EventCatalog {
         // Device
         FirstOpen.self, SessionStarted.self, InAppEventRecorded.self, RevenueRecorded.self,
         AdServicesTokenReceived.self, DeepLinkOpened.self, IAdAttributionDetailsReceived.self,
-        SKANRegistered.self, SKANConversionValueUpdated.self, TrackingConsentChanged.self,
+        SKANRegistered.self, SKANConversionValueUpdated.self, TrackingConsentChanged.self, DeviceUserAgentRecorded.self,
         // Send lifecycle
         SendRequested.self, SendAttempted.self, ResponseReceived.self, RetryScheduled.self,
         SendSucceeded.self, SendFailed.self, SendOutcomeUnknown.self, SendCancelled.self,
