@@ -50,7 +50,7 @@ extension ProviderSendRules {
         let parts = try Self.requireUserAgent(device)
         var request = BranchOpenRequest(
             os: device.platform == .ios ? .iOS : .android, osVersion: device.osVersion, appVersion: device.appVersion,
-            userAgent: Self.branchUserAgent(parts), devicePublicIP: try Self.requireIP(device))
+            userAgent: context.deviceUserAgent ?? Self.branchUserAgent(parts), devicePublicIP: try Self.requireIP(device))
         request.idfa = device.idfa
         request.idfv = device.idfv
         request.androidID = device.androidID
@@ -105,10 +105,11 @@ extension ProviderSendRules {
     }
 
     /// The device's app user agent for Branch's `user_agent` ("the user agent of the device",
-    /// Branch v1/open server-to-server guide), written from the parts the device reported and
-    /// nothing else: `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74)`. The ledger does not
-    /// record a web view's `Mozilla/5.0 …` text, and its engine versions are not in the parts, so
-    /// that form is never made up (docs/events.md, UserAgentParts).
+    /// Branch v1/open server-to-server guide) when the device recorded no text of its own
+    /// (``SendContext/deviceUserAgent``), written from the parts the device reported and nothing
+    /// else: `App/1.2.3 (iOS 17.1; en_US; iPhone15,2; Build/21B74)`. A web view's `Mozilla/5.0 …`
+    /// text has engine versions the parts lack, so that form is never made up (docs/events.md,
+    /// UserAgentParts).
     static func branchUserAgent(_ parts: UserAgentParts) -> String {
         let build = parts.build.map { "; Build/\($0)" } ?? ""
         return "\(parts.appName)/\(parts.appVersion) (\(parts.osName) \(parts.osVersion); \(parts.locale); "

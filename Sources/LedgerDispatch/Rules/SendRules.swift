@@ -48,6 +48,12 @@ public struct SendContext: Sendable {
     /// `DeepLinkOpened` has no device at all. `nil` when the loader did not gather it; a request
     /// that needs it then fails to build (`device_context_missing`).
     public var lastSessionDevice: DeviceContext? = nil
+    /// For a Branch open: the device's own user agent text, from the latest
+    /// `DeviceUserAgentRecorded` of its history up to and including the cause. Branch's
+    /// `user_agent` is "the user agent of the device" (Branch v1/open server-to-server guide), so
+    /// the open carries exactly this; `nil` (none recorded, or erased) and it carries the app user
+    /// agent written from the device's `UserAgentParts`.
+    public var deviceUserAgent: String? = nil
     /// Cause events already decoded for this try (shared by the context's copies): the rules
     /// read the cause for the preflight, the request and the answer, and decoding it with
     /// `JSONDecoder` cost more than anything else the worker does per try.

@@ -22,9 +22,11 @@ struct SendContextLoader: Sendable {
         var branch = BranchIdentityReducer.State()
         var skan = SKANDeviceReducer.State()
         var conversion: (send: SendRequested, cause: RecordedEvent)?
+        var deviceUserAgent: String?
         switch request.provider {
         case .branch:
             branch = try await state(of: device, by: BranchIdentityReducer())
+            deviceUserAgent = try await self.deviceUserAgent(of: device, asOf: cause)
         case .singular:
             skan = try await skanState(of: device, asOf: cause)
         case .google where request.kind == .crossNetwork:
@@ -47,6 +49,7 @@ struct SendContextLoader: Sendable {
         var context = SendContext(send: request, sendStreamID: claim.streamID, attempt: claim.attempt,
                                   call: claim.attempt - claim.uncalled, cause: cause,
                                   branchIdentity: branch, skan: skan, conversion: conversion, now: now, jitter: jitter)
+        context.deviceUserAgent = deviceUserAgent
         // In-app events, revenue and deep links may lack the network facts (IP, user agent) and
         // the identifiers a request needs: the device the launches before the cause described
         // stands in, as docs/events.md says. A
@@ -85,6 +88,16 @@ struct SendContextLoader: Sendable {
                 || event.streamID.utf8.starts(with: "send-".utf8)
         }
         return try reducer.replay(known.map(LoggedEvent.init), device: device)
+    }
+
+    /// The device's own user agent text as of `cause`: the latest `DeviceUserAgentRecorded` of its
+    /// history up to and including the cause, in the log's order (one recorded later belongs to
+    /// later opens). `nil` without one, or when it was erased.
+    func deviceUserAgent(of device: String, asOf cause: RecordedEvent) async throws -> String? {
+        let recorded = try await store.readHistory(of: .deviceHistory(device), types: [DeviceUserAgentRecorded.eventType],
+                                                   asOf: .position(cause.position))
+        guard let latest = recorded.last else { return nil }
+        return try LedgerJSON.makeDecoder().decode(DeviceUserAgentRecorded.self, from: latest.data).userAgent
     }
 
     /// The device as its launches (`FirstOpen`, `SessionStarted`) up to `cause` describe it: the
