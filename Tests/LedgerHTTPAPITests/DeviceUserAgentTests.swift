@@ -1,4 +1,5 @@
 import Foundation
+import LedgerPostgres
 import LedgerTestKit
 import NIOHTTP1
 import Testing
@@ -26,6 +27,11 @@ import Testing
             let events = try #require(try json(history.body)["events"] as? [[String: Any]])
             let recorded = try #require(events.first { $0["type"] as? String == "DeviceUserAgentRecorded" }?["data"] as? [String: Any])
             #expect(recorded["user_agent"] as? String == Self.webViewUserAgent)
+            // Personal, like device.user_agent: sealed per device at rest, never in clear.
+            let stored = try await api.pool.query(
+                "SELECT data::text FROM events WHERE event_type = 'DeviceUserAgentRecorded'").single().decode(String.self, at: 0)
+            #expect(stored.contains("ledger_personal"))
+            #expect(!stored.contains("AppleWebKit"))
             let before = try await api.eventCount()
 
             let refusals: [(json: String, rule: String)] = [

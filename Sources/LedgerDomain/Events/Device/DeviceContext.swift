@@ -34,7 +34,8 @@ public struct DeviceContext: Codable, Sendable, Hashable {
     /// Personal.
     public var ip: String?
     /// The parts of the app user agent Google wants (`name version (os; locale; device; build;
-    /// Proxy)`); Branch gets the same text. Required by `FirstOpen` and `SessionStarted`. Personal.
+    /// Proxy)`); Branch gets the text written from them unless the device recorded its own
+    /// (``DeviceUserAgentRecorded``). Required by `FirstOpen` and `SessionStarted`. Personal.
     public var userAgent: UserAgentParts?
     /// The OS version, e.g. `17.4.1` (Google `os_version`, Branch `os_version`, Singular `v`).
     public var osVersion: String
