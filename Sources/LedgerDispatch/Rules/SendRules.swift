@@ -95,11 +95,20 @@ public protocol SendRules: Sendable {
     /// (``SendContext/earlierAnswers``) to judge `answer`: the worker then reads them from the
     /// send's stream first. Rarely true, so most answers cost no read.
     func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool
+
+    /// What becomes of a send after a try whose outcome is unknown (its worker ended, or its lease
+    /// ran out, after its `SendAttempted`): retried, or parked for an operator. The worker's
+    /// rescue (``SendQueue/rescue(now:store:policy:on:)``) follows it.
+    var unknownOutcomePolicy: UnknownOutcomePolicy { get }
 }
 
 extension SendRules {
     /// No earlier answers needed.
     public func needsEarlierAnswers(_ answer: SendAnswer, context: SendContext) -> Bool { false }
+
+    /// The providers' documents' policy (``UnknownOutcomePolicy/documented``): Singular parked,
+    /// the others retried.
+    public var unknownOutcomePolicy: UnknownOutcomePolicy { .documented }
 }
 
 /// Decoded cause events, by event id, for one try (see ``SendContext``).

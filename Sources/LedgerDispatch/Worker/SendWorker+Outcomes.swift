@@ -34,10 +34,13 @@ struct Outcome: Sendable {
     let label: String
     /// The answer's HTTP status, or `none`.
     let status: String
+    /// The rule of a terminal failure (`SendFailed.rule`), nil otherwise.
+    let failedRule: String?
 
     init(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress, now: Date) throws {
         called = progress == .called
         var events: [NewEvent] = []
+        var failedRule: String?
         if case .response(let response) = answer {
             events.append(try NewEvent(SendWorker.received(response, attempt: claim.attempt), occurredAt: now))
         }
@@ -57,12 +60,14 @@ struct Outcome: Sendable {
         case .failed(let rule, let detail):
             label = "failed"
             retryAt = nil
+            failedRule = rule
             events.append(try NewEvent(SendFailed(attempt: progress == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
                                                   detail: String(detail.prefix(4096))), occurredAt: now))
         }
         if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }
         self.claim = claim
         self.events = events
+        self.failedRule = failedRule
     }
 }
 
@@ -162,6 +167,10 @@ extension SendWorker {
                 Counter(label: "ledger_send_outcomes_total", dimensions: [
                     ("provider", outcome.claim.request.provider.rawValue), ("outcome", outcome.label), ("status", outcome.status),
                 ]).increment()
+                if outcome.label == "failed", let rule = outcome.failedRule {
+                    SendsNeedingPeople.count(provider: outcome.claim.request.provider.rawValue,
+                                             deviceStreamID: outcome.claim.request.deviceStreamID.rawValue, state: .failed, rule: rule)
+                }
             } else {
                 logger.warning("an answer came after the try's lease was rescued; not recorded", metadata: [
                     "ledger.send": "\(outcome.claim.sendID)", "ledger.attempt": "\(outcome.claim.attempt)",
