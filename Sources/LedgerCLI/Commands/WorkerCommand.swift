@@ -117,7 +117,7 @@ struct WorkerCommand: AsyncParsableCommand {
             let otherStore = EventStore(pool: otherPool, catalog: .standard, logger: logger)
             if rebuildQueue {
                 let pending = try await otherPool.withConnection { try SendQueue.rebuild(on: $0) }
-                print("send queue rebuilt from the log: \(pending) pending sends")
+                print("send queue rebuilt from the log: \(pending) unfinished sends (pending, or parked for an operator)")
                 return
             }
             FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.enabled.joined(separator: ", "))\n".utf8))
