@@ -19,7 +19,7 @@ public enum DeliveryAfterUnknownOutcome: Sendable, Hashable {
 /// | provider | after an unknown outcome | why |
 /// |---|---|---|
 /// | Google | retry | Google App Conversion Tracking API: a conversion is one app event named by its own `timestamp` (microseconds) and device identifiers, which every try of the send repeats unchanged; the answer is a lookup of the ad events that preceded it, and the ledger already repeats a call after a timeout or a 5xx |
-/// | Apple AdServices | retry | Apple AdServices attribution API: the lookup is a read of the token's attribution (`POST` of the token, answered with the same record), and the document itself asks to repeat it (every 5 s, three attempts) |
+/// | Apple AdServices | retry | Apple AdServices attribution API: the lookup reads the attribution record of a token and changes nothing, and the document itself asks to repeat it (every 5 s, three attempts) |
 /// | Branch | retry | Branch v1/open server-to-server guide: "Implement retry logic … if your request times out after 5 seconds": a repeated open is what the guide prescribes for a call whose answer did not come |
 /// | Singular | park (`singular_outcome_unknown`) | Singular SKAdNetwork 4 implementation guide: "In case of retrying an event, avoid calling this method so the same revenue will not be counted twice"; Singular does not deduplicate, so a repeated call may count an event, or its revenue, twice |
 ///
