@@ -139,7 +139,8 @@ struct SendsRetryCommand: AsyncParsableCommand {
             3 the database is unreachable, 64 bad usage.
 
             Examples:
-              ledger sends retry 1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b --reason "not in Singular's event log" --by ops
+              ledger sends retry 1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b \\
+                --reason "not in Singular's event log" --by ops
             """)
     )
 
@@ -165,7 +166,8 @@ struct SendsCancelCommand: AsyncParsableCommand {
             3 the database is unreachable, 64 bad usage.
 
             Examples:
-              ledger sends cancel 1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b --reason "Singular received it" --by ops
+              ledger sends cancel 1b4e28ba-2fa1-4d3b-a3f5-ef19b5a7633b \\
+                --reason "Singular received it" --by ops
             """)
     )
 
