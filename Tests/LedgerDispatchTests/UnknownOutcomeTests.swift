@@ -140,6 +140,8 @@ struct UnknownOutcomeTests {
             ("provider", "singular"), ("app", "app1"), ("state", "parked"), ("rule", "singular_outcome_unknown"),
         ]) == 1)
         #expect(metrics.counterTotal(label: SendsNeedingPeople.metricLabel) == 1)
+        // The rescuer's turn: parked after its rescue, so its gauge reads one.
+        #expect(try metrics.expectGauge("ledger_send_parked", [("provider", "singular")]).values.last == 1)
     }
 
     // Google App Conversion Tracking API: every try of a conversion carries the same event

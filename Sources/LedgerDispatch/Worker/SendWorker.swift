@@ -317,7 +317,14 @@ public final class SendWorker: Service {
             Gauge(label: "ledger_send_queue_depth", dimensions: [("provider", provider.provider)]).record(provider.pending)
             let age = provider.oldestEnqueuedAt.map { now.timeIntervalSince($0) } ?? 0
             Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: [("provider", provider.provider)]).record(age)
-            Gauge(label: "ledger_send_parked", dimensions: [("provider", provider.provider)]).record(provider.parked)
+        }
+        if housekeeping {
+            // Every provider, 0 when none of its sends is in the queue: once the last parked send is
+            // settled, the gauge must say so rather than keep its last value.
+            let parked = Dictionary(depth.map { ($0.provider, $0.parked) }, uniquingKeysWith: +)
+            for provider in SendProvider.allCases {
+                Gauge(label: "ledger_send_parked", dimensions: [("provider", provider.rawValue)]).record(parked[provider.rawValue] ?? 0)
+            }
         }
         if !claims.isEmpty {
             inFlight.add(claims.count, ordering: .relaxed)
