@@ -120,7 +120,7 @@ extension ProviderSendRules {
         }
         return GoogleConversionEvent(
             appEventType: type, appEventName: name, rdid: rdid, platform: platform,
-            limitAdTracking: device.limitAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
+            limitAdTracking: device.limitsAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
             sdkVersion: device.sdkVersion, timestamp: timestamp, value: valueText, currencyCode: value?.currency.rawValue,
             gclid: deepLink?.gclid ?? referrerGclid, gbraid: deepLink?.gbraid, userAgent: Self.googleUserAgent(parts, product: google?.product ?? .ledger),
             deviceIP: ip, eventData: eventData)

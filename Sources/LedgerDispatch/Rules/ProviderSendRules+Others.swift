@@ -58,7 +58,7 @@ extension ProviderSendRules {
         request.androidID = device.androidID
         request.googleAdvertisingID = device.gaid
         if let oaid = device.oaid { request.advertisingIDs["oaid"] = oaid }
-        request.limitAdTracking = device.limitAdTracking
+        request.limitAdTracking = device.limitsAdTracking
         request.model = parts.deviceModel
         request.linkIdentifier = deepLink?.linkClickID ?? referrer?.linkClickID
         if let url = deepLink?.url, Self.isWebURL(url) {

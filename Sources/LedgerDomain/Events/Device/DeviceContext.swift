@@ -74,6 +74,16 @@ public struct DeviceContext: Codable, Sendable, Hashable {
         self.customUserID = customUserID
     }
 
+    /// Whether limit-ad-tracking applies to this device: its `limit_ad_tracking` flag is set, or
+    /// its App Tracking Transparency status is `denied` or `restricted` (the user, or the
+    /// device's management, refused tracking). The one rule for every provider's flag: the Google
+    /// App Conversion Tracking API's `lat` is `1`, and the Branch v1/open server-to-server guide's
+    /// `ad_tracking_enabled` is omitted, exactly when this is true. (`not_determined` leaves the
+    /// decision to the flag.)
+    public var limitsAdTracking: Bool {
+        limitAdTracking || attStatus == .denied || attStatus == .restricted
+    }
+
     enum CodingKeys: String, CodingKey {
         case platform, idfa, idfv, gaid
         case androidID = "android_id"
