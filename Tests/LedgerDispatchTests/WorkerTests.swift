@@ -34,8 +34,8 @@ struct WorkerTests {
     /// none, or exactly those the test declares). The fake Apple keeps the worker's clock, so a
     /// token registered with its `issuedAt` lives 24 hours of that clock.
     static func withRig(
-        slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, sourceLocation: SourceLocation = #_sourceLocation,
-        _ body: (Rig) async throws -> Void
+        slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, rules adjust: (inout ProviderSendRules) -> Void = { _ in },
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
     ) async throws {
         try await withStore(catalog: .standard) { store, _ in
             try await withCheckedFakeProviders(configuration: .init(credentials: credentials), sourceLocation: sourceLocation) {
@@ -43,9 +43,10 @@ struct WorkerTests {
                 let transport = HTTPProviderTransport()
                 do {
                     fakes.branch.setRapidRepeatInterval(.zero)
-                    let rules = ProviderSendRules(
+                    var rules = ProviderSendRules(
                         google: GoogleConversionRequestBuilder(link: fakes.googleLink, endpoint: fakes.googleEndpoint),
                         adServices: fakes.appleEndpoint, branch: fakes.branchConfiguration, singular: fakes.singularConfiguration)
+                    adjust(&rules)
                     let clock = ManualClock(testEpoch)
                     fakes.apple.setClock(clock)
                     let worker = SendWorker(

@@ -13,7 +13,7 @@ import LedgerProviders
 /// | `LEDGER_ADSERVICES_URL` | Apple AdServices' base URL (no credentials) | `https://api-adservices.apple.com` |
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
-/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide) | none |
+/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override`, or a Google conversion whose `X-Forwarded-For`, is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide; Google App Conversion Tracking API) | none |
 /// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
 /// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
 ///
@@ -114,7 +114,8 @@ public struct ProviderConfiguration: Sendable {
                 sdkKey: key, endpoint: custom.map { SingularEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production)
             enabled.append("singular")
         }
-        return ProviderConfiguration(
-            rules: ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular), enabled: enabled)
+        var rules = ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular)
+        rules.serverPublicIPs = serverIPs
+        return ProviderConfiguration(rules: rules, enabled: enabled)
     }
 }

@@ -113,6 +113,7 @@ extension ProviderSendRules {
         }
         let parts = try Self.requireUserAgent(device)
         let ip = try Self.requireIP(device)
+        try refuseServerAddress(ip)
         let timestamp = try Self.building { () throws(ProviderError) in try GoogleTimestamp(cause.occurredAt) }
         var valueText: String?
         if let amount = value?.amount {
@@ -152,5 +153,19 @@ extension ProviderSendRules {
             name: product.name, version: product.version, osAndVersion: "\(parts.osName) \(parts.osVersion)",
             locale: parts.locale.replacingOccurrences(of: "-", with: "_"), device: parts.deviceModel,
             build: parts.build.map { "Build/\($0)" } ?? "", proxy: true)
+    }
+
+    /// Refuses a device address that is one of this service's own (``serverPublicIPs``), compared
+    /// as hosts (`::ffff:203.0.113.9` is `203.0.113.9`). Google App Conversion Tracking API:
+    /// `X-Forwarded-For` is "the public IPv4 or IPv6 address of the device where the event was
+    /// measured"; ours means the address was captured on the server, not the device.
+    func refuseServerAddress(_ ip: String) throws(DispatchError) {
+        guard let address = BranchIPAddress(ip)?.unmapped,
+            serverPublicIPs.contains(where: { BranchIPAddress($0)?.unmapped == address })
+        else { return }
+        throw .unbuildable(
+            rule: "not_server_ip",
+            detail: "X-Forwarded-For must be the device's public IP, not one of this service's own (LEDGER_SERVER_PUBLIC_IPS; "
+                + "Google App Conversion Tracking API)")
     }
 }

@@ -44,6 +44,9 @@ public struct ProviderSendRules: SendRules {
     /// (``preflight(_:)``: after 5, 10, 20 … s, so 7 waits are about 10 minutes from its first
     /// try); then an unregistered device's send fails `not_registered`.
     public var singularRegistrationWaits: Int
+    /// This service's own public IP addresses (`LEDGER_SERVER_PUBLIC_IPS`): a device address
+    /// that is one of them is ours, not the device's, and is never sent as the device's.
+    public var serverPublicIPs: Set<String> = []
 
     /// The rules, given each configured provider's configuration; the policies default to the
     /// providers' files' defaults.
