@@ -146,12 +146,14 @@ extension ProviderSendRules {
     /// The Google App Conversion Tracking API's app User-Agent, built server side: the
     /// analytics/ads `product`'s name and version, the device's parts, and `; Proxy`:
     /// `AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. (The app's own
-    /// name belongs there only in a User-Agent built on the device.) A locale written `en-US` is
-    /// given the document's underscore; a missing build is left blank for the builder to refuse.
+    /// name belongs there only in a User-Agent built on the device.) The locale is sent in the
+    /// form `AppUserAgentLocale.googleForm(_:)` writes (`en-US` → `en_US`, `zh_Hans_CN` → `zh_CN`),
+    /// the rule facts were checked by when appended; a missing build is left blank for the builder
+    /// to refuse (only facts appended before the build was required lack it).
     static func googleUserAgent(_ parts: UserAgentParts, product: GoogleUserAgentProduct) -> GoogleAppUserAgent {
         GoogleAppUserAgent(
             name: product.name, version: product.version, osAndVersion: "\(parts.osName) \(parts.osVersion)",
-            locale: parts.locale.replacingOccurrences(of: "-", with: "_"), device: parts.deviceModel,
+            locale: AppUserAgentLocale.googleForm(parts.locale) ?? parts.locale, device: parts.deviceModel,
             build: parts.build.map { "Build/\($0)" } ?? "", proxy: true)
     }
 
