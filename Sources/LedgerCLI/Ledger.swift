@@ -14,12 +14,15 @@ struct Ledger: AsyncParsableCommand {
             4 the schema was refused (a changed or failing migration),
             5 `verify` found a broken link, 6 no projection has the name given,
             7 the projection is already being rebuilt by another process, 8 no such device,
-            9 unknown decision rule version, 10 `append` refused some lines, 64 bad usage.
+            9 unknown decision rule version, 10 `append` refused some lines, 11 `tenancy check` found
+            legacy streams, 12 `sends` was given an unknown send id, 13 the send is not parked,
+            64 bad usage.
             """),
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, CheckpointCommand.self, ProjectionsCommand.self, WorkerCommand.self,
             ClusterCommand.self, DemoCommand.self, ServeCommand.self, AppendCommand.self, ReplayCommand.self,
             ExplainCommand.self, ExportCommand.self, DecisionsCommand.self, EraseCommand.self, KeysCommand.self, TenancyCommand.self,
+            SendsCommand.self,
         ]
     )
 }

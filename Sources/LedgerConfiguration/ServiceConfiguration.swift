@@ -168,7 +168,7 @@ extension AppProviders {
             made.identityKey = branch.identityKey?.revealed()
             branchConfiguration = made
         }
-        return ProviderSendRules(
+        var rules = ProviderSendRules(
             google: google.map {
                 GoogleConversionRequestBuilder(link: GoogleAppLink(devToken: $0.devToken.revealed(), linkID: $0.linkID),
                                                endpoint: endpoints.google, product: endpoints.googleProduct)
@@ -176,6 +176,8 @@ extension AppProviders {
             adServices: appleAdServices ? endpoints.adServices : nil,
             branch: branchConfiguration,
             singular: singular.map { SingularConfiguration(sdkKey: $0.sdkKey.revealed(), endpoint: endpoints.singular) })
+        rules.serverPublicIPs = endpoints.serverPublicIPs
+        return rules
     }
 }
 

@@ -244,8 +244,10 @@ struct SendQueueTests {
 
             let rescued = try await store.pool.withConnection { try SendQueue.rescue(now: testEpoch, store: store, on: $0) }
             #expect(rescued == 1)
+            // Singular does not deduplicate (Singular SKAdNetwork 4 implementation guide): the send
+            // whose outcome is unknown is parked for an operator, not made pending.
             #expect(try await streamTypes(claimedDead[0].streamID, store: store)
-                    == ["SendRequested", "SendAttempted", "SendOutcomeUnknown"])
+                    == ["SendRequested", "SendAttempted", "SendOutcomeUnknown", "SendParked"])
             let laterRescue = try await store.pool.withConnection {
                 try SendQueue.rescue(now: testEpoch.addingTimeInterval(61), store: store, on: $0)
             }

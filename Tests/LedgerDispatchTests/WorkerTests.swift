@@ -35,6 +35,7 @@ struct WorkerTests {
     /// token registered with its `issuedAt` lives 24 hours of that clock.
     static func withRig(
         slots: Int = 4, prefetch: Int? = nil, lease: TimeInterval = 30, branchIdentityKey: String? = nil,
+        rules adjust: (inout ProviderSendRules) -> Void = { _ in },
         sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void
     ) async throws {
         try await withStore(catalog: .standard) { store, _ in
@@ -45,9 +46,10 @@ struct WorkerTests {
                     fakes.branch.setRapidRepeatInterval(.zero)
                     var branch = fakes.branchConfiguration
                     branch.identityKey = branchIdentityKey
-                    let rules = ProviderSendRules(
+                    var rules = ProviderSendRules(
                         google: GoogleConversionRequestBuilder(link: fakes.googleLink, endpoint: fakes.googleEndpoint),
                         adServices: fakes.appleEndpoint, branch: branch, singular: fakes.singularConfiguration)
+                    adjust(&rules)
                     let clock = ManualClock(testEpoch)
                     fakes.apple.setClock(clock)
                     let worker = SendWorker(

@@ -115,8 +115,11 @@ struct DomainRuleTests {
         expectBroken(SessionStarted(device: device), field: "device.user_agent.build", rule: "build_without_prefix")
         device.userAgent?.build = "21E 236"
         expectBroken(SessionStarted(device: device), field: "device.user_agent.build", rule: "user_agent_token")
-        // Spaces are part of a model or an OS name; a build may be absent (not every provider needs it).
+        // Google App Conversion Tracking API: the app User-Agent ends with "Build/" and the OS build.
         device.userAgent?.build = nil
+        expectBroken(SessionStarted(device: device), field: "device.user_agent.build", rule: "required", kind: .missingField)
+        // Spaces are part of a model or an OS name.
+        device.userAgent?.build = "21E236"
         device.userAgent?.deviceModel = "Pixel 8"
         device.userAgent?.osName = "Android TV"
         #expect(ruleError(SessionStarted(device: device)) == nil)

@@ -113,6 +113,8 @@ enum Samples {
             SendSucceeded(attempt: 2),
             SendFailed(attempt: 3, rule: "retries_exhausted", detail: "3 tries answered 404"),
             SendOutcomeUnknown(attempt: 1, leaseExpiredAt: later, detail: "worker-7 vanished"),
+            SendParked(attempt: 1, rule: "singular_outcome_unknown", detail: "worker-7 vanished during the call"),
+            SendUnparked(by: "ops-alice", reason: "Singular's dashboard has no such event"),
             SendCancelled(reason: "erasure", detail: "device erased"),
             try attributionDecided(),
             ErasureCompleted(deviceStreamID: try deviceStream(), requestedBy: "dsar-portal", requestedAt: launch),

@@ -109,7 +109,7 @@ func firstOpenJSON(id: UUID = UUID(), device: String, app: String = appA, idfa: 
      "data": {"app_id": "\(app)", "device": {"platform": "ios", "idfa": "\(idfa)", "limit_ad_tracking": false,
        "att_status": "authorized", "ip": "203.0.113.7", "os_version": "17.4.1", "app_version": "3.2.0", "bundle_id": "\(app)",
        "user_agent": {"app_name": "Game", "app_version": "3.2.0", "os_name": "iOS", "os_version": "17.4.1", "locale": "en_US",
-                      "device_model": "iPhone15,2"}}}}
+                      "device_model": "iPhone15,2", "build": "21E236"}}}}
     """
 }
 

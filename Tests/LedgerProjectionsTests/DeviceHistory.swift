@@ -60,7 +60,7 @@ struct History {
 func iosDevice() -> DeviceContext {
     DeviceContext(platform: .ios, idfv: "21DB6612-09B3-4ECC-84AC-B353B0AF1334", limitAdTracking: false, ip: "203.0.113.7",
                   userAgent: UserAgentParts(appName: "App", appVersion: "1.2.3", osName: "iOS", osVersion: "17.1",
-                                            locale: "en_US", deviceModel: "iPhone15,2"),
+                                            locale: "en_US", deviceModel: "iPhone15,2", build: "21B74"),
                   osVersion: "17.1", appVersion: "1.2.3", bundleID: "com.example.app")
 }
 

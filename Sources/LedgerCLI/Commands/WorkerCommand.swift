@@ -123,7 +123,7 @@ struct WorkerCommand: AsyncParsableCommand {
             let otherStore = EventStore(pool: otherPool, catalog: .standard, logger: logger)
             if rebuildQueue {
                 let pending = try await otherPool.withConnection { try SendQueue.rebuild(on: $0) }
-                print("send queue rebuilt from the log: \(pending) pending sends")
+                print("send queue rebuilt from the log: \(pending) unfinished sends (pending, or parked for an operator)")
                 return
             }
             // Trapped before the line below, which tells a supervisor (or a test) the worker runs:

@@ -64,7 +64,7 @@ struct DemoSummary: Codable {
                 if request.kind == .crossNetwork {
                     summary.crossNetworkReports["attributed=\(request.parameters?["attributed"] ?? "?")", default: 0] += 1
                 }
-            case SendSucceeded.eventType, SendCancelled.eventType, SendOutcomeUnknown.eventType:
+            case SendSucceeded.eventType, SendCancelled.eventType, SendOutcomeUnknown.eventType, SendParked.eventType:
                 summary.sendOutcomes[type, default: 0] += 1
             case SendFailed.eventType:
                 summary.sendOutcomes[type, default: 0] += 1

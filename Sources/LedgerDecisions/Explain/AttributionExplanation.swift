@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDispatch
 import LedgerDomain
 import LedgerFolds
 import LedgerProjections
@@ -6,7 +7,8 @@ import LedgerStore
 
 /// Everything about a device's attribution an auditor or a support engineer asks: per trigger,
 /// the sends it waited for and how they ended, every decision made (superseded ones too) with its
-/// candidates and reasons, answers that came late, and what Google was told.
+/// candidates and reasons, answers that came late, what Google was told, and the device's sends
+/// that need people (parked after an unknown outcome, or failed for good) with their rule.
 public struct AttributionExplanation: Sendable, Codable {
     /// One decision as recorded.
     public struct Decision: Sendable, Codable {
@@ -44,6 +46,10 @@ public struct AttributionExplanation: Sendable, Codable {
     public var triggers: [TriggerStory]
     /// What Google was told, per ad event.
     public var google: [GoogleReport]
+    /// The device's sends no worker will finish by itself, oldest first: parked (a try's outcome
+    /// is unknown and the provider counts every request; an operator settles it) or failed for
+    /// good (``SendsNeedingPeople/fold(_:)``).
+    public var sendsNeedingPeople: [SendNeedingPeople]
 
     /// Reads a device's explanation (as of a position or time, for auditors).
     public static func load(device: String, asOf: AsOf? = nil, store: EventStore) async throws -> AttributionExplanation {
@@ -55,6 +61,7 @@ public struct AttributionExplanation: Sendable, Codable {
             .filter { $0.type == AttributionDecided.eventType }
             .map { Decision(decision: try decoder.decode(AttributionDecided.self, from: $0.data), position: $0.position,
                             recordedAt: $0.recordedAt) }
+        let sends = try await store.readHistory(of: .deviceHistory(device), types: SendsNeedingPeople.eventTypes, asOf: asOf)
         return AttributionExplanation(
             deviceStreamID: device, appID: process.appID,
             triggers: process.triggers.map { trigger in
@@ -62,7 +69,8 @@ public struct AttributionExplanation: Sendable, Codable {
             },
             google: obligations.obligations.values.sorted { $0.adEventID < $1.adEventID }.map {
                 GoogleReport(adEventID: $0.adEventID, state: $0.state.rawValue, attributed: $0.attributed)
-            })
+            },
+            sendsNeedingPeople: SendsNeedingPeople.fold(sends))
     }
 
     /// The explanation as text a person reads.
@@ -111,6 +119,22 @@ public struct AttributionExplanation: Sendable, Codable {
             lines.append("Google cross-network reports:")
             for report in google {
                 lines.append("  ad event \(report.adEventID): attributed=\(report.attributed ?? "-"), \(Self.googleState(report.state))")
+            }
+        }
+        if !sendsNeedingPeople.isEmpty {
+            lines.append("")
+            lines.append("Sends that need people:")
+            for send in sendsNeedingPeople {
+                let id = send.sendID.uuidString.lowercased()
+                let what = "\(send.provider.rawValue)/\(send.kind.rawValue) send \(id)"
+                switch send.state {
+                case .parked:
+                    lines.append("  \(what): parked at \(Self.time(send.at)) (\(send.rule)) — a try's outcome is unknown "
+                        + "and \(send.provider.rawValue) counts every request, so it is not repeated by itself; "
+                        + "settle it with `ledger sends retry \(id)` or `ledger sends cancel \(id)`")
+                case .failed:
+                    lines.append("  \(what): failed for good at \(Self.time(send.at)) (\(send.rule))")
+                }
             }
         }
         return lines.joined(separator: "\n")

@@ -5,7 +5,7 @@ import LedgerStore
 
 extension SendQueue {
     /// Rebuilds the queue from the log: every send with a `SendRequested` and no terminal event is
-    /// pending, with the attempt count, the tries that made no call and the next due time its
+    /// pending — or parked, when its latest `SendParked` has no `SendUnparked` after it — with the attempt count, the tries that made no call and the next due time its
     /// stream records. The queue is a projection: this is what ops run if it was lost or damaged.
     /// Nothing is sent by it.
     ///
@@ -43,7 +43,7 @@ extension SendQueue {
     private static func insert(_ sends: String, deadline: TimeInterval, on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
             INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                enqueued_at, not_before, deadline, attempt, uncalled, request)
+                enqueued_at, not_before, deadline, attempt, uncalled, request, state)
             SELECT (s.request ->> 'send_id')::uuid, s.stream_id, s.request ->> 'provider', s.request ->> 'kind',
                 s.request ->> 'device_stream_id',
                 CASE s.request ->> 'provider' WHEN 'branch' THEN s.request ->> 'device_stream_id'
@@ -52,16 +52,17 @@ extension SendQueue {
                 greatest(coalesce((s.request ->> 'not_before')::timestamptz, s.occurred_at),
                          coalesce((SELECT max(t.n::timestamptz) FROM jsonb_array_elements_text(s.not_befores) AS t(n)),
                                   s.occurred_at)),
-                s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request
+                s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request,
+                CASE WHEN s.parked THEN 'parked' ELSE 'pending' END
             FROM jsonb_to_recordset(\(sends)::jsonb) AS s(stream_id text, position bigint, occurred_at timestamptz,
-                request jsonb, not_befores jsonb, attempt integer, uncalled integer)
+                request jsonb, not_befores jsonb, attempt integer, uncalled integer, parked boolean)
             """)
     }
 }
 
 /// The pending sends of the log, folded from its send events in scan order: per send stream, its
-/// `SendRequested`, its tries' highest attempt, its retries' due times (raw JSON) and its tries
-/// that made no call. A stream leaves the fold when its terminal event is read; one whose terminal
+/// `SendRequested`, its tries' highest attempt, its retries' due times (raw JSON), its tries
+/// that made no call, and whether it is parked (a `SendParked` not followed by `SendUnparked`). A stream leaves the fold when its terminal event is read; one whose terminal
 /// event comes first (a later transaction id can commit first) drops its request when it comes.
 struct PendingSendFold {
     private struct Send {
@@ -69,13 +70,14 @@ struct PendingSendFold {
         var attempt = 0
         var notBefores: [String] = []
         var uncalled = 0
+        var parked = false
     }
 
     private static let terminalTypes = EventCatalog.standard.streamEndingTypes
     private static let sendPrefix = StreamCategory.send.rawValue + "-"
     /// The event types the fold reads.
     static let types = [SendRequested.eventType, SendAttempted.eventType, RetryScheduled.eventType,
-                        SendOutcomeUnknown.eventType] + terminalTypes.sorted()
+                        SendOutcomeUnknown.eventType, SendParked.eventType, SendUnparked.eventType] + terminalTypes.sorted()
     private var sends: [String: Send] = [:]
     private var endedEarly: Set<String> = []
 
@@ -88,6 +90,10 @@ struct PendingSendFold {
             if sends.removeValue(forKey: stream)?.request == nil { endedEarly.insert(stream) }
         } else if event.type == SendRequested.eventType {
             sends[stream, default: Send()].request = event
+        } else if event.type == SendParked.eventType {
+            sends[stream, default: Send()].parked = true
+        } else if event.type == SendUnparked.eventType {
+            sends[stream, default: Send()].parked = false
         } else {
             let members = JSONObjectBytes.members(of: ArraySlice(event.data)) ?? []
             func member(_ key: String) -> String? { members.first { $0.key == key }.map { String(decoding: $0.raw, as: UTF8.self) } }
@@ -109,7 +115,7 @@ struct PendingSendFold {
             else { return nil }
             return #"{"stream_id":\#(String(decoding: streamJSON, as: UTF8.self)),"position":\#(request.position),"occurred_at":"\#(PostgresTimestamp.format(request.occurredAt))","#
                 + #""request":\#(String(decoding: request.data, as: UTF8.self)),"not_befores":[\#(send.notBefores.joined(separator: ","))],"#
-                + #""attempt":\#(send.attempt),"uncalled":\#(send.uncalled)}"#
+                + #""attempt":\#(send.attempt),"uncalled":\#(send.uncalled),"parked":\#(send.parked)}"#
         }
     }
 }

@@ -151,16 +151,48 @@ public enum SendQueue {
         var attempt: Int
         var leaseExpiresAt: Date
         var ownerDead: Bool
+        var provider: String
+        var deviceStreamID: String
+    }
+
+    /// A send a rescue parked (``DeliveryAfterUnknownOutcome/park(rule:)``), for the worker's
+    /// metric of sends that need people.
+    public struct ParkedByRescue: Sendable, Hashable {
+        /// The send.
+        public var sendID: UUID
+        /// Its provider (`SendRequested.provider`).
+        public var provider: String
+        /// Its device's stream (`device-<app>/<device>`).
+        public var deviceStreamID: String
+        /// The rule that parked it.
+        public var rule: String
+    }
+
+    /// What one rescue did.
+    public struct Rescued: Sendable {
+        /// How many running sends it took back (pending again, or parked).
+        public var count: Int
+        /// The sends among them it parked.
+        public var parked: [ParkedByRescue]
+    }
+
+    /// ``rescue(now:store:policy:on:)`` under the providers' documents' policy
+    /// (``UnknownOutcomePolicy/documented``); returns how many were rescued.
+    public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
+        try rescue(now: now, store: store, policy: .documented, on: connection).count
     }
 
     /// Rescues running sends whose lease expired before `now`, or whose worker is gone (it no
-    /// longer holds its liveness lock): each goes back to pending, and a try that had been
-    /// recorded as attempted (`SendAttempted` committed, no outcome) gets `SendOutcomeUnknown` —
-    /// the call may or may not have reached the provider. A try that recorded nothing made no
-    /// call: it gets `RetryScheduled` (`rescued_before_attempt`, `called: false`) and is counted
-    /// among the send's ``Claim/uncalled`` tries. All in one transaction; returns how
-    /// many were rescued.
-    public static func rescue(now: Date, store: EventStore, on connection: PostgresConnection) throws -> Int {
+    /// longer holds its liveness lock). A try that had been recorded as attempted
+    /// (`SendAttempted` committed, no outcome) gets `SendOutcomeUnknown` — the call may or may not
+    /// have reached the provider — and then what `policy` says for its provider: pending again,
+    /// or parked (`SendParked` with the policy's rule; the row stays, in state `parked`, and no
+    /// worker claims it until an operator settles it: ``ParkedSends``). A try that recorded
+    /// nothing made no call: it gets `RetryScheduled` (`rescued_before_attempt`, `called: false`),
+    /// is counted among the send's ``Claim/uncalled`` tries, and is pending again whatever its
+    /// provider. All in one transaction.
+    public static func rescue(now: Date, store: EventStore, policy: UnknownOutcomePolicy,
+                              on connection: PostgresConnection) throws -> Rescued {
         try connection.transaction { connection in
             // `ledger_worker_alive`'s rule (schema/0003), with the live workers' locks read from
             // pg_locks once rather than once per running send: with four workers' 32 tries
@@ -174,7 +206,8 @@ public enum SendQueue {
                       AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                 )
                 SELECT q.send_id, q.stream_id, q.attempt, q.lease_expires_at,
-                       NOT EXISTS (SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0))
+                       NOT EXISTS (SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0)),
+                       q.provider, q.device_stream_id
                 FROM send_queue AS q
                 WHERE q.state = 'running' AND (q.lease_expires_at < \(now)
                     OR NOT EXISTS (SELECT 1 FROM alive WHERE lock_key = hashtextextended('ledger.worker.' || q.lease_owner, 0)))
@@ -183,8 +216,10 @@ public enum SendQueue {
                 """).map { row in
                 Stale(sendID: try row.decode(UUID.self, at: 0), streamID: try row.decode(String.self, at: 1),
                       attempt: try row.decode(Int.self, at: 2), leaseExpiresAt: try row.decode(Date.self, at: 3),
-                      ownerDead: try row.decode(Bool.self, at: 4))
+                      ownerDead: try row.decode(Bool.self, at: 4), provider: try row.decode(String.self, at: 5),
+                      deviceStreamID: try row.decode(String.self, at: 6))
             }
+            var parked: [ParkedByRescue] = []
             for send in stale {
                 let last = try EventStore.lastStoredEvent(of: send.streamID, on: connection)
                 var attempted = false
@@ -194,10 +229,23 @@ public enum SendQueue {
                     attempted = (object?["attempt"] as? Int) == send.attempt
                 }
                 if attempted {
-                    let unknown = SendOutcomeUnknown(
-                        attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
-                        detail: send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try")
-                    try store.append([try NewEvent(unknown, occurredAt: now)], to: send.streamID, on: connection)
+                    let how = send.ownerDead ? "the worker process ended during the try" : "the lease ran out during the try"
+                    var events = [try NewEvent(SendOutcomeUnknown(attempt: send.attempt, leaseExpiredAt: send.leaseExpiresAt,
+                                                                  detail: how), occurredAt: now)]
+                    // A provider the queue does not know (a row written by a newer version) is
+                    // parked too: a repeat is safe only where the policy says so.
+                    let delivery = SendProvider(rawValue: send.provider).map(policy.delivery(for:))
+                        ?? .park(rule: "unknown_provider_outcome_unknown")
+                    if case .park(let rule) = delivery {
+                        events.append(try NewEvent(SendParked(attempt: send.attempt, rule: rule,
+                                                              detail: how + "; a repeat may be counted twice"), occurredAt: now))
+                        try store.append(events, to: send.streamID, on: connection)
+                        try park(send.sendID, on: connection)
+                        parked.append(ParkedByRescue(sendID: send.sendID, provider: send.provider,
+                                                     deviceStreamID: send.deviceStreamID, rule: rule))
+                        continue
+                    }
+                    try store.append(events, to: send.streamID, on: connection)
                 } else {
                     // The try recorded nothing, so it called nobody: it is not one of the send's
                     // calls. The log says so too, so the queue rebuilt from it agrees.
@@ -207,9 +255,16 @@ public enum SendQueue {
                 }
                 try release(send.sendID, notBefore: now, on: connection)
             }
-            if !stale.isEmpty { try connection.notify(channel: Outbox.channel) }
-            return stale.count
+            if stale.count > parked.count { try connection.notify(channel: Outbox.channel) }
+            return Rescued(count: stale.count, parked: parked)
         }
+    }
+
+    /// The send is parked: no worker claims it (schema/0020) until ``ParkedSends`` settles it.
+    static func park(_ sendID: UUID, on connection: PostgresConnection) throws {
+        try connection.execute("""
+            UPDATE send_queue SET state = 'parked', lease_owner = NULL, lease_expires_at = NULL WHERE send_id = \(sendID)
+            """, prepare: true)
     }
 
     /// The earliest time a pending send becomes due (nil: nothing pending).
@@ -225,6 +280,8 @@ public enum SendQueue {
         public var pending: Int
         /// Sends running.
         public var running: Int
+        /// Sends parked for an operator (``DeliveryAfterUnknownOutcome/park(rule:)``).
+        public var parked: Int
         /// When the oldest pending send was enqueued.
         public var oldestEnqueuedAt: Date?
     }
@@ -233,11 +290,12 @@ public enum SendQueue {
     public static func depth(on connection: PostgresConnection) throws -> [Depth] {
         try connection.query("""
             SELECT provider, count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'running'),
-                min(enqueued_at) FILTER (WHERE state = 'pending')
+                min(enqueued_at) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'parked')
             FROM send_queue GROUP BY provider ORDER BY provider
             """).map { row in
             Depth(provider: try row.decode(String.self, at: 0), pending: try row.decode(Int.self, at: 1),
-                  running: try row.decode(Int.self, at: 2), oldestEnqueuedAt: try row.decode(Date?.self, at: 3))
+                  running: try row.decode(Int.self, at: 2), parked: try row.decode(Int.self, at: 4),
+                  oldestEnqueuedAt: try row.decode(Date?.self, at: 3))
         }
     }
 }

@@ -54,7 +54,6 @@ public struct PerAppSendRules: SendRules {
         var secrets: Set<String> = []
         for rules in Array(table.apps.values) + [table.others] {
             secrets.formUnion(rules.configuredSecrets)
-            if let identityKey = rules.branch?.identityKey { secrets.insert(identityKey) }
         }
         return secrets.filter { !$0.isEmpty }.sorted()
     }

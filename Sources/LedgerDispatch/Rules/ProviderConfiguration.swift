@@ -14,7 +14,7 @@ import LedgerProviders
 /// | `LEDGER_BRANCH_KEY`, `LEDGER_BRANCH_SECRET` | Branch credentials | Branch off |
 /// | `LEDGER_BRANCH_URL` | Branch's base URL | `https://api2.branch.io` |
 /// | `LEDGER_BRANCH_IDENTITY_KEY` | the secret key Branch's `identity` is computed with: the HMAC-SHA256 of the device's custom user id, hex (Branch v1/open server-to-server guide: never personal information, "encrypted before being passed to Branch") | no `identity` sent |
-/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override` is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide) | none |
+/// | `LEDGER_SERVER_PUBLIC_IPS` | this service's own public IP addresses, comma-separated: a Branch open whose `X-IP-Override`, or a Google conversion whose `X-Forwarded-For`, is one of them is refused (it must be the device's IP, "not your server's IP": Branch v1/open server-to-server guide; Google App Conversion Tracking API) | none |
 /// | `LEDGER_SINGULAR_SDK_KEY` | Singular SDK key | Singular off |
 /// | `LEDGER_SINGULAR_URL` | Singular's base URL | `https://sdk-api-v1.singular.net` |
 ///
@@ -101,8 +101,9 @@ public struct ProviderConfiguration: Sendable {
                 sdkKey: key, endpoint: custom.map { SingularEndpoint(scheme: $0.scheme, host: $0.host, port: $0.port) } ?? .production)
             enabled.append("singular")
         }
-        return ProviderConfiguration(
-            rules: ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular), enabled: enabled)
+        var rules = ProviderSendRules(google: google, adServices: adServices, branch: branch, singular: singular)
+        rules.serverPublicIPs = serverIPs
+        return ProviderConfiguration(rules: rules, enabled: enabled)
     }
 }
 

@@ -113,6 +113,7 @@ extension ProviderSendRules {
         }
         let parts = try Self.requireUserAgent(device)
         let ip = try Self.requireIP(device)
+        try refuseServerAddress(ip)
         let timestamp = try Self.building { () throws(ProviderError) in try GoogleTimestamp(cause.occurredAt) }
         var valueText: String?
         if let amount = value?.amount {
@@ -120,7 +121,7 @@ extension ProviderSendRules {
         }
         return GoogleConversionEvent(
             appEventType: type, appEventName: name, rdid: rdid, platform: platform,
-            limitAdTracking: device.limitAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
+            limitAdTracking: device.limitsAdTracking, appVersion: device.appVersion, osVersion: device.osVersion,
             sdkVersion: device.sdkVersion, timestamp: timestamp, value: valueText, currencyCode: value?.currency.rawValue,
             gclid: deepLink?.gclid ?? referrerGclid, gbraid: deepLink?.gbraid, userAgent: Self.googleUserAgent(parts, product: google?.product ?? .ledger),
             deviceIP: ip, eventData: eventData)
@@ -145,12 +146,28 @@ extension ProviderSendRules {
     /// The Google App Conversion Tracking API's app User-Agent, built server side: the
     /// analytics/ads `product`'s name and version, the device's parts, and `; Proxy`:
     /// `AttributionLedger/1.0.0 (iOS 17.1; en_US; iPhone15,2; Build/21B74; Proxy)`. (The app's own
-    /// name belongs there only in a User-Agent built on the device.) A locale written `en-US` is
-    /// given the document's underscore; a missing build is left blank for the builder to refuse.
+    /// name belongs there only in a User-Agent built on the device.) The locale is sent in the
+    /// form `AppUserAgentLocale.googleForm(_:)` writes (`en-US` → `en_US`, `zh_Hans_CN` → `zh_CN`),
+    /// the rule facts were checked by when appended; a missing build is left blank for the builder
+    /// to refuse (only facts appended before the build was required lack it).
     static func googleUserAgent(_ parts: UserAgentParts, product: GoogleUserAgentProduct) -> GoogleAppUserAgent {
         GoogleAppUserAgent(
             name: product.name, version: product.version, osAndVersion: "\(parts.osName) \(parts.osVersion)",
-            locale: parts.locale.replacingOccurrences(of: "-", with: "_"), device: parts.deviceModel,
+            locale: AppUserAgentLocale.googleForm(parts.locale) ?? parts.locale, device: parts.deviceModel,
             build: parts.build.map { "Build/\($0)" } ?? "", proxy: true)
+    }
+
+    /// Refuses a device address that is one of this service's own (``serverPublicIPs``), compared
+    /// as hosts (`::ffff:203.0.113.9` is `203.0.113.9`). Google App Conversion Tracking API:
+    /// `X-Forwarded-For` is "the public IPv4 or IPv6 address of the device where the event was
+    /// measured"; ours means the address was captured on the server, not the device.
+    func refuseServerAddress(_ ip: String) throws(DispatchError) {
+        guard let address = BranchIPAddress(ip)?.unmapped,
+            serverPublicIPs.contains(where: { BranchIPAddress($0)?.unmapped == address })
+        else { return }
+        throw .unbuildable(
+            rule: "not_server_ip",
+            detail: "X-Forwarded-For must be the device's public IP, not one of this service's own (LEDGER_SERVER_PUBLIC_IPS; "
+                + "Google App Conversion Tracking API)")
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import LedgerDomain
 import LedgerFolds
 import LedgerProviders
+import LedgerStore
 
 /// Apple AdServices (Apple AdServices attribution API).
 extension ProviderSendRules {
@@ -32,9 +33,11 @@ extension ProviderSendRules {
             firstSession = true
             deepLink = open.deepLink
             referrer = open.installReferrer
-            // apple_attribution_token: "iOS; within its 24 h TTL".
+            // apple_attribution_token: "iOS; within its 24 h TTL", counted as the Apple lookup
+            // counts it (from the earlier of issued_at and when the ledger received the token).
             if let token = open.adServicesToken,
-                AdServicesClassifier.isTokenLive(issuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
+                AdServicesClassifier.isTokenLive(issuedAt: token.lifetimeStart(receivedAt: context.cause.recordedAt),
+                                                 now: context.now, policy: adServicesPolicy)
             {
                 attributionToken = token.token
             }
@@ -56,7 +59,7 @@ extension ProviderSendRules {
         request.androidID = device.androidID
         request.googleAdvertisingID = device.gaid
         if let oaid = device.oaid { request.advertisingIDs["oaid"] = oaid }
-        request.limitAdTracking = device.limitAdTracking
+        request.limitAdTracking = device.limitsAdTracking
         request.model = parts.deviceModel
         request.linkIdentifier = deepLink?.linkClickID ?? referrer?.linkClickID
         if let url = deepLink?.url, Self.isWebURL(url) {

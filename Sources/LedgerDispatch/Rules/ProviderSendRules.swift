@@ -44,6 +44,9 @@ public struct ProviderSendRules: SendRules {
     /// (``preflight(_:)``: after 5, 10, 20 … s, so 7 waits are about 10 minutes from its first
     /// try); then an unregistered device's send fails `not_registered`.
     public var singularRegistrationWaits: Int
+    /// This service's own public IP addresses (`LEDGER_SERVER_PUBLIC_IPS`): a device address
+    /// that is one of them is ours, not the device's, and is never sent as the device's.
+    public var serverPublicIPs: Set<String> = []
 
     /// The rules, given each configured provider's configuration; the policies default to the
     /// providers' files' defaults.
@@ -73,12 +76,15 @@ public struct ProviderSendRules: SendRules {
     /// Google's `dev_token`, Branch's key and secret, Singular's SDK key: the values the worker
     /// redacts from everything it stores.
     public var configuredSecrets: [String] {
-        [google?.link.devToken, branch?.branchKey, branch?.branchSecret, singular?.sdkKey].compactMap { $0 }
+        [google?.link.devToken, branch?.branchKey, branch?.branchSecret, branch?.identityKey, singular?.sdkKey].compactMap { $0 }
     }
 
     /// Decides before the request is built, without a call:
     /// - Apple AdServices: a token past its 24 h TTL at `context.now` is `adservices_token_expired`
-    ///   (Apple AdServices attribution API: past the TTL Apple can only answer 404).
+    ///   (Apple AdServices attribution API: past the TTL Apple can only answer 404). The 24 h
+    ///   count from the earlier of the token's `issued_at` and when the ledger recorded its fact
+    ///   (`AdServicesToken.lifetimeStart(receivedAt:)`): a device clock running ahead cannot
+    ///   stretch them.
     /// - Singular: a device whose SKAN registration is not in the log yet waits for it. The
     ///   Singular SKAdNetwork 4 implementation guide's snippet registers on the first launch before
     ///   it sends the session, but the app records the registration as a fact of its own
@@ -95,7 +101,8 @@ public struct ProviderSendRules: SendRules {
         switch (context.send.provider, context.send.kind) {
         case (.appleAdServices, .tokenLookup):
             guard let token = try? Self.adServicesToken(of: context.decodedCauses.cause(context.cause)) else { return nil }
-            return AdServicesClassifier.preflight(tokenIssuedAt: token.issuedAt, now: context.now, policy: adServicesPolicy)
+            return AdServicesClassifier.preflight(
+                tokenIssuedAt: token.lifetimeStart(receivedAt: context.cause.recordedAt), now: context.now, policy: adServicesPolicy)
         case (.singular, .conversionValue):
             // A call needs the registration, so an unregistered device's send has made none: its
             // earlier tries were all waits (or tries that missed their call otherwise).
@@ -151,7 +158,7 @@ public struct ProviderSendRules: SendRules {
                 return .failed(rule: error.rule, detail: error.detail)
             }
             return AdServicesClassifier.classify(
-                answer.providerResponse, tokenIssuedAt: token.issuedAt, attempt: context.call,
+                answer.providerResponse, tokenIssuedAt: token.lifetimeStart(receivedAt: context.cause.recordedAt), attempt: context.call,
                 notFoundBefore: context.earlierAnswers?.filter { $0 == 404 }.count, now: context.now, policy: adServicesPolicy)
         case .branch:
             let branchAnswer: BranchClassifier.Answer

@@ -111,6 +111,11 @@ public protocol SendRules: Sendable {
     /// each of these values in stored answers, details and requests, so that no credential
     /// reaches the immutable log.
     var configuredSecrets: [String] { get }
+
+    /// What becomes of a send after a try whose outcome is unknown (its worker ended, or its lease
+    /// ran out, after its `SendAttempted`): retried, or parked for an operator. The worker's
+    /// rescue (``SendQueue/rescue(now:store:policy:on:)``) follows it.
+    var unknownOutcomePolicy: UnknownOutcomePolicy { get }
 }
 
 extension SendRules {
@@ -119,6 +124,10 @@ extension SendRules {
 
     /// No credentials.
     public var configuredSecrets: [String] { [] }
+
+    /// The providers' documents' policy (``UnknownOutcomePolicy/documented``): Singular parked,
+    /// the others retried.
+    public var unknownOutcomePolicy: UnknownOutcomePolicy { .documented }
 }
 
 /// Decoded cause events, by event id, for one try (see ``SendContext``).

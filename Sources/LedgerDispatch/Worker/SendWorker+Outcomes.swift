@@ -34,6 +34,8 @@ struct Outcome: Sendable {
     let label: String
     /// The answer's HTTP status, or `none`.
     let status: String
+    /// The rule of a terminal failure (`SendFailed.rule`), nil otherwise.
+    let failedRule: String?
 
     /// The outcome's events, with every secret `redactor` knows removed from the answer and the
     /// details (an answer may echo the request's credentials).
@@ -41,6 +43,7 @@ struct Outcome: Sendable {
          redactor: SecretRedactor) throws {
         called = progress == .called
         var events: [NewEvent] = []
+        var failedRule: String?
         if case .response(let response) = answer {
             events.append(try NewEvent(redactor.redact(SendWorker.received(response, attempt: claim.attempt)), occurredAt: now))
         }
@@ -60,12 +63,14 @@ struct Outcome: Sendable {
         case .failed(let rule, let detail):
             label = "failed"
             retryAt = nil
+            failedRule = rule
             events.append(try NewEvent(SendFailed(attempt: progress == .settledBeforeAttempt ? nil : claim.attempt, rule: rule,
                                                   detail: String(redactor.redact(detail).prefix(4096))), occurredAt: now))
         }
         if case .response(let response) = answer { status = String(response.response.status) } else { status = "none" }
         self.claim = claim
         self.events = events
+        self.failedRule = failedRule
     }
 }
 
@@ -165,6 +170,10 @@ extension SendWorker {
                 Counter(label: "ledger_send_outcomes_total", dimensions: [
                     ("provider", outcome.claim.request.provider.rawValue), ("outcome", outcome.label), ("status", outcome.status),
                 ]).increment()
+                if outcome.label == "failed", let rule = outcome.failedRule {
+                    SendsNeedingPeople.count(provider: outcome.claim.request.provider.rawValue,
+                                             deviceStreamID: outcome.claim.request.deviceStreamID.rawValue, state: .failed, rule: rule)
+                }
             } else {
                 logger.warning("an answer came after the try's lease was rescued; not recorded", metadata: [
                     "ledger.send": "\(outcome.claim.sendID)", "ledger.attempt": "\(outcome.claim.attempt)",

@@ -24,7 +24,8 @@ import Synchronization
 ///    queue row goes back to pending) or a terminal `SendSucceeded` / `SendFailed` (the row
 ///    leaves the queue).
 ///
-/// A worker that dies leaves leases behind; any worker rescues them (``SendQueue/rescue(now:store:on:)``)
+/// A worker that dies leaves leases behind; any worker rescues them (``SendQueue/rescue(now:store:policy:on:)``,
+/// under the rules' ``SendRules/unknownOutcomePolicy``: a Singular send is parked for an operator)
 /// as soon as the dead worker's liveness lock is gone, or when the lease runs out. Time comes from
 /// a ``WallClock``, so the 24 h and 5 s rules are tested without waiting.
 ///
@@ -273,8 +274,10 @@ public final class SendWorker: Service {
         // each claim, its tries' record and their outcomes cost a statement whatever their size.
         guard free >= (running == 0 ? 1 : configuration.claimThreshold) || housekeeping else { return configuration.pollInterval }
         let (rescued, claims, nextDue, depth) = try await store.pool.withConnection {
-            [configuration] connection -> (Int, [SendQueue.Claim], Date?, [SendQueue.Depth]) in
-            let rescued = housekeeping ? try SendQueue.rescue(now: now, store: self.store, on: connection) : 0
+            [configuration, rules] connection -> (SendQueue.Rescued, [SendQueue.Claim], Date?, [SendQueue.Depth]) in
+            let rescued = housekeeping
+                ? try SendQueue.rescue(now: now, store: self.store, policy: rules.unknownOutcomePolicy, on: connection)
+                : SendQueue.Rescued(count: 0, parked: [])
             var claims: [SendQueue.Claim] = []
             if free > 0 {
                 // One statement, committed without waiting for its flush (schema/0006), then the
@@ -300,14 +303,28 @@ public final class SendWorker: Service {
             let nextDue: Date? = claims.count < free ? (try? SendQueue.nextDue(on: connection)) : nil
             return (rescued, claims, nextDue, housekeeping ? (try? SendQueue.depth(on: connection)) ?? [] : [])
         }
-        if rescued > 0 {
-            Counter(label: "ledger_send_rescues_total").increment(by: rescued)
-            logger.warning("rescued sends whose worker or lease was gone", metadata: ["ledger.rescued": "\(rescued)"])
+        if rescued.count > 0 {
+            Counter(label: "ledger_send_rescues_total").increment(by: rescued.count)
+            logger.warning("rescued sends whose worker or lease was gone", metadata: ["ledger.rescued": "\(rescued.count)"])
+        }
+        for parked in rescued.parked {
+            SendsNeedingPeople.count(provider: parked.provider, deviceStreamID: parked.deviceStreamID, state: .parked, rule: parked.rule)
+            logger.warning("parked a send whose outcome is unknown: an operator settles it (ledger sends retry|cancel)", metadata: [
+                "ledger.send": "\(parked.sendID)", "ledger.provider": "\(parked.provider)", "ledger.rule": "\(parked.rule)",
+            ])
         }
         for provider in depth {
             Gauge(label: "ledger_send_queue_depth", dimensions: [("provider", provider.provider)]).record(provider.pending)
             let age = provider.oldestEnqueuedAt.map { now.timeIntervalSince($0) } ?? 0
             Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: [("provider", provider.provider)]).record(age)
+        }
+        if housekeeping {
+            // Every provider, 0 when none of its sends is in the queue: once the last parked send is
+            // settled, the gauge must say so rather than keep its last value.
+            let parked = Dictionary(depth.map { ($0.provider, $0.parked) }, uniquingKeysWith: +)
+            for provider in SendProvider.allCases {
+                Gauge(label: "ledger_send_parked", dimensions: [("provider", provider.rawValue)]).record(parked[provider.rawValue] ?? 0)
+            }
         }
         if !claims.isEmpty {
             inFlight.add(claims.count, ordering: .relaxed)

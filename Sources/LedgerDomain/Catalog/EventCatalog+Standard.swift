@@ -9,7 +9,7 @@ extension EventCatalog {
         SKANRegistered.self, SKANConversionValueUpdated.self, TrackingConsentChanged.self, DeviceUserAgentRecorded.self,
         // Send lifecycle
         SendRequested.self, SendAttempted.self, ResponseReceived.self, RetryScheduled.self,
-        SendSucceeded.self, SendFailed.self, SendOutcomeUnknown.self, SendCancelled.self,
+        SendSucceeded.self, SendFailed.self, SendOutcomeUnknown.self, SendParked.self, SendUnparked.self, SendCancelled.self,
         // Decisions, privacy, SKAN postbacks
         AttributionDecided.self, ErasureCompleted.self, SKANPostbackReceived.self,
         SKANConversionModelConfigured.self,

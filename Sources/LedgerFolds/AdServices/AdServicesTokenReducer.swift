@@ -39,7 +39,8 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
         public var digest: String
         /// When the device got it.
         public var issuedAt: Date
-        /// `issuedAt` + 24 h.
+        /// 24 h after the earlier of `issuedAt` and when the ledger received the token
+        /// (`AdServicesToken.expiresAt(receivedAt:)`).
         public var expiresAt: Date
         /// Lookups made: `SendAttempted`, less the tries that then made no call (a
         /// `RetryScheduled` with `called: false`, e.g. a lease too short for the call).
@@ -83,8 +84,9 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
 
     public let name = "adservices_tokens"
     /// 2: `attempts` counts lookups made (not tries that made no call). 3: an erasure replaces the
-    /// token digests by `erased-<n>`.
-    public let version = 3
+    /// token digests by `erased-<n>`. 4: `expiresAt` counts from the earlier of `issuedAt` and
+    /// when the ledger received the token.
+    public let version = 4
     public var deviceEventTypes: [String] { [FirstOpen.eventType, AdServicesTokenReceived.eventType, ErasureCompleted.eventType] }
     public var followedProviders: Set<SendProvider> { [.appleAdServices] }
 
@@ -98,9 +100,11 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
         let eventKey = event.record.id.uuidString.lowercased()
         switch event.type {
         case FirstOpen.eventType:
-            if let token = try event.decode(FirstOpen.self).adServicesToken { track(token, eventKey, &state) }
+            if let token = try event.decode(FirstOpen.self).adServicesToken {
+                track(token, eventKey, receivedAt: event.record.recordedAt, &state)
+            }
         case AdServicesTokenReceived.eventType:
-            track(try event.decode(AdServicesTokenReceived.self).token, eventKey, &state)
+            track(try event.decode(AdServicesTokenReceived.self).token, eventKey, receivedAt: event.record.recordedAt, &state)
         case ErasureCompleted.eventType:
             Self.forgetDigests(&state)
         case SendRequested.eventType:
@@ -136,12 +140,12 @@ public struct AdServicesTokenReducer: DeviceStateReducer {
         state.tokenOfSend = state.tokenOfSend.mapValues { renamed[$0] ?? $0 }
     }
 
-    func track(_ token: LedgerDomain.AdServicesToken, _ eventKey: String, _ state: inout State) {
+    func track(_ token: LedgerDomain.AdServicesToken, _ eventKey: String, receivedAt: Date, _ state: inout State) {
         let digest = Self.digest(token.token)
         state.tokenOfEvent[eventKey] = digest
         if state.tokens[digest] == nil {
             state.tokens[digest] = TrackedToken(digest: digest, issuedAt: token.issuedAt,
-                                                expiresAt: token.issuedAt.addingTimeInterval(LedgerDomain.AdServicesToken.lifetime))
+                                                expiresAt: token.expiresAt(receivedAt: receivedAt))
         }
     }
 

@@ -118,6 +118,7 @@ public enum SendLifecycle {
     /// Every type that can appear in a `send-…` stream.
     public static let eventTypes = [
         SendRequested.eventType, SendAttempted.eventType, ResponseReceived.eventType, RetryScheduled.eventType,
-        SendSucceeded.eventType, SendFailed.eventType, SendOutcomeUnknown.eventType, SendCancelled.eventType,
+        SendSucceeded.eventType, SendFailed.eventType, SendOutcomeUnknown.eventType, SendParked.eventType,
+        SendUnparked.eventType, SendCancelled.eventType,
     ]
 }

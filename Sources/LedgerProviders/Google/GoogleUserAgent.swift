@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDomain
 
 /// The Google App Conversion Tracking API's "App User-Agent":
 /// `name version (os_and_version; locale; device; build; Proxy)`.
@@ -62,13 +63,11 @@ public struct GoogleAppUserAgent: Sendable, Hashable, Codable {
         try Self.checkToken(osAndVersion, field: "os_and_version", allowSpaces: true)
         try Self.checkToken(device, field: "device", allowSpaces: true)
         try Self.checkToken(locale, field: "locale", allowSpaces: false)
-        let localeScalars = Array(locale.unicodeScalars)
-        guard localeScalars.count == 5, localeScalars[2] == "_",
-            localeScalars[0...1].allSatisfy({ ("a"..."z").contains($0) }),
-            localeScalars[3...4].allSatisfy({ ("A"..."Z").contains($0) })
-        else {
+        // The same rule the ledger's facts are checked by when appended
+        // (`AppUserAgentLocale`): this builder takes only its `ll_CC` form.
+        guard AppUserAgentLocale.isGoogleForm(locale) else {
             throw Self.error(
-                "locale", "locale_ll_CC",
+                "locale", AppUserAgentLocale.rule,
                 "locale must be a two-letter language and country code separated by an underscore, e.g. en_US.")
         }
         guard !build.trimmingCharacters(in: .whitespaces).isEmpty else {

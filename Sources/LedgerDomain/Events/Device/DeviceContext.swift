@@ -75,6 +75,16 @@ public struct DeviceContext: Codable, Sendable, Hashable {
         self.customUserID = customUserID
     }
 
+    /// Whether limit-ad-tracking applies to this device: its `limit_ad_tracking` flag is set, or
+    /// its App Tracking Transparency status is `denied` or `restricted` (the user, or the
+    /// device's management, refused tracking). The one rule for every provider's flag: the Google
+    /// App Conversion Tracking API's `lat` is `1`, and the Branch v1/open server-to-server guide's
+    /// `ad_tracking_enabled` is omitted, exactly when this is true. (`not_determined` leaves the
+    /// decision to the flag.)
+    public var limitsAdTracking: Bool {
+        limitAdTracking || attStatus == .denied || attStatus == .restricted
+    }
+
     enum CodingKeys: String, CodingKey {
         case platform, idfa, idfv, gaid
         case androidID = "android_id"
@@ -132,11 +142,13 @@ public struct UserAgentParts: Codable, Sendable, Hashable {
     public var osName: String
     /// The OS version, e.g. `10.0.2`.
     public var osVersion: String
-    /// The locale as `ll_CC`, e.g. `en_US`.
+    /// The locale, e.g. `en_US`: a two-letter language and a two-letter country, in any form
+    /// ``AppUserAgentLocale/googleForm(_:)`` can write as `ll_CC` (`en-US`, `zh_Hans_CN`).
     public var locale: String
     /// The hardware model, e.g. `iPhone9,1`, `Pixel 8`.
     public var deviceModel: String
-    /// The OS build id without the `Build/` prefix, e.g. `13D15`, when known.
+    /// The OS build id without the `Build/` prefix, e.g. `13D15`. Optional in Swift for
+    /// decoding; refused at append when absent (the app User-Agent cannot be built without it).
     public var build: String?
 
     /// Creates user agent parts.
@@ -182,13 +194,22 @@ public struct UserAgentParts: Codable, Sendable, Hashable {
         try Self.userAgentToken(osVersion, field(.osVersion), spaces: true)
         try Self.userAgentToken(locale, field(.locale), spaces: false)
         try Self.userAgentToken(deviceModel, field(.deviceModel), spaces: true)
-        if let build {
-            if build.hasPrefix("Build/") {
-                throw RuleViolation(field: field(.build), rule: "build_without_prefix",
-                                    message: "build is the OS build id alone, e.g. 13D15: the user agent adds \"Build/\" itself (Google App Conversion Tracking API).")
-            }
-            try Self.userAgentToken(build, field(.build), spaces: false)
+        // One rule with the Google User-Agent builder: a locale it cannot write as `ll_CC` is
+        // refused now, not when the conversion is sent.
+        guard AppUserAgentLocale.googleForm(locale) != nil else {
+            throw RuleViolation(field: field(.locale), rule: AppUserAgentLocale.rule, message: AppUserAgentLocale.message)
         }
+        // The Google App Conversion Tracking API's User-Agent ends with "Build/" and the OS build
+        // number: a user agent without it could never be sent.
+        guard let build else {
+            throw RuleViolation(field: field(.build), rule: RuleViolation.requiredRule,
+                                message: "build, the OS build id (e.g. 13D15), is part of the app user agent (Google App Conversion Tracking API).")
+        }
+        if build.hasPrefix("Build/") {
+            throw RuleViolation(field: field(.build), rule: "build_without_prefix",
+                                message: "build is the OS build id alone, e.g. 13D15: the user agent adds \"Build/\" itself (Google App Conversion Tracking API).")
+        }
+        try Self.userAgentToken(build, field(.build), spaces: false)
     }
 
     /// Printable ASCII without `(`, `)`, `;` — nor ` ` and `/` where `spaces` is false (a name,

@@ -87,6 +87,16 @@ public struct AdServicesToken: Codable, Sendable, Hashable {
     /// How long Apple honours a token.
     public static let lifetime: TimeInterval = 24 * 60 * 60
 
+    /// When the token's 24 hours are counted from: the earlier of ``issuedAt`` (the device's
+    /// clock) and `receivedAt`, when the ledger recorded the fact that carried the token (the
+    /// ledger's clock). A token cannot have been made after the ledger received it, so a device
+    /// clock running ahead cannot keep a dead token alive; a clock running behind only shortens
+    /// the lifetime, and a lookup then is merely not made.
+    public func lifetimeStart(receivedAt: Date) -> Date { min(issuedAt, receivedAt) }
+
+    /// When the token is dead: ``lifetime`` after ``lifetimeStart(receivedAt:)``.
+    public func expiresAt(receivedAt: Date) -> Date { lifetimeStart(receivedAt: receivedAt).addingTimeInterval(Self.lifetime) }
+
     func validate(at path: String) throws(RuleViolation) {
         let field = FieldPath.join(path, "token")
         try Check.text(token, field, max: Check.longText)
