@@ -1,4 +1,5 @@
 import Foundation
+import LedgerDecisions
 import LedgerDomain
 
 extension AppsFile {

@@ -105,35 +105,3 @@ public struct SingularCredentials: Sendable {
     /// `sdk_key`: the SDK key (not the reporting API key).
     public var sdkKey: Secret
 }
-
-/// The lookback windows an apps file may set, by their names in the file (the same names
-/// `LEDGER_ATTRIBUTION_SETTINGS` uses).
-public enum AttributionWindowName: String, Sendable, CaseIterable {
-    /// Google ad events.
-    case googleClick = "google_click"
-    /// Apple AdServices taps.
-    case appleClick = "apple_click"
-    /// Apple AdServices views.
-    case appleView = "apple_view"
-    /// Apple AdServices taps on a pre-order.
-    case applePreOrderClick = "apple_preorder_click"
-    /// Apple AdServices views of a pre-order.
-    case applePreOrderView = "apple_preorder_view"
-    /// Branch link clicks.
-    case branchClick = "branch_click"
-    /// Legacy iAd taps.
-    case iAdClick = "iad_click"
-
-    /// The window's field of ``AttributionWindows``.
-    public var field: WritableKeyPath<AttributionWindows, TimeInterval> {
-        switch self {
-        case .googleClick: \.googleClick
-        case .appleClick: \.appleClick
-        case .appleView: \.appleView
-        case .applePreOrderClick: \.applePreOrderClick
-        case .applePreOrderView: \.applePreOrderView
-        case .branchClick: \.branchClick
-        case .iAdClick: \.iAdClick
-        }
-    }
-}

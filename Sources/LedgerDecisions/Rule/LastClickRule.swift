@@ -43,15 +43,7 @@ public struct AttributionWindows: Sendable, Hashable, Codable {
         self.iAdClick = iAdClick
     }
 
-    enum CodingKeys: String, CodingKey {
-        case googleClick = "google_click"
-        case appleClick = "apple_click"
-        case appleView = "apple_view"
-        case applePreOrderClick = "apple_preorder_click"
-        case applePreOrderView = "apple_preorder_view"
-        case branchClick = "branch_click"
-        case iAdClick = "iad_click"
-    }
+    typealias CodingKeys = AttributionWindowName
 
     /// The window that applies to `candidate`.
     public func window(for candidate: TouchCandidate) -> TimeInterval {
