@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDomain
 import LedgerProviders
+import Synchronization
 
 /// Removes configured secret values (``SendRules/configuredSecrets``) from what the worker
 /// appends: a provider's answer is stored as received, and an error answer may repeat the request
@@ -13,9 +14,12 @@ struct SecretRedactor: Sendable {
     /// inside it).
     private let forms: [String]
     private let marker = ProviderRequest.redactedMarker
+    /// The secrets it was made for: a cache compares them to tell whether it still applies.
+    let secrets: [String]
 
     /// A redactor for `secrets`; blank values are ignored.
     init(secrets: [String]) {
+        self.secrets = secrets
         var forms = Set<String>()
         var unreserved = CharacterSet.alphanumerics
         unreserved.insert(charactersIn: "-._~")
@@ -78,5 +82,21 @@ struct SecretRedactor: Sendable {
         copy.headers = redact(answer.headers)
         copy.body = answer.body.map(redact)
         return copy
+    }
+}
+
+/// The worker's redactor, made again only when the configured secrets change (a `SIGHUP` reload):
+/// making one percent-encodes and sorts every secret, which is not work for every try.
+final class SecretRedactorCache: Sendable {
+    private let current = Mutex<SecretRedactor?>(nil)
+
+    /// The redactor for `secrets`: the last one made when they are the same.
+    func redactor(for secrets: [String]) -> SecretRedactor {
+        current.withLock { cached in
+            if let cached, cached.secrets == secrets { return cached }
+            let made = SecretRedactor(secrets: secrets)
+            cached = made
+            return made
+        }
     }
 }

@@ -141,7 +141,7 @@ extension SendWorker {
     /// may go on: those recorded, and those to settle without a call (their outcome checks the
     /// claim itself).
     func recordAttempts(_ steps: [(SendQueue.Claim, NextStep)]) async throws -> Set<UUID> {
-        let redactor = SecretRedactor(secrets: rules.configuredSecrets)
+        let redactor = redactors.redactor(for: rules.configuredSecrets)
         var attempts: [StreamAppend] = []
         var calling: [SendQueue.Claim] = []
         var going = Set<UUID>()
@@ -247,7 +247,7 @@ extension SendWorker {
         let outcome: Outcome
         do {
             outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now(),
-                                  redactor: SecretRedactor(secrets: rules.configuredSecrets))
+                                  redactor: redactors.redactor(for: rules.configuredSecrets))
         } catch {
             logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
                 "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",

@@ -108,6 +108,8 @@ public final class SendWorker: Service {
     let jitter: @Sendable () -> Double
     let logger: Logger
     let loader: SendContextLoader
+    /// What is removed from answers and details before they are stored (``SendRules/configuredSecrets``).
+    let redactors = SecretRedactorCache()
     /// Sends claimed whose answer (or outcome, for a send settled without a call) is not in yet,
     /// those waiting for a slot included: at most ``Configuration/slots`` + ``Configuration/prefetch``.
     let inFlight = Atomic<Int>(0)
