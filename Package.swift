@@ -5,7 +5,7 @@
 // below list every direct dependency; docs/architecture.md draws the same graph):
 //
 //   LedgerCLI (ledger)          ─▶ LedgerConfiguration, LedgerHTTPTransport, LedgerFakeProviders,
-//                                  LedgerMigrations, LedgerPrivateCluster
+//                                  LedgerMigrations, LedgerPrivateCluster, LedgerLogging
 //   LedgerConfiguration         ─▶ LedgerHTTPAPI
 //   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
 //                                  LedgerTestSupport
@@ -25,7 +25,8 @@
 //   LedgerMigrations            ─▶ LedgerPostgres
 //   LedgerPrivateCluster        ─▶ LedgerPostgres
 //   LedgerPostgres              ─▶ CLedgerPQ (libpq-fe.h)
-//   LedgerDomain, CLedgerPQ        import no other module of the ledger
+//   LedgerDomain, CLedgerPQ,
+//   LedgerLogging                  import no other module of the ledger
 //
 // Test targets import their module, what they need below it, and LedgerTestKit alone for their
 // support: the `.database` mark of tests that run against PostgreSQL, store fixtures, fake
@@ -246,11 +247,18 @@ let package = Package(
             dependencies: ["LedgerDecisions", "LedgerDispatch", "LedgerDomain", "LedgerHTTPAPI", "LedgerProviders"],
             swiftSettings: strict
         ),
+        // The processes' log format: a swift-log handler writing one JSON object per line, and the
+        // choice of format and level from the environment. swift-log only.
+        .target(
+            name: "LedgerLogging",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            swiftSettings: strict
+        ),
         // The `ledger` command.
         .executableTarget(
             name: "LedgerCLI",
             dependencies: [
-                "LedgerConfiguration",
+                "LedgerConfiguration", "LedgerLogging",
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections", "LedgerFolds",
                 "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
@@ -287,6 +295,11 @@ let package = Package(
                 "LedgerPostgres", "LedgerTestKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "LedgerLoggingTests",
+            dependencies: ["LedgerLogging", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strict
         ),
         .testTarget(
