@@ -38,7 +38,8 @@ extension AttributionLedger {
     private func refusal(_ stream: String, app: String, recordedApp: String) -> AttributionLedgerError {
         // Not a caller's mistake: the log holds another app's event where this app's was expected.
         logger.critical("refused a read that reached another app's events", metadata: ["ledger.app": "\(app)"])
-        logger.debug("tenant check failed", metadata: ["ledger.stream": "\(stream)", "ledger.recorded_app": "\(recordedApp)"])
+        // Apps only: the stream's id holds the device's install id.
+        logger.debug("tenant check failed", metadata: ["ledger.app": "\(app)", "ledger.recorded_app": "\(recordedApp)"])
         return AttributionLedgerError.otherApp(TenancyViolation(stream: stream, app: app, recordedApp: recordedApp))
     }
 

@@ -164,9 +164,10 @@ extension AttributionLedger {
         do {
             let fact = try await recorder.record(planned: [prepared.planned], now: clock.now())[0]
             metrics.recorded(type: type, duplicate: fact.wasDuplicate, duration: ContinuousClock.now - started)
+            // The event id, not the stream: a device stream's id holds the app's install id.
             logger.debug("recorded a device fact", metadata: [
                 "ledger.event_type": "\(type)", "ledger.position": "\(fact.position)", "ledger.duplicate": "\(fact.wasDuplicate)",
-                "ledger.stream": "\(prepared.device.streamID.rawValue)",
+                "ledger.app": "\(prepared.device.app)", "ledger.event": "\(fact.eventID)",
             ])
             return Recorded(eventID: fact.eventID, position: fact.position, wasDuplicate: fact.wasDuplicate, sendIDs: fact.sends)
         } catch {

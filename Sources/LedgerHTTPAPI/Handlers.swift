@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerDomain
+import LedgerPostgres
 import LedgerStore
 import Logging
 import NIOCore
@@ -147,7 +148,7 @@ struct Handlers: Sendable {
             if try await ledger.isReady() { return try JSONResponse.make(["status": "ready"]) }
             return try JSONResponse.make(status: .serviceUnavailable, ["status": "not_ready", "reason": "schema_missing"])
         } catch {
-            logger.warning("readiness check failed", metadata: ["error": "\(String(describing: error))"])
+            logger.warning("readiness check failed", metadata: ErrorLogMetadata.of(error))
             return try JSONResponse.make(status: .serviceUnavailable, ["status": "not_ready", "reason": "database_unreachable"])
         }
     }

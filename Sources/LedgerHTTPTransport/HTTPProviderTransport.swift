@@ -130,7 +130,7 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
         do {
             try await client.shutdown()
         } catch {
-            logger.warning("HTTP client shutdown failed", metadata: ["error": "\(error)"])
+            logger.warning("HTTP client shutdown failed", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
         }
     }
 

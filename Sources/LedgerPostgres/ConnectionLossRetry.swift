@@ -159,10 +159,12 @@ public final class ConnectionLossRetry: Sendable {
         }
     }
 
-    /// The error for the log: a ``PostgresError``'s ``PostgresError/description`` (code,
-    /// SQLSTATE, message; never the statement nor the `DETAIL`), else the error's type.
+    /// The error for the log: for a lost or refused connection the ``PostgresError/description``
+    /// (libpq's reason, which names the server, never a password nor row data); for any other
+    /// database error only its code and SQLSTATE (a server message can quote the values it
+    /// refused); else the error's type.
     public static func describe(_ error: any Error) -> String {
-        if let error = error as? PostgresError { return error.description }
+        if let error = error as? PostgresError { return error.isConnectionBroken ? error.description : error.shortDescription }
         return String(describing: type(of: error))
     }
 }

@@ -59,10 +59,10 @@ extension EventStore {
                 logger.warning("""
                     not sealing: this session's role is not a member of ledger_sealer; seal from a process that \
                     logs in as one (`ledger seal`, docs/operations.md "Roles")
-                    """, metadata: ["error": "\(error.message)"])
+                    """, metadata: ErrorLogMetadata.of(error))
                 return
             } catch {
-                logger.error("sealing failed; trying again next interval", metadata: ["error": "\(error)"])
+                logger.error("sealing failed; trying again next interval", metadata: ErrorLogMetadata.of(error))
             }
             try? await Task.sleep(for: interval)
         }

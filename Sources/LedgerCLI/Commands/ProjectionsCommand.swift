@@ -87,7 +87,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
                     let limit = max(1, horizonHolders)
                     held = horizonHeldBack(try await pool.withConnection { try ReadHorizon.read(on: $0, limit: limit) }, after: horizonAfter)
                 } catch {
-                    logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
+                    logger.warning("could not read the read horizon", metadata: ErrorLogMetadata.of(error))
                     held = nil
                 }
                 if json {

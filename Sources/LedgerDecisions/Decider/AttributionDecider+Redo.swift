@@ -60,7 +60,7 @@ extension AttributionDecider {
                 } catch {
                     // A stop cancels the round's statement: that is no failure to report.
                     if Task.isCancelled { return }
-                    logger.error("deciding failed; trying again next round", metadata: ["error": "\(error)"])
+                    logger.error("deciding failed; trying again next round", metadata: ErrorLogMetadata.of(error))
                 }
                 try? await Task.sleep(for: interval)
             }

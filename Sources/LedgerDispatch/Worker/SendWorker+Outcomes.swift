@@ -145,7 +145,7 @@ extension SendWorker {
                         try connection.notify(channel: Outbox.channel)
                     } catch {
                         self.logger.warning("a retry was recorded but the workers were not notified; they poll",
-                                            metadata: ["ledger.error": "\(error)"])
+                                            metadata: ErrorLogMetadata.of(error))
                     }
                 }
                 return Set(appended.keys)
@@ -159,9 +159,9 @@ extension SendWorker {
                 // The send already has its terminal event (cancelled meanwhile): nothing more to write.
                 written = []
             } else {
-                logger.error("an outcome could not be recorded; the lease will be rescued", metadata: [
-                    "ledger.send": "\(group[0].claim.sendID)", "ledger.error": "\(error)",
-                ])
+                logger.error("an outcome could not be recorded; the lease will be rescued", metadata: ErrorLogMetadata.of(error, adding: [
+                    "ledger.send": "\(group[0].claim.sendID)",
+                ]))
                 return
             }
         }

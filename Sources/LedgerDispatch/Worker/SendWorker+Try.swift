@@ -54,14 +54,13 @@ extension SendWorker {
             held = try await recordAttempts(steps)
         } catch {
             guard !alone, claims.count > 1 else {
-                logger.error("a try failed before its outcome was recorded; its lease will be rescued", metadata: [
-                    "ledger.send": "\(claims.map(\.sendID))", "ledger.error": "\(error)",
-                ])
+                logger.error("a try failed before its outcome was recorded; its lease will be rescued", metadata: ErrorLogMetadata.of(error, adding: [
+                    "ledger.send": "\(claims.map(\.sendID))",
+                ]))
                 return
             }
-            logger.warning("recording a claim's attempts together failed; trying each send on its own", metadata: [
-                "ledger.error": "\(error)",
-            ])
+            logger.warning("recording a claim's attempts together failed; trying each send on its own",
+                           metadata: ErrorLogMetadata.of(error))
             _ = open.removeAll()  // each lone try gives its own room back
             await withTaskGroup(of: Void.self) { group in
                 for claim in claims { group.addTask { await self.process([claim], alone: true) } }
@@ -228,9 +227,9 @@ extension SendWorker {
                     .filter { $0.type == ResponseReceived.eventType }
                     .map { try $0.decode(ResponseReceived.self).status }
             } catch {
-                logger.warning("the send's earlier answers could not be read; judged without them", metadata: [
-                    "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",
-                ])
+                logger.warning("the send's earlier answers could not be read; judged without them", metadata: ErrorLogMetadata.of(error, adding: [
+                    "ledger.send": "\(claim.sendID)",
+                ]))
             }
         }
         var disposition = rules.classify(answer, context: judged)
@@ -249,9 +248,9 @@ extension SendWorker {
             outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now(),
                                   redactor: redactors.redactor(for: rules.configuredSecrets))
         } catch {
-            logger.error("an outcome could not be encoded; the lease will be rescued", metadata: [
-                "ledger.send": "\(claim.sendID)", "ledger.error": "\(error)",
-            ])
+            logger.error("an outcome could not be encoded; the lease will be rescued", metadata: ErrorLogMetadata.of(error, adding: [
+                "ledger.send": "\(claim.sendID)",
+            ]))
             return
         }
         await outcomes.record(outcome) { group in await self.writeOutcomes(group) }

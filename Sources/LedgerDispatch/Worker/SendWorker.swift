@@ -227,7 +227,7 @@ public final class SendWorker: Service {
                         try? await Task.sleep(for: retry)
                         continue
                     }
-                    logger.error("worker step failed; retrying", metadata: ["ledger.error": "\(error)"])
+                    logger.error("worker step failed; retrying", metadata: ErrorLogMetadata.of(error))
                     _ = await bell.wait(upTo: configuration.pollInterval)
                 }
             }
@@ -251,7 +251,7 @@ public final class SendWorker: Service {
                         group.addTask { await self.process(claims) }
                     }
                 } catch {
-                    logger.error("worker step failed", metadata: ["ledger.error": "\(error)"])
+                    logger.error("worker step failed", metadata: ErrorLogMetadata.of(error))
                 }
                 await group.waitForAll()
             }

@@ -72,7 +72,7 @@ extension DeviceStateProjection {
             return try pool.openSession()
         } catch let error as PostgresError where error.code == .connectionFailed {
             pool.logger.notice("a rebuild's second writer could not open a session; the final write runs on one",
-                               metadata: ["db.error": "\(error)"])
+                               metadata: ErrorLogMetadata.of(error))
             return nil
         }
     }

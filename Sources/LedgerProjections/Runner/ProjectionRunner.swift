@@ -117,7 +117,7 @@ public struct ProjectionRunner: Service {
         do {
             try await cancelWhenGracefulShutdown { try await follow() }
         } catch where Task.isShuttingDownGracefully {
-            logger.debug("projection runner stopped", metadata: ["error": "\(error)"])
+            logger.debug("projection runner stopped", metadata: ErrorLogMetadata.of(error))
         }
     }
 
@@ -177,7 +177,7 @@ extension ProjectionRunner {
             }
         } catch {
             if !ConnectionLossRetry.isConnectionLoss(error) {
-                logger.warning("could not read projection lag", metadata: ["error": "\(error)"])
+                logger.warning("could not read projection lag", metadata: ErrorLogMetadata.of(error))
             }
         }
         do {
@@ -187,7 +187,7 @@ extension ProjectionRunner {
             return horizon
         } catch {
             if !ConnectionLossRetry.isConnectionLoss(error) {
-                logger.warning("could not read the read horizon", metadata: ["error": "\(error)"])
+                logger.warning("could not read the read horizon", metadata: ErrorLogMetadata.of(error))
             }
             return nil
         }
