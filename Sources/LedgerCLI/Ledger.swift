@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 /// The `ledger` command: the attribution ledger's operations, one subcommand each.
 @main
@@ -25,4 +26,16 @@ struct Ledger: AsyncParsableCommand {
             SendsCommand.self,
         ]
     )
+
+    /// Sets up logging (`LEDGER_LOG_FORMAT`, `LEDGER_LOG_LEVEL`) before any command runs, then runs
+    /// the command the arguments name. An unknown log format exits 64.
+    static func main() async {
+        do {
+            try ProcessLogging.bootstrap()
+        } catch {
+            FileHandle.standardError.write(Data("ledger: error: \(error)\n".utf8))
+            Self.exit(withError: ExitCode.validationFailure)
+        }
+        await main(nil)
+    }
 }

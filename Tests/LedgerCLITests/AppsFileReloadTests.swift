@@ -83,6 +83,7 @@ struct AppsFileReloadTests {
             for name in ["LEDGER_DATABASE_URL", "LEDGER_API_KEYS", "LEDGER_API_KEYS_FILE", "LEDGER_APPS_FILE"] {
                 environment.removeValue(forKey: name)
             }
+            environment["LEDGER_LOG_FORMAT"] = "text"
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
@@ -138,6 +139,7 @@ struct AppsFileReloadTests {
             var environment = ProcessInfo.processInfo.environment
             environment.removeValue(forKey: "LEDGER_DATABASE_URL")
             environment["ALPHA_SDK_KEY"] = "alpha-sdk-SECRETVALUE"
+            environment["LEDGER_LOG_FORMAT"] = "text"
             process.environment = environment
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

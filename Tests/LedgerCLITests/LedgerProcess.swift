@@ -25,6 +25,12 @@ struct LedgerProcess {
         }
     }
 
+    /// The environment every run starts from: this process's, with the text log format (the tests
+    /// read stderr as a person would; a test of the JSON format sets `LEDGER_LOG_FORMAT` itself).
+    static var baseEnvironment: [String: String] {
+        ProcessInfo.processInfo.environment.merging(["LEDGER_LOG_FORMAT": "text"]) { $1 }
+    }
+
     /// Starts `ledger` in the background with its output discarded (a worker, say): the caller
     /// stops it (SIGTERM, SIGKILL) and waits for it. `environment` is added to this process's.
     static func start(_ arguments: [String], environment extra: [String: String]) throws -> Process {
@@ -32,7 +38,7 @@ struct LedgerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(extra) { $1 }
+        process.environment = baseEnvironment.merging(extra) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -44,7 +50,7 @@ struct LedgerProcess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = baseEnvironment
         environment.removeValue(forKey: "LEDGER_DATABASE_URL")
         for (key, value) in extra { environment[key] = value }
         process.environment = environment

@@ -96,6 +96,7 @@ struct ServeRestartTests {
         environment.removeValue(forKey: "LEDGER_DATABASE_URL")
         environment["LEDGER_API_KEYS"] = #"{"\#(app)": "\#(digest)"}"#
         environment["LEDGER_LOG_LEVEL"] = "notice"
+        environment["LEDGER_LOG_FORMAT"] = "text"
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

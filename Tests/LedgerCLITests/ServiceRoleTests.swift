@@ -97,6 +97,7 @@ struct ServiceRoleTests {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "LEDGER_DATABASE_URL")
         environment["LEDGER_API_KEYS"] = #"{"com.example.game": "\#(String(repeating: "0", count: 64))"}"#
+        environment["LEDGER_LOG_FORMAT"] = "text"
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

@@ -4,6 +4,7 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
+import Logging
 import Synchronization
 
 /// `ledger export`: the log as JSON lines, for auditors.
@@ -63,7 +64,7 @@ struct ExportCommand: AsyncParsableCommand {
                 let out = LineWriter()
                 let (events, seals) = try await store.exportStored { line in out.write(line) }
                 out.flush()
-                FileHandle.standardError.write(Data("ledger export: \(events) events and \(seals) seals, stored form\n".utf8))
+                writeStatusLine("\(events) events and \(seals) seals, stored form", command: "export")
             }
             return
         }
@@ -87,7 +88,7 @@ struct ExportCommand: AsyncParsableCommand {
                 out.write(Data(lines.utf8))
                 checkpoint = batch.checkpoint
             }
-            FileHandle.standardError.write(Data("ledger export: \(written) events, decrypted: this output holds personal data\n".utf8))
+            writeStatusLine("\(written) events, decrypted: this output holds personal data", command: "export", level: .warning)
         }
     }
 }

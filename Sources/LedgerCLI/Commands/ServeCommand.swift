@@ -194,8 +194,7 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration: try makeConfiguration(environment: ProcessInfo.processInfo.environment),
                 metrics: registry, logger: logger,
                 onServerRunning: { port in
-                    FileHandle.standardError.write(Data(
-                        "ledger serve: listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)\n".utf8))
+                    writeStatusLine("listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)", command: "serve")
                 })
             // SIGHUP re-reads the apps file: new keys and settings, or the running ones kept.
             let reloader = ConfigurationReloader(
@@ -221,7 +220,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             services.append(("http server", server))
             try await runUntilSignalled(services, logger: logger)
-            FileHandle.standardError.write(Data("ledger serve: stopped\n".utf8))
+            writeStatusLine("stopped", command: "serve")
         }
     }
 }

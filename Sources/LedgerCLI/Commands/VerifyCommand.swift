@@ -236,7 +236,7 @@ struct CheckpointCommand: AsyncParsableCommand {
                 guard FileManager.default.createFile(atPath: output, contents: data) else {
                     throw CLIFailure(exitCode: .failure, message: "cannot write \(output)")
                 }
-                FileHandle.standardError.write(Data("ledger checkpoint: seal \(seal.number) written to \(output)\n".utf8))
+                writeStatusLine("seal \(seal.number) written to \(output)", command: "checkpoint")
             } else {
                 print(String(decoding: data, as: UTF8.self))
             }

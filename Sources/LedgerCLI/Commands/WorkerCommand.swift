@@ -8,6 +8,7 @@ import LedgerHTTPTransport
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
+import Logging
 import ServiceLifecycle
 
 /// `ledger worker`: drains pending sends to the providers until stopped.
@@ -99,8 +100,9 @@ struct WorkerCommand: AsyncParsableCommand {
         try await reportingFailures {
             let logger = makeLogger("ledger.worker")
             if (prefetch ?? slots) > 0, !SendWorker.leaseHoldsSendsAhead(lease: TimeInterval(lease), requestTimeout: .seconds(timeout)) {
-                FileHandle.standardError.write(Data(("ledger worker: warning: --lease \(lease) leaves no room for sends claimed ahead "
-                    + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0\n").utf8))
+                writeStatusLine("--lease \(lease) leaves no room for sends claimed ahead "
+                    + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0",
+                    command: "worker", level: .warning, textTag: "warning")
             }
             let configuration = try apps.load(command: "worker")
             let providers = try configured { () throws(ConfigurationError) in try configuration.sendRules() }
@@ -129,7 +131,7 @@ struct WorkerCommand: AsyncParsableCommand {
             // Trapped before the line below, which tells a supervisor (or a test) the worker runs:
             // a SIGHUP from then on reloads instead of ending the process.
             let hangups = await ConfigurationReloader.trap()
-            FileHandle.standardError.write(Data("ledger worker: providers configured: \(providers.summary)\n".utf8))
+            writeStatusLine("providers configured: \(providers.summary)", command: "worker")
             let transport = HTTPProviderTransport(logger: logger)
             let worker = SendWorker(
                 store: store, rules: rules, transport: transport,

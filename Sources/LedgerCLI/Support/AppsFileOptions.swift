@@ -30,7 +30,7 @@ struct AppsFileOptions: ParsableArguments {
 /// Prints the apps file's warnings (literal secrets: app and key path, never the value) to stderr.
 func printWarnings(of configuration: ServiceConfiguration, command: String) {
     for warning in configuration.warnings {
-        FileHandle.standardError.write(Data("ledger \(command): \(warning)\n".utf8))
+        writeStatusLine("\(warning)", command: command, level: .warning)
     }
 }
 
@@ -78,7 +78,7 @@ struct ConfigurationReloader: Service {
                 do {
                     try apply()
                     logger.notice("configuration reloaded")
-                    FileHandle.standardError.write(Data("ledger \(command): configuration reloaded\n".utf8))
+                    writeStatusLine("configuration reloaded", command: command)
                 } catch {
                     // At error level: shown at every LEDGER_LOG_LEVEL but critical.
                     logger.error("configuration refused; the running configuration is kept", metadata: ["error": "\(error)"])

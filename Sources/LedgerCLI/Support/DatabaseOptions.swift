@@ -56,17 +56,18 @@ func reportingFailures(_ body: () async throws -> Void) async throws {
     do {
         try await body()
     } catch let failure as CLIFailure {
-        FileHandle.standardError.write(Data("ledger: error: \(failure.message)\n".utf8))
+        writeStatusLine(failure.message, level: .error, textTag: "error")
         throw failure.exitCode
     } catch let error as PostgresError {
-        FileHandle.standardError.write(Data("ledger: error: \(error)\n".utf8))
+        writeStatusLine("\(error)", level: .error, textTag: "error")
         throw ExitCode.failure
     }
 }
 
-/// The CLI's logger: warnings and above on stderr unless LEDGER_LOG_LEVEL says otherwise.
+/// The CLI's logger: warnings and above on stderr unless LEDGER_LOG_LEVEL says otherwise, in the
+/// format of LEDGER_LOG_FORMAT (``ProcessLogging``).
 func makeLogger(_ label: String) -> Logger {
     var logger = Logger(label: label)
-    logger.logLevel = ProcessInfo.processInfo.environment["LEDGER_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
+    logger.logLevel = ProcessLogging.level
     return logger
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LedgerPostgres
+import Logging
 
 /// `--require-least-privilege`, shared by `serve` and `worker`: whether the session may do more
 /// than the application's role allows.
@@ -25,7 +26,7 @@ struct LeastPrivilegeOptions: ParsableArguments {
         if requireLeastPrivilege {
             throw CLIFailure(exitCode: .validationFailure, message: message + "; refused by --require-least-privilege")
         }
-        FileHandle.standardError.write(Data("ledger \(command): WARNING: \(message)\n".utf8))
+        writeStatusLine(message, command: command, level: .warning, textTag: "WARNING")
     }
 }
 
