@@ -68,11 +68,20 @@ public enum StoredExportLine: Sendable, Hashable {
 extension EventStore {
     /// Writes the whole readable log in its stored form, events in global order then every seal,
     /// one JSON line each, from one repeatable-read snapshot (so the events and the seals agree).
-    /// - Parameter write: called with each line (no newline) in order.
+    /// - Parameters:
+    ///   - progress: called after each chunk with (events written, events in the snapshot); when
+    ///     given, the snapshot's events are counted first (one more scan of `events`).
+    ///   - write: called with each line (no newline) in order.
     /// - Returns: how many events and seals were written.
-    public func exportStored(write: @escaping @Sendable (String) throws -> Void) async throws -> (events: Int, seals: Int) {
+    public func exportStored(progress: (@Sendable (Int, Int) -> Void)? = nil,
+                             write: @escaping @Sendable (String) throws -> Void) async throws -> (events: Int, seals: Int) {
         try await pool.withConnection { connection in
             try connection.transaction(isolation: .repeatableRead) { connection in
+                let total = try progress.map { _ in
+                    try connection.query("SELECT count(*) FROM events WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())")
+                        .single().decode(Int.self, at: 0)
+                } ?? 0
+                progress?(0, total)
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
                 encoder.dateEncodingStrategy = .iso8601
@@ -101,6 +110,7 @@ extension EventStore {
                         events += 1
                         cursor = GlobalCheckpoint(transactionID: UInt64(line.transactionID) ?? 0, position: line.position)
                     }
+                    progress?(events, total)
                 }
                 let seals = try Self.storedSeals(on: connection)
                 for seal in seals {

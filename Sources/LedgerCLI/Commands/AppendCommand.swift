@@ -61,8 +61,24 @@ struct AppendCommand: AsyncParsableCommand {
             var accepted = 0
             var duplicates = 0
             var number = 0
+            // Past a few thousand lines, a bar: of stdin's bytes when it is a file, else a count.
+            let inputBytes = Self.standardInputFileSize()
+            var bytesRead = 0
+            var bar: ProgressBar?
             while let line = readLine(strippingNewline: true) {
                 number += 1
+                bytesRead += line.utf8.count + 1
+                if bar == nil, number == ProgressDisplay.appendThreshold + 1 {
+                    bar = ProgressDisplay.bar(label: "append", unit: inputBytes == nil ? "lines" : "bytes", json: json,
+                                              items: number, threshold: ProgressDisplay.appendThreshold)
+                }
+                if let bar {
+                    if let inputBytes {
+                        bar.update(done: min(bytesRead, inputBytes), total: inputBytes, detail: "\(number) lines")
+                    } else {
+                        bar.update(done: number, total: 0)
+                    }
+                }
                 if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
                 do {
                     if let postback = try Self.postback(line) {
@@ -82,6 +98,7 @@ struct AppendCommand: AsyncParsableCommand {
                     refusals.append(Refusal(line: number, field: refusal.field, rule: refusal.rule, message: refusal.message))
                 }
             }
+            bar?.finish()
             if json {
                 struct Summary: Encodable { var accepted: Int; var duplicates: Int; var refused: [Refusal] }
                 let encoder = JSONEncoder()
@@ -96,6 +113,13 @@ struct AppendCommand: AsyncParsableCommand {
             }
         }
         if !refusals.isEmpty { throw ExitCode(10) }
+    }
+
+    /// The size of stdin when it is a regular file (`ledger append < facts.jsonl`), else nil.
+    static func standardInputFileSize() -> Int? {
+        var status = stat()
+        guard fstat(STDIN_FILENO, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(status.st_size)
     }
 
     /// A line refused before it reached the facade.

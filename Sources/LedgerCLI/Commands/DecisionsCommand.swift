@@ -59,7 +59,13 @@ struct DecisionsCommand: AsyncParsableCommand {
                 }
                 let report: RedoReport
                 do {
-                    report = try await database.withDecider(apps: apps) { try await $0.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date()) }
+                    let bar = ProgressDisplay.bar(label: "redo", unit: "devices", json: json)
+                    defer { bar?.finish() }
+                    report = try await database.withDecider(apps: apps) {
+                        try await $0.redo(ruleVersion: ruleVersion, since: sinceDate, now: Date(), progress: bar.map { bar in
+                            { @Sendable done, total in bar.update(done: done, total: total) }
+                        })
+                    }
                 } catch let error as UnknownRuleVersion {
                     throw CLIFailure(exitCode: .unknownRuleVersion, message: error.description)
                 }

@@ -62,8 +62,12 @@ struct ExportCommand: AsyncParsableCommand {
                 let (pool, store) = try database.openStore(logger: logger)
                 defer { pool.close() }
                 let out = LineWriter()
-                let (events, seals) = try await store.exportStored { line in out.write(line) }
+                let bar = ProgressDisplay.bar(label: "export", unit: "events")
+                let (events, seals) = try await store.exportStored(progress: bar.map { bar in
+                    { @Sendable done, total in bar.update(done: done, total: total) }
+                }) { line in out.write(line) }
                 out.flush()
+                bar?.finish()
                 writeStatusLine("\(events) events and \(seals) seals, stored form", command: "export")
             }
             return
@@ -77,8 +81,13 @@ struct ExportCommand: AsyncParsableCommand {
             var checkpoint = GlobalCheckpoint.start
             var written = 0
             let out = FileHandle.standardOutput
+            // Measured in log positions: the filter leaves out events, so no count of them is known.
+            let bar = ProgressDisplay.bar(label: "export", unit: "positions")
+            let lastPosition = bar == nil ? 0 : try await store.pool.withConnection { Int(try EventStore.lastPosition(on: $0)) }
             while true {
                 let batch = try await store.readAll(after: checkpoint, limit: 5000, filter: filter, asOf: at)
+                bar?.update(done: batch.events.isEmpty ? lastPosition : Int(batch.checkpoint.position), total: lastPosition,
+                            detail: "\(written) written")
                 guard !batch.events.isEmpty else { break }
                 var lines = ""
                 for event in batch.events where event.position > afterPosition {
@@ -88,6 +97,7 @@ struct ExportCommand: AsyncParsableCommand {
                 out.write(Data(lines.utf8))
                 checkpoint = batch.checkpoint
             }
+            bar?.finish()
             writeStatusLine("\(written) events, decrypted: this output holds personal data", command: "export", level: .warning)
         }
     }

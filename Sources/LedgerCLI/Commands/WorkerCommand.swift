@@ -124,7 +124,11 @@ struct WorkerCommand: AsyncParsableCommand {
             defer { otherPool.close() }
             let otherStore = EventStore(pool: otherPool, catalog: .standard, logger: logger)
             if rebuildQueue {
-                let pending = try await otherPool.withConnection { try SendQueue.rebuild(on: $0) }
+                let bar = ProgressDisplay.bar(label: "rebuild send queue", unit: "positions")
+                let pending = try await otherPool.withConnection { connection in
+                    try SendQueue.rebuild(on: connection, progress: bar.map { bar in { done, total in bar.update(done: done, total: total) } })
+                }
+                bar?.finish()
                 print("send queue rebuilt from the log: \(pending) unfinished sends (pending, or parked for an operator)")
                 return
             }

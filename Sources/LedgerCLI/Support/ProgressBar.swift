@@ -1,7 +1,29 @@
 import Foundation
+import LedgerLogging
 import Synchronization
 
-/// A progress bar on stderr for long work: done/total, rate, and time left.
+/// Whether a command shows a progress bar: only to a person (stderr is a terminal), never with
+/// `--json` (a script reads the output), and only for work of more than `threshold` items (a bar
+/// that flashes by helps no one). Elsewhere, stderr holds only the command's own lines and log
+/// records, so a JSON log stays JSON.
+enum ProgressDisplay {
+    /// The lines `ledger append` reads before it shows progress: below it, the work is quick.
+    static let appendThreshold = 5000
+
+    /// Whether to show progress for `items` items (done so far, or all when known).
+    static func shows(stderrIsTerminal: Bool, json: Bool, items: Int, threshold: Int = 0) -> Bool {
+        stderrIsTerminal && !json && items > threshold
+    }
+
+    /// A bar for this process when ``shows(stderrIsTerminal:json:items:threshold:)`` says so, else nil.
+    static func bar(label: String, unit: String, json: Bool = false, items: Int = 1, threshold: Int = 0) -> ProgressBar? {
+        shows(stderrIsTerminal: ProcessLogging.stderrIsTerminal, json: json, items: items, threshold: threshold)
+            ? ProgressBar(label: label, unit: unit) : nil
+    }
+}
+
+/// A progress bar on stderr for long work: done/total, rate, and time left (or, with no total
+/// known, done and rate).
 ///
 /// Redraws in place on a terminal; elsewhere (CI logs) prints a line at most every few seconds.
 /// Safe to call from any thread.
@@ -26,10 +48,13 @@ final class ProgressBar: Sendable {
         let line: String? = state.withLock { state in
             let now = Date()
             let interval = isTerminal ? 0.1 : 5
-            guard now.timeIntervalSince(state.lastDraw) >= interval || done >= total else { return nil }
+            guard now.timeIntervalSince(state.lastDraw) >= interval || (total > 0 && done >= total) else { return nil }
             state.lastDraw = now
             let elapsed = max(now.timeIntervalSince(state.started), 0.001)
             let rate = Double(done) / elapsed
+            guard total > 0 else {
+                return "\(label) \(done) \(unit)  \(Int(rate))/s" + (detail.map { "  (\($0))" } ?? "")
+            }
             let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
             let width = 30
             let filled = Int(fraction * Double(width))
@@ -39,11 +64,11 @@ final class ProgressBar: Sendable {
                 + (detail.map { "  (\($0))" } ?? "")
         }
         guard let line else { return }
-        FileHandle.standardError.write(Data((isTerminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
+        StandardErrorLines.shared.write(isTerminal ? "\r\u{1B}[K" + line : line + "\n")
     }
 
     /// Ends the bar's line.
     func finish() {
-        if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+        if isTerminal { StandardErrorLines.shared.write("\n") }
     }
 }

@@ -73,7 +73,10 @@ extension AttributionDecider {
     /// Never edits: a changed outcome is a new `AttributionDecided` that `supersedes` the old one;
     /// an unchanged one appends nothing. Google is told again only about ad events whose
     /// `attributed` value changed from what the last cross-network send for it said.
-    public func redo(ruleVersion: String, since: Date?, now: Date) async throws -> RedoReport {
+    /// - Parameter progress: called with (devices re-decided, devices in all) before the first
+    ///   device and after each.
+    public func redo(ruleVersion: String, since: Date?, now: Date,
+                     progress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> RedoReport {
         guard let version = AttributionRuleVersion.resolve(ruleVersion) else {
             throw UnknownRuleVersion(requested: ruleVersion, known: AttributionRuleVersion.known)
         }
@@ -86,7 +89,9 @@ extension AttributionDecider {
         }
         let obligations = GoogleObligationProjection(GoogleObligationReducer())
         var report = RedoReport()
-        for device in devices {
+        progress?(0, devices.count)
+        for (index, device) in devices.enumerated() {
+            defer { progress?(index + 1, devices.count) }
             let state = try await projection.state(of: device, store: store)
             let decisionStream = "decision-" + device.dropFirst("device-".count)
             let recorded = try await store.readStream(decisionStream, limit: 10_000)

@@ -12,17 +12,23 @@ extension SendQueue {
     /// The send streams are folded from the store's scan of the log, under one snapshot taken
     /// after the queue is locked (`LOCK` takes none), so no send committed behind the scan is
     /// missed; a send leaves the fold as soon as its terminal event is read.
+    ///
+    /// `progress`, when given, is called after each chunk of the scan with (the log position the
+    /// scan reached, the log's last position): a measure of the scan, not a count of sends.
     @discardableResult
-    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection) throws -> Int {
+    public static func rebuild(deadline: TimeInterval = 7 * 86_400, on connection: PostgresConnection,
+                               progress: ((Int, Int) -> Void)? = nil) throws -> Int {
         try connection.transaction(isolation: .repeatableRead) { connection in
             try connection.execute("LOCK TABLE send_queue IN EXCLUSIVE MODE")
             var fold = PendingSendFold()
             var checkpoint = GlobalCheckpoint.start
             let chunkSize = 10_000
+            let lastPosition = try progress.map { _ in Int(try EventStore.lastPosition(on: connection)) } ?? 0
             while true {
                 let chunk = try LogScan.chunk(after: checkpoint, types: PendingSendFold.types, limit: chunkSize,
                                               wholeSnapshot: true, on: connection)
                 for event in chunk { fold.apply(event) }
+                progress?(chunk.count == chunkSize ? Int(chunk.last?.position ?? 0) : lastPosition, lastPosition)
                 guard let last = chunk.last, chunk.count == chunkSize else { break }
                 checkpoint = GlobalCheckpoint(transactionID: last.transactionID, position: last.position)
             }
