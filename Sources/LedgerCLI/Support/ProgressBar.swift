@@ -31,6 +31,9 @@ final class ProgressBar: Sendable {
     private struct State {
         var started = Date()
         var lastDraw = Date.distantPast
+        /// The first `done` reported: the rate counts what was done since the bar appeared
+        /// (`append` shows one only after its first few thousand lines).
+        var firstDone: Int?
     }
     private let label: String
     private let unit: String
@@ -51,7 +54,9 @@ final class ProgressBar: Sendable {
             guard now.timeIntervalSince(state.lastDraw) >= interval || (total > 0 && done >= total) else { return nil }
             state.lastDraw = now
             let elapsed = max(now.timeIntervalSince(state.started), 0.001)
-            let rate = Double(done) / elapsed
+            let firstDone = state.firstDone ?? done
+            state.firstDone = firstDone
+            let rate = Double(done - firstDone) / elapsed
             guard total > 0 else {
                 return "\(label) \(done) \(unit)  \(Int(rate))/s" + (detail.map { "  (\($0))" } ?? "")
             }
