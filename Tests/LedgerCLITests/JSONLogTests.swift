@@ -88,6 +88,13 @@ struct JSONLogTests {
         }
     }
 
+    @Test func anUnknownLogFormatIsRefusedBeforeAnyCommandRuns() async throws {
+        let result = try await LedgerProcess.runDetached(["cluster", "status"], environment: ["LEDGER_LOG_FORMAT": "logfmt"])
+        #expect(result.status == 64)
+        #expect(result.stderr == "ledger: error: LEDGER_LOG_FORMAT: json_or_text: 'logfmt' is not a log format; use json or text\n")
+        #expect(result.stdout.isEmpty)
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func everyLineIsAJSONObjectWithoutSecretsPersonalValuesOrSQL() async throws {
         try await TestDatabase.with { database in
