@@ -50,7 +50,7 @@ struct WorkerCommand: AsyncParsableCommand {
               ledger worker
               ledger worker --slots 32 --lease 120
               ledger worker --apps-file /etc/ledger/apps.json
-              ledger worker --metrics-port 9464   # Prometheus scrapes http://127.0.0.1:9464/metrics
+              ledger worker --metrics-port 9464 # /metrics, /health, /ready on 127.0.0.1
               ledger worker --seal-every 600 # seal the global order every 10 minutes (default: every minute)
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
