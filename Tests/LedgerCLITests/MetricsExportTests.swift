@@ -159,6 +159,17 @@ struct MetricsExportTests {
                 let ready = try await Self.request(baseURL + "/ready")
                 #expect(ready.status == 200 && ready.body.contains(#""ready""#), "\(ready)")
 
+                // The queue cannot be read (the table is gone from under the worker): not ready.
+                _ = try await pool.query("ALTER TABLE send_queue RENAME TO send_queue_away")
+                var unreadable = Answer(status: 0, body: "")
+                #expect(try await waitUntil(timeout: .seconds(10), every: .milliseconds(100)) {
+                    unreadable = try await Self.request(baseURL + "/ready")
+                    return unreadable.status == 503
+                })
+                #expect(unreadable.body.contains("send_queue_unreadable"), "\(unreadable)")
+                _ = try await pool.query("ALTER TABLE send_queue_away RENAME TO send_queue")
+                #expect(try await Self.request(baseURL + "/ready").status == 200)
+
                 // The database refuses new sessions and ends the worker's: /ready says so, /health not.
                 let admin = PostgresPool(conninfo: try TestDatabase.server.get().adminConninfo, maxConnections: 1,
                                          logger: TestDatabase.quietLogger)
