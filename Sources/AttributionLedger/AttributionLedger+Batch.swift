@@ -24,6 +24,7 @@ extension AttributionLedger {
                     eventType: fact.eventType, field: "id", rule: "unique_in_batch",
                     message: "The id appears twice in the batch; each fact needs an id of its own.")
                 error.index = index
+                metrics.refused(type: fact.eventType, rule: error.rule)
                 throw error
             }
         }
@@ -33,6 +34,7 @@ extension AttributionLedger {
                 message: "This id was already recorded with other content or for another device; use a new id for a new fact.",
                 eventID: conflict)
             error.index = index
+            metrics.refused(type: facts[index].eventType, rule: error.rule)
             throw error
         }
         guard !facts.isEmpty else { return [] }

@@ -4,6 +4,7 @@ import LedgerConfiguration
 import LedgerDecisions
 import LedgerDispatch
 import LedgerDomain
+import LedgerHTTPAPI
 import LedgerHTTPTransport
 import LedgerPostgres
 import LedgerPrivateCluster
@@ -35,6 +36,12 @@ struct WorkerCommand: AsyncParsableCommand {
             SIGHUP re-reads the apps file: the next try of each send uses the new credentials; a bad
             file is refused (logged) and the running configuration kept.
 
+            --metrics-port serves Prometheus GET /metrics, GET /health (the process is alive) and
+            GET /ready (200 when the database answers and the send queue can be read, 503 with a
+            reason otherwise) on --metrics-host, 127.0.0.1 by default; port 0 takes any free port
+            and prints it. Without it the worker listens on nothing. The series are listed in
+            docs/operations.md ("Metrics").
+
             Exit codes: 0 stopped cleanly, 64 bad options or configuration (an apps file refused
             with its app, key path and rule), 3 the database is unreachable at start (later outages
             are waited out: docs/operations.md).
@@ -43,6 +50,7 @@ struct WorkerCommand: AsyncParsableCommand {
               ledger worker
               ledger worker --slots 32 --lease 120
               ledger worker --apps-file /etc/ledger/apps.json
+              ledger worker --metrics-port 9464 # /metrics, /health, /ready on 127.0.0.1
               ledger worker --seal-every 600 # seal the global order every 10 minutes (default: every minute)
               ledger worker --drain          # send what is due now, then exit
               ledger worker --rebuild-queue  # recompute the queue from the log, then exit
@@ -85,7 +93,20 @@ struct WorkerCommand: AsyncParsableCommand {
                                valueName: "seconds"))
     var sealEvery = 60
 
+    @Option(help: ArgumentHelp("Serve Prometheus GET /metrics, GET /health and GET /ready on this port (0: any free port, printed at start; default: none).",
+                               valueName: "port"))
+    var metricsPort: Int?
+
+    @Option(help: ArgumentHelp("The address --metrics-port listens on (plain HTTP: loopback or a private network).", valueName: "address"))
+    var metricsHost = "127.0.0.1"
+
     func validate() throws {
+        if let metricsPort {
+            guard (0...65_535).contains(metricsPort) else { throw ValidationError("--metrics-port must be 0–65535") }
+            guard !drain, !rebuildQueue else {
+                throw ValidationError("--metrics-port is for a running worker: not with --drain or --rebuild-queue, which exit when done")
+            }
+        }
         guard slots >= 1 else { throw ValidationError("--slots must be 1 or more") }
         if let prefetch { guard (0...slots).contains(prefetch) else { throw ValidationError("--prefetch must be between 0 and --slots") } }
         guard lease >= 1 else { throw ValidationError("--lease must be 1 second or more") }
@@ -99,6 +120,8 @@ struct WorkerCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingFailures {
             let logger = makeLogger("ledger.worker")
+            // Before anything makes a metric: swift-metrics binds each to the backend of its time.
+            if metricsPort != nil { _ = LedgerMetricsBackend.prometheus }
             if (prefetch ?? slots) > 0, !SendWorker.leaseHoldsSendsAhead(lease: TimeInterval(lease), requestTimeout: .seconds(timeout)) {
                 writeStatusLine("--lease \(lease) leaves no room for sends claimed ahead "
                     + "(it must be at least twice --timeout \(timeout) plus a tenth of itself): --prefetch is 0",
@@ -170,6 +193,10 @@ struct WorkerCommand: AsyncParsableCommand {
                         ("worker pool", pool), ("other pool", otherPool), ("provider transport", transport),
                         ("configuration reloader", reloader),
                     ]
+                    // Stopped after the loops below it: /metrics and /ready answer while they finish.
+                    if let metricsPort {
+                        services.append(("metrics endpoint", makeMetricsEndpoint(port: metricsPort, pool: otherPool, logger: logger)))
+                    }
                     if sealEvery > 0 {
                         services.append(("sealer", PeriodicSealer(store: otherStore, interval: .seconds(sealEvery), key: sealKey)))
                     }
@@ -183,5 +210,31 @@ struct WorkerCommand: AsyncParsableCommand {
             }
             await transport.shutdown()
         }
+    }
+}
+
+extension WorkerCommand {
+    /// The worker's `/metrics`, `/health` and `/ready` (``MetricsEndpoint``), over the process's
+    /// Prometheus registry; `/ready` reads the send queue on `pool`. Touching
+    /// ``LedgerMetricsBackend/prometheus`` makes it swift-metrics' backend, so the worker's
+    /// counters and gauges are recorded from here on (without `--metrics-port` they go nowhere).
+    func makeMetricsEndpoint(port: Int, pool: PostgresPool, logger: Logger) -> MetricsEndpoint {
+        let host = metricsHost
+        return MetricsEndpoint(
+            host: host, port: port, registry: LedgerMetricsBackend.prometheus,
+            readiness: {
+                do {
+                    try await pool.withConnection { try SendQueue.checkReadable(on: $0) }
+                    return .ready
+                } catch where ConnectionLossRetry.isConnectionLoss(error) {
+                    return .notReady(reason: "database_unreachable")
+                } catch {
+                    return .notReady(reason: "send_queue_unreadable")
+                }
+            },
+            logger: logger,
+            onServerRunning: { port in
+                FileHandle.standardError.write(Data("ledger worker: metrics on http://\(host):\(port)/metrics\n".utf8))
+            })
     }
 }

@@ -276,7 +276,7 @@ public final class SendWorker: Service {
         // each claim, its tries' record and their outcomes cost a statement whatever their size.
         guard free >= (running == 0 ? 1 : configuration.claimThreshold) || housekeeping else { return configuration.pollInterval }
         let (rescued, claims, nextDue, depth) = try await store.pool.withConnection {
-            [configuration, rules] connection -> (SendQueue.Rescued, [SendQueue.Claim], Date?, [SendQueue.Depth]) in
+            [configuration, rules] connection -> (SendQueue.Rescued, [SendQueue.Claim], Date?, [SendQueue.Depth]?) in
             let rescued = housekeeping
                 ? try SendQueue.rescue(now: now, store: self.store, policy: rules.unknownOutcomePolicy, on: connection)
                 : SendQueue.Rescued(count: 0, parked: [])
@@ -303,8 +303,11 @@ public final class SendWorker: Service {
             // When to look again matters only when the slots were not filled.
             // Hints and metrics only: their failure must not lose the claim just made.
             let nextDue: Date? = claims.count < free ? (try? SendQueue.nextDue(on: connection)) : nil
-            return (rescued, claims, nextDue, housekeeping ? (try? SendQueue.depth(on: connection)) ?? [] : [])
+            return (rescued, claims, nextDue, housekeeping ? (try? SendQueue.depth(on: connection)) : nil)
         }
+        // Made at each housekeeping turn, so that the series is exported (at 0) from the first
+        // one: an alert on its rate then sees the first rescue rather than a series appearing.
+        if housekeeping { _ = Counter(label: "ledger_send_rescues_total") }
         if rescued.count > 0 {
             Counter(label: "ledger_send_rescues_total").increment(by: rescued.count)
             logger.warning("rescued sends whose worker or lease was gone", metadata: ["ledger.rescued": "\(rescued.count)"])
@@ -315,17 +318,17 @@ public final class SendWorker: Service {
                 "ledger.send": "\(parked.sendID)", "ledger.provider": "\(parked.provider)", "ledger.rule": "\(parked.rule)",
             ])
         }
-        for provider in depth {
-            Gauge(label: "ledger_send_queue_depth", dimensions: [("provider", provider.provider)]).record(provider.pending)
-            let age = provider.oldestEnqueuedAt.map { now.timeIntervalSince($0) } ?? 0
-            Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: [("provider", provider.provider)]).record(age)
-        }
-        if housekeeping {
-            // Every provider, 0 when none of its sends is in the queue: once the last parked send is
-            // settled, the gauge must say so rather than keep its last value.
-            let parked = Dictionary(depth.map { ($0.provider, $0.parked) }, uniquingKeysWith: +)
+        if let depth {
+            // Every provider, 0 when none of its sends is in the queue: once the last pending or
+            // parked send is gone, the gauges must say so rather than keep their last value.
+            let byProvider = Dictionary(depth.map { ($0.provider, $0) }, uniquingKeysWith: { first, _ in first })
             for provider in SendProvider.allCases {
-                Gauge(label: "ledger_send_parked", dimensions: [("provider", provider.rawValue)]).record(parked[provider.rawValue] ?? 0)
+                let row = byProvider[provider.rawValue]
+                let dimensions = [("provider", provider.rawValue)]
+                Gauge(label: "ledger_send_queue_depth", dimensions: dimensions).record(row?.pending ?? 0)
+                let age = row?.oldestEnqueuedAt.map { max(0, now.timeIntervalSince($0)) } ?? 0
+                Gauge(label: "ledger_send_oldest_pending_seconds", dimensions: dimensions).record(age)
+                Gauge(label: "ledger_send_parked", dimensions: dimensions).record(row?.parked ?? 0)
             }
         }
         if !claims.isEmpty {
