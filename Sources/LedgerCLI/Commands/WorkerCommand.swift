@@ -234,7 +234,7 @@ extension WorkerCommand {
             },
             logger: logger,
             onServerRunning: { port in
-                FileHandle.standardError.write(Data("ledger worker: metrics on http://\(host):\(port)/metrics\n".utf8))
+                writeStatusLine("metrics on http://\(host):\(port)/metrics", command: "worker")
             })
     }
 }
