@@ -71,9 +71,10 @@ public struct LedgerHTTPServer: Service {
         self.logger = logger
     }
 
-    /// The router with every route and the error and metrics middleware.
+    /// The router with every route and the tracing, error and metrics middleware.
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestTracingMiddleware())
         router.add(middleware: ErrorMiddleware(logger: logger))
         router.add(middleware: MetricsMiddleware())
         let handlers = Handlers(ledger: ledger, keys: reloadableKeys, configuration: configuration, metrics: metrics, limiter: limiter,
