@@ -374,6 +374,8 @@ let package = Package(
             dependencies: [
                 "AttributionLedger", "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
                 "LedgerPostgres", "LedgerProviders", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
