@@ -60,6 +60,13 @@ let package = Package(
         .library(name: "AttributionLedger", targets: ["AttributionLedger"]),
         .library(name: "LedgerHTTPAPI", targets: ["LedgerHTTPAPI"]),
     ],
+    // Opt-in: `swift build --traits OTLPExport` builds the OTLP/HTTP trace exporter (swift-otel)
+    // into `ledger`, which `serve` and `worker` then use when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    // Off by default: swift-otel and SwiftProtobuf add minutes to every cold build, twice in CI.
+    // The spans themselves (swift-distributed-tracing) are always built in.
+    traits: [
+        .trait(name: "OTLPExport", description: "Export traces over OTLP/HTTP (swift-otel) from ledger serve and ledger worker"),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -71,6 +78,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libpq's C API. Only LedgerPostgres imports it.
@@ -87,6 +96,7 @@ let package = Package(
             dependencies: [
                 "CLedgerPQ", .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -109,7 +119,7 @@ let package = Package(
             name: "LedgerStore",
             dependencies: [
                 "LedgerPostgres", "LedgerDomain", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -145,6 +155,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -183,6 +194,8 @@ let package = Package(
                 "LedgerFakeProviders", "LedgerProviders", "LedgerTestSupport", "LedgerStore", "LedgerDomain", "LedgerPostgres",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -197,6 +210,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -219,6 +233,7 @@ let package = Package(
                 "LedgerDomain", "LedgerPostgres", "LedgerProviders",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -237,6 +252,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -266,6 +282,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLPExport"])),
             ],
             swiftSettings: strict
         ),
@@ -369,6 +387,8 @@ let package = Package(
             dependencies: [
                 "AttributionLedger", "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
                 "LedgerPostgres", "LedgerProviders", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strict
         ),
@@ -376,6 +396,9 @@ let package = Package(
             name: "LedgerHTTPAPITests",
             dependencies: [
                 "LedgerTestKit", "LedgerHTTPAPI", "AttributionLedger", "LedgerStore", "LedgerDomain", "LedgerPostgres",
+                "LedgerDispatch", "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerProviders",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -407,6 +430,7 @@ let package = Package(
                 "LedgerPrivateCluster", "LedgerDispatch", "LedgerFakeProviders", "LedgerDecisions", "LedgerSKANPostbacks",
                 "AttributionLedger", .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),

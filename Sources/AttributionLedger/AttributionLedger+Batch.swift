@@ -106,8 +106,13 @@ extension AttributionLedger {
         return AnyHashable(decoded) == AnyHashable(prepared.fact)
     }
 
-    /// Whether stored metadata decodes to `metadata`.
+    /// Whether stored metadata decodes to `metadata`, but for the trace: a retry from another
+    /// trace is the same fact (the first trace stays recorded).
     static func sameMetadata(_ stored: Data, as metadata: EventMetadata) -> Bool {
-        (try? LedgerJSON.makeDecoder().decode(EventMetadata.self, from: stored)) == metadata
+        guard var decoded = try? LedgerJSON.makeDecoder().decode(EventMetadata.self, from: stored) else { return false }
+        var metadata = metadata
+        decoded.traceparent = nil
+        metadata.traceparent = nil
+        return decoded == metadata
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import LedgerDecisions
 import LedgerDomain
 import LedgerPostgres
+import LedgerStore
 import Logging
 
 /// Envelope facts a caller may add to a recording: who records it and which flow it belongs to.
@@ -13,12 +14,17 @@ public struct RecordingOptions: Sendable, Hashable {
     public var correlationID: UUID?
     /// The event that directly caused this one, if the caller knows it.
     public var causationID: UUID?
+    /// The caller's W3C trace context (an HTTP request's valid `traceparent`), recorded in the
+    /// metadata when no span of the ledger's own is current: with a tracer running, the span the
+    /// fact is recorded in (a child of the caller's) is recorded instead.
+    public var traceparent: TraceParent?
 
     /// Creates options.
-    public init(actor: String? = nil, correlationID: UUID? = nil, causationID: UUID? = nil) {
+    public init(actor: String? = nil, correlationID: UUID? = nil, causationID: UUID? = nil, traceparent: TraceParent? = nil) {
         self.actor = actor
         self.correlationID = correlationID
         self.causationID = causationID
+        self.traceparent = traceparent
     }
 }
 
@@ -104,9 +110,11 @@ extension AttributionLedger {
                 eventType: Fact.eventType, field: "occurred_at", rule: "timestamp_range",
                 message: "The time must lie in the years 0001–9999.")
         }
+        // The trace the fact is recorded in: the current span's (so the sends it causes continue
+        // the trace from there), else the caller's own.
         let metadata = EventMetadata(
             correlationID: options.correlationID, causationID: options.causationID, actor: options.actor ?? defaultActor,
-            appID: device.app)
+            appID: device.app, traceparent: TraceContext.traceParent() ?? options.traceparent)
         let item = FactToRecord(fact, app: device.app, device: device.device, id: id, occurredAt: occurredAt, metadata: metadata)
         do {
             return PreparedFact(fact: fact, device: device, id: id, occurredAt: occurredAt, metadata: metadata,

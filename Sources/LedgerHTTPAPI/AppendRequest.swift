@@ -24,9 +24,12 @@ struct AppendRequest {
         "unknown_type": "type", "device_fact": "type", "unknown_schema_version": "schema_version", "timestamp_range": "occurred_at",
     ]
 
-    /// Parses `body` (``JSONBody/parse(_:)``: strict, no key twice) and prepares every event for `app`.
+    /// Parses `body` (``JSONBody/parse(_:)``: strict, no key twice) and prepares every event for
+    /// `app`, in the request's trace (`traceparent`, already validated; nil when absent or invalid).
     /// - Throws: ``APIError`` (400) naming the first offending field.
-    static func prepare(_ body: Data, app: AppID, ledger: AttributionLedger, maxEvents: Int) throws(APIError) -> [PreparedFact] {
+    static func prepare(_ body: Data, app: AppID, ledger: AttributionLedger, maxEvents: Int, traceparent: TraceParent? = nil)
+        throws(APIError) -> [PreparedFact]
+    {
         guard case .object(let object) = try JSONBody.parse(body) else {
             throw APIError.invalidRequest(field: "body", rule: "json_object", message: "The body must be a JSON object.")
         }
@@ -49,13 +52,13 @@ struct AppendRequest {
         var prepared: [PreparedFact] = []
         prepared.reserveCapacity(events.count)
         for (index, event) in events.enumerated() {
-            prepared.append(try prepareEvent(event, index: index, app: app, ledger: ledger))
+            prepared.append(try prepareEvent(event, index: index, app: app, ledger: ledger, traceparent: traceparent))
         }
         return prepared
     }
 
-    private static func prepareEvent(_ value: JSONValue, index: Int, app: AppID, ledger: AttributionLedger) throws(APIError)
-        -> PreparedFact
+    private static func prepareEvent(_ value: JSONValue, index: Int, app: AppID, ledger: AttributionLedger,
+                                     traceparent: TraceParent?) throws(APIError) -> PreparedFact
     {
         let base = "events[\(index)]"
         func refuse(_ key: String, _ rule: String, _ message: String) -> APIError {
@@ -125,7 +128,7 @@ struct AppendRequest {
         }
         let options = RecordingOptions(
             actor: try string("actor", required: false) ?? "http-api", correlationID: try uuid("correlation_id", required: false),
-            causationID: try uuid("causation_id", required: false))
+            causationID: try uuid("causation_id", required: false), traceparent: traceparent)
         do {
             return try ledger.prepare(type: type, schemaVersion: schemaVersion, data: data, for: device, id: id, occurredAt: occurredAt,
                                       options: options)

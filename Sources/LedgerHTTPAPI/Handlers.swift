@@ -77,8 +77,8 @@ struct Handlers: Sendable {
     func append(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let app = try authorize(request, context)
         let data = try await body(of: request)
-        let facts = try AppendRequest.prepare(data, app: app, ledger: ledger,
-                                              maxEvents: configuration.maxEventsPerBatch)
+        let facts = try AppendRequest.prepare(data, app: app, ledger: ledger, maxEvents: configuration.maxEventsPerBatch,
+                                              traceparent: RequestTracingMiddleware.traceParent(of: request))
         let results: [Recorded]
         do {
             results = try await ledger.recordBatch(facts)

@@ -71,13 +71,14 @@ public struct LedgerHTTPServer: Service {
         self.logger = logger
     }
 
-    /// The router with every route and the error and metrics middleware.
+    /// The router with every route and the tracing, error and metrics middleware.
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         // Exported at 0 from the start: an alert on their rate then sees the first 503 or 500,
         // rather than a series appearing with it.
         _ = Counter(label: "ledger_http_unavailable_total")
         _ = Counter(label: "ledger_http_internal_errors_total")
+        router.add(middleware: RequestTracingMiddleware())
         router.add(middleware: ErrorMiddleware(logger: logger))
         router.add(middleware: MetricsMiddleware())
         let handlers = Handlers(ledger: ledger, keys: reloadableKeys, configuration: configuration, metrics: metrics, limiter: limiter,

@@ -85,6 +85,11 @@ public final class HTTPProviderTransport: ProviderTransport, Service {
         // `connectionFailed` frees its slot for sends that can succeed.
         pool.retryConnectionEstablishment = false
         clientConfiguration.connectionPool = pool
+        // No span of AsyncHTTPClient's and no `traceparent` to a provider: its span would record
+        // the request's URL, whose query holds credentials and device identifiers (Google's
+        // `dev_token`, `rdid`), and our trace ids are none of a provider's business. The worker's
+        // `send try` span covers the call.
+        clientConfiguration.tracing.tracer = nil
         self.client = HTTPClient(
             eventLoopGroupProvider: .singleton, configuration: clientConfiguration, backgroundActivityLogger: logger)
     }

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import Tracing
 
 /// A small pool of libpq connections for async code.
 ///
@@ -18,6 +19,10 @@ import Logging
 /// cannot be opened is logged at `warning`, the first opened again after it at `notice`
 /// (``ConnectionLossRetry``, loop `connection pool`). Cancelling the calling task cancels the
 /// running statement with `PQcancel` (the statement fails with SQLSTATE 57014).
+///
+/// The calling task's trace context and tracer (swift-distributed-tracing) go with the body to
+/// the connection's thread, so that a span the body starts (the store's append) is a child of
+/// the caller's span, as it would be on the caller's own thread.
 public final class PostgresPool: Sendable {
     /// How the pool connects and how many sessions it keeps.
     public struct Configuration: Sendable {
@@ -68,7 +73,8 @@ public final class PostgresPool: Sendable {
                   logger: logger)
     }
 
-    /// Lends a connection to `body`, which runs on that connection's own thread.
+    /// Lends a connection to `body`, which runs on that connection's own thread, in the calling
+    /// task's trace context.
     ///
     /// `body` is synchronous on purpose: a transaction cannot stay open across an `await` (and so
     /// never across an HTTP call).
@@ -80,10 +86,15 @@ public final class PostgresPool: Sendable {
         let slot = try await checkout()
         defer { checkin(slot) }
         try Task.checkCancellation()
+        let trace = InstrumentationContext.current
+        let tracer = InstrumentationSystem.tracer
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 slot.queue.async {
-                    continuation.resume(with: Result { try slot.run(body) })
+                    let result = withTracer(tracer) {
+                        InstrumentationContext.$current.withValue(trace) { Result { try slot.run(body) } }
+                    }
+                    continuation.resume(with: result)
                 }
             }
         } onCancel: {

@@ -52,19 +52,23 @@ extension EventStore {
         }
         // A stream named twice, or an id used twice: the parts' own appends tell what that means.
         guard distinct else { return try appendEachPart(appends, on: connection) }
-
-        let statement = try prepareMany(appends, condition: nil, on: connection)
-        let sessionsOpened = PostgresConnection.sessionsOpened
-        let rows = try executeMany(statement.query, appends, on: connection)
-        // Nothing stored: a part's version or an id stopped the statement; each part decides.
-        guard try Self.storedRows(rows) == statement.total else { return try appendEachPart(appends, on: connection) }
-        let placed = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
-        return try appends.map { part in
-            guard let result = placed[part.stream] else {
-                throw PostgresError(code: .unexpectedResponse, message: "the append returned no rows for stream \(part.stream)")
+        let events = appends.reduce(0) { $0 + $1.events.count }
+        let stored = try traced(events: events, streams: appends.count) { () throws -> [AppendResult]? in
+            let statement = try prepareMany(appends, condition: nil, on: connection)
+            let sessionsOpened = PostgresConnection.sessionsOpened
+            let rows = try executeMany(statement.query, appends, on: connection)
+            // Nothing stored: a part's version or an id stopped the statement; each part decides.
+            guard try Self.storedRows(rows) == statement.total else { return nil }
+            let placed = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
+            return try appends.map { part in
+                guard let result = placed[part.stream] else {
+                    throw PostgresError(code: .unexpectedResponse, message: "the append returned no rows for stream \(part.stream)")
+                }
+                return result
             }
-            return result
         }
+        guard let stored else { return try appendEachPart(appends, on: connection) }
+        return stored
     }
 
     /// Appends the parts whose streams `condition` allows, in one statement that also runs the
@@ -97,14 +101,16 @@ extension EventStore {
                                                    message: "the id appears twice in the append")
             }
         }
-        let statement = try prepareMany(appends, condition: condition, on: connection)
-        let sessionsOpened = PostgresConnection.sessionsOpened
-        let rows = try executeMany(statement.query, appends, on: connection)
-        let results = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
-        // Keys made for this call are durable once events were stored with a durable commit (it
-        // flushes the log past them); a statement that stored nothing flushed nothing.
-        if !connection.isInTransaction, !results.isEmpty { statement.keys.appendCommitted() }
-        return results
+        return try traced(events: appends.reduce(0) { $0 + $1.events.count }, streams: appends.count) {
+            let statement = try prepareMany(appends, condition: condition, on: connection)
+            let sessionsOpened = PostgresConnection.sessionsOpened
+            let rows = try executeMany(statement.query, appends, on: connection)
+            let results = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
+            // Keys made for this call are durable once events were stored with a durable commit (it
+            // flushes the log past them); a statement that stored nothing flushed nothing.
+            if !connection.isInTransaction, !results.isEmpty { statement.keys.appendCommitted() }
+            return results
+        }
     }
 
     /// Runs a multi-stream statement. A concurrent append that took versions the call needed is a

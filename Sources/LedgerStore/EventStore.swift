@@ -85,9 +85,17 @@ public struct EventStore: Sendable {
     /// connection; the key's commit does not wait for a flush, the append's does, and that flush
     /// covers the key too (``DataKeys/acquire(subject:protection:on:beforeAppend:)``). The key is
     /// remembered only once the append has committed. (Inside a caller's transaction, the key
-    /// simply commits with it.)
+    /// simply commits with it.) Traced as one `append events` span (``traced(events:streams:_:)``).
     func appendSealing(_ events: [NewEvent], to stream: String, expected: ExpectedVersion,
                        on connection: PostgresConnection) throws -> AppendResult
+    {
+        try traced(events: events.count, streams: 1) {
+            try appendSealingUntraced(events, to: stream, expected: expected, on: connection)
+        }
+    }
+
+    private func appendSealingUntraced(_ events: [NewEvent], to stream: String, expected: ExpectedVersion,
+                                       on connection: PostgresConnection) throws -> AppendResult
     {
         let need = privacy.sealingNeed(stream: stream, events: events)
         let keyCommitsWithAppend = need == .sealMayCreateKey && !connection.isInTransaction
@@ -261,7 +269,7 @@ public struct EventStore: Sendable {
         var appended: [AppendedEvent] = []
         for (event, record) in zip(events, stored) {
             guard record.streamID == stream, record.type == event.type, record.schemaVersion == event.schemaVersion,
-                jsonEqual(record.data, event.data), jsonEqual(record.metadata, event.metadata),
+                jsonEqual(record.data, event.data), sameMetadata(record.metadata, event.metadata),
                 abs(record.occurredAt.timeIntervalSince(event.occurredAt)) < 0.000_001
             else { return nil }
             appended.append(AppendedEvent(id: record.id, position: record.position, streamVersion: record.streamVersion,
@@ -269,6 +277,19 @@ public struct EventStore: Sendable {
                                           hash: record.hash))
         }
         return AppendResult(events: appended, wasDuplicate: true)
+    }
+
+    /// Whether two metadata texts are the same but for their `traceparent`: where a fact was
+    /// first recorded in a trace, a retry of it from another trace (a new span of the same
+    /// caller) is still the same fact, answered as a duplicate; the first trace stays recorded.
+    static func sameMetadata(_ lhs: Data, _ rhs: Data) -> Bool {
+        let decoder = JSONDecoder()
+        guard case .object(var left)? = try? decoder.decode(JSONValue.self, from: lhs),
+              case .object(var right)? = try? decoder.decode(JSONValue.self, from: rhs)
+        else { return jsonEqual(lhs, rhs) }
+        left[TraceContext.key] = nil
+        right[TraceContext.key] = nil
+        return left == right
     }
 
     /// Whether two JSON texts hold the same value: key order, whitespace and number spelling

@@ -211,6 +211,10 @@ struct ServeCommand: AsyncParsableCommand {
             // and lets requests in flight finish), then the projection runner and the sealer, then
             // the pool. A failure of any (a projection that cannot apply) stops the others.
             var services: [(name: String, service: any Service)] = [("pool", pool), ("configuration reloader", reloader)]
+            // Listed first, the trace exporter stops last: it flushes the others' spans.
+            if let exporter = try TraceExport.bootstrap(command: "serve", environment: ProcessInfo.processInfo.environment) {
+                services.insert(("trace exporter", exporter), at: 0)
+            }
             if sealEvery > 0 {
                 services.append(("sealer", PeriodicSealer(store: ledger.store, interval: .seconds(sealEvery), key: sealKey)))
             }

@@ -197,6 +197,10 @@ struct WorkerCommand: AsyncParsableCommand {
                     if let metricsPort {
                         services.append(("metrics endpoint", makeMetricsEndpoint(port: metricsPort, pool: otherPool, logger: logger)))
                     }
+                    // Listed first, the trace exporter stops last: it flushes the others' spans.
+                    if let exporter = try TraceExport.bootstrap(command: "worker", environment: ProcessInfo.processInfo.environment) {
+                        services.insert(("trace exporter", exporter), at: 0)
+                    }
                     if sealEvery > 0 {
                         services.append(("sealer", PeriodicSealer(store: otherStore, interval: .seconds(sealEvery), key: sealKey)))
                     }

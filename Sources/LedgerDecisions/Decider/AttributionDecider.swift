@@ -8,6 +8,7 @@ import LedgerStore
 import Logging
 import Metrics
 import ServiceLifecycle
+import Tracing
 
 /// One decision the decider appended.
 public struct DecisionMade: Sendable, Hashable {
@@ -119,7 +120,26 @@ public struct AttributionDecider: Service {
     /// the trigger already has a decision (when `supersedes` is nil) or a newer one than
     /// `supersedes`. `previousAttributed` holds what Google was already told per ad event: a
     /// cross-network send is requested only where the value changes.
+    ///
+    /// Traced as one span, `attribution decision` (attributes `ledger.decision.trigger`,
+    /// `ledger.decision.rule_version`, `ledger.decision.winner`: a source, `organic`, or
+    /// `already_decided`); the decision's metadata records that span's `traceparent`, so that
+    /// the Google cross-network sends it requests continue its trace.
     func decide(
+        _ trigger: AttributionProcessReducer.Trigger, device: String, windows: AttributionWindows, supersedes: UUID?,
+        byDeadline: Bool, previousAttributed: [String: Bool], now: Date
+    ) async throws -> DecisionMade? {
+        try await withSpan("attribution decision") { span in
+            span.attributes["ledger.decision.trigger"] = trigger.kind.rawValue
+            span.attributes["ledger.decision.rule_version"] = LastClickRule.version
+            let made = try await decideInSpan(trigger, device: device, windows: windows, supersedes: supersedes, byDeadline: byDeadline,
+                                              previousAttributed: previousAttributed, now: now)
+            span.attributes["ledger.decision.winner"] = made.map { $0.winner?.source.rawValue ?? "organic" } ?? "already_decided"
+            return made
+        }
+    }
+
+    private func decideInSpan(
         _ trigger: AttributionProcessReducer.Trigger, device: String, windows: AttributionWindows, supersedes: UUID?,
         byDeadline: Bool, previousAttributed: [String: Bool], now: Date
     ) async throws -> DecisionMade? {
@@ -139,7 +159,8 @@ public struct AttributionDecider: Service {
             if previousAttributed[adEventID] != attributed { crossNetwork[adEventID] = attributed }
         }
         let metadata = try EventCatalog.standard.encode(
-            metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider", appID: deviceStream.tenant?.app))
+            metadata: EventMetadata(causationID: trigger.eventID, actor: "ledger.decider", appID: deviceStream.tenant?.app,
+                                    traceparent: TraceContext.traceParent()))
         let event = try NewEvent(decision, id: decisionID, metadata: metadata, occurredAt: now)
         let sends = try crossNetwork.sorted { $0.key < $1.key }.map { adEventID, attributed in
             let key = "google:cross_network:\(decisionID.uuidString.lowercased()):\(adEventID)"

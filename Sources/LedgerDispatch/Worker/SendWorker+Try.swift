@@ -6,6 +6,7 @@ import LedgerStore
 import Logging
 import Metrics
 import Synchronization
+import Tracing
 
 extension SendWorker {
     /// What a claimed send needs next, once its context is gathered.
@@ -79,12 +80,17 @@ extension SendWorker {
                 switch step {
                 case .settle(let disposition):
                     group.addTask {
-                        await self.recordOutcome(claim, answer: nil, disposition: disposition, progress: .settledBeforeAttempt)
+                        await self.traced(claim, cause: claim.cause) { span in
+                            await self.recordOutcome(claim, answer: nil, disposition: disposition, progress: .settledBeforeAttempt,
+                                                     span: span)
+                        }
                         return claim.sendID
                     }
                 case .call(let request, let context):
                     group.addTask {
-                        await self.call(claim, request: request, context: context) { release(claim.sendID) }
+                        await self.traced(claim, cause: context.cause) { span in
+                            await self.call(claim, request: request, context: context, span: span) { release(claim.sendID) }
+                        }
                         return claim.sendID
                     }
                 }
@@ -179,7 +185,7 @@ extension SendWorker {
     /// is settled as a retry due at once, and the next try records and sends the new one. (The
     /// try's `SendAttempted` is recorded, so such an outcome names its attempt; its
     /// `RetryScheduled` says it made no call, and the provider's attempts do not count it.)
-    func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext,
+    func call(_ claim: SendQueue.Claim, request: ProviderRequest, context: SendContext, span: (any Span)? = nil,
               answered: @Sendable () -> Void) async {
         let waited = await callSlots.acquire()
         var current = context
@@ -193,12 +199,12 @@ extension SendWorker {
             let backOff = claim.uncalled == 0 ? 0 : Backoff.exponential(attempt: claim.uncalled, base: 2, cap: configuration.lease)
             await recordOutcome(claim, answer: nil,
                                 disposition: .retry(notBefore: current.now.addingTimeInterval(backOff), rule: "lease_too_short_for_call"),
-                                progress: .attemptedWithoutCall)
+                                progress: .attemptedWithoutCall, span: span)
             return
         }
         if waited, let late = recheck(request, current: current, deadline: claim.deadline) {
             callSlots.release()
-            await recordOutcome(claim, answer: nil, disposition: late, progress: .attemptedWithoutCall)
+            await recordOutcome(claim, answer: nil, disposition: late, progress: .attemptedWithoutCall, span: span)
             return
         }
         let answer: SendAnswer
@@ -236,13 +242,15 @@ extension SendWorker {
         if case .retry(let notBefore, let rule) = disposition, notBefore > claim.deadline {
             disposition = .failed(rule: "deadline_passed", detail: "\(rule): the next try would fall after the send's deadline")
         }
-        await recordOutcome(claim, answer: answer, disposition: disposition, progress: .called)
+        await recordOutcome(claim, answer: answer, disposition: disposition, progress: .called, span: span)
     }
 
     /// Records a try's outcome (``OutcomeRecorder``): returns once it is committed, or known not
     /// to be written (the lease was rescued meanwhile, or the database failed: the lease then
-    /// decides).
-    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress) async {
+    /// decides). The outcome is noted on the try's `span` (``noteOutcome(_:answer:disposition:)``).
+    func recordOutcome(_ claim: SendQueue.Claim, answer: SendAnswer?, disposition: SendDisposition, progress: TryProgress,
+                       span: (any Span)? = nil) async {
+        Self.noteOutcome(span, answer: answer, disposition: disposition)
         let outcome: Outcome
         do {
             outcome = try Outcome(claim, answer: answer, disposition: disposition, progress: progress, now: clock.now(),

@@ -4,7 +4,8 @@ import Foundation
 ///
 /// The event's own data says what happened; metadata ties it into the flow — which request or
 /// install it belongs to (`correlation_id`), which event caused it (`causation_id`), and which part
-/// of the system wrote it (`actor`). It holds no personal data and is never encrypted.
+/// of the system wrote it (`actor`), and the trace it was appended in (`traceparent`). It holds no
+/// personal data and is never encrypted.
 public struct EventMetadata: Codable, Sendable, Hashable {
     /// The name used for metadata in ``EventValidationError/eventType``.
     public static let typeName = "EventMetadata"
@@ -22,13 +23,19 @@ public struct EventMetadata: Codable, Sendable, Hashable {
     /// The app the event belongs to; set for every app-scoped event, which is all of them today.
     /// Kept here because send streams (`send-<uuid>`) do not name the app.
     public var appID: AppID?
+    /// The W3C trace the event was appended in (the request's, or the span current at the
+    /// append), so that a trace and the log can be joined, and so that the worker's try of a send
+    /// this event caused continues the same trace. Absent when the append ran outside any trace.
+    public var traceparent: TraceParent?
 
     /// Creates metadata.
-    public init(correlationID: UUID? = nil, causationID: UUID? = nil, actor: String, appID: AppID? = nil) {
+    public init(correlationID: UUID? = nil, causationID: UUID? = nil, actor: String, appID: AppID? = nil,
+                traceparent: TraceParent? = nil) {
         self.correlationID = correlationID
         self.causationID = causationID
         self.actor = actor
         self.appID = appID
+        self.traceparent = traceparent
     }
 
     enum CodingKeys: String, CodingKey {
@@ -36,6 +43,7 @@ public struct EventMetadata: Codable, Sendable, Hashable {
         case causationID = "causation_id"
         case actor
         case appID = "app_id"
+        case traceparent
     }
 
     /// The envelope's rules: `actor` is 1–100 characters without control characters.
