@@ -1,0 +1,60 @@
+import Foundation
+import LedgerDomain
+import LedgerPostgres
+
+/// Which events of the log are one app's, for readers that follow the log for that app (the HTTP
+/// API's catch-up subscriptions, through ``EventFilter/app``).
+///
+/// An app's events are those of:
+/// - its per-app streams: `device-<app>/…` (its devices' facts and erasures), `decision-<app>/…`
+///   (the attribution decisions about them), `skan-<app>/…` (its SKAdNetwork postbacks, refused
+///   ones included) and `skan-model-<app>` (its conversion model);
+/// - the send streams (`send-<uuid>`) whose `SendRequested` names one of the app's device streams
+///   in `device_stream_id`: the provider calls its devices' facts caused.
+///
+/// Stream ids decide it, not metadata: every per-app stream id names its app before the first
+/// `/`, which no app id holds, and a send stream belongs to the device its request names (the
+/// rule ``DataSubjects/ledger`` seals and erases by). A reader should still refuse an event whose
+/// metadata `app_id` names another app (a stream written under an older encoding).
+extension EventStore {
+    /// The stream-id prefixes (matched as text) and exact names of `app`'s own streams.
+    public static func appStreams(of app: String) -> (prefixes: [String], exact: [String]) {
+        let prefixes = [StreamCategory.device, .decision, .skan].map { "\($0.rawValue)-\(app)/" }
+        return (prefixes, [StreamID.skanModelPrefix + app])
+    }
+
+    /// Appends ` AND (…)`: the event's stream is one of `app`'s (see the extension's comment).
+    /// Per-app streams are matched by prefix on the "C"-collated stream id (an index range each);
+    /// send streams through the partial index on `SendRequested`'s `device_stream_id`.
+    static func appendAppStreams(of app: String, to query: inout PostgresQuery) {
+        let (prefixes, exact) = appStreams(of: app)
+        query.append(sql: " AND (stream_id = ANY(")
+        query.append(bind: PostgresQuery.textArrayLiteral(exact))
+        query.append(sql: "::text[])")
+        for prefix in prefixes {
+            query.append(sql: " OR stream_id LIKE ")
+            query.append(bind: likePrefix(prefix) + "%")
+        }
+        query.append(sql: """
+             OR (stream_id LIKE 'send-%' AND stream_id IN (SELECT stream_id FROM events \
+            WHERE event_type = '\(SendRequested.eventType)' AND data ->> 'device_stream_id' LIKE 
+            """)
+        query.append(bind: likePrefix(StreamCategory.device.rawValue + "-" + app + "/") + "%")
+        query.append(sql: ")))")
+    }
+
+    /// The checkpoint just after the event at `position`, if that event is readable by the
+    /// gap-safe rule (``readAll(after:limit:filter:asOf:)``): a reader resumed from it sees every
+    /// event after that one in the log's order, exactly once. Nil when no event has that position
+    /// or it is not readable yet (its transaction, or an older one, is still running).
+    public func readableCheckpoint(atPosition position: Int64) async throws -> GlobalCheckpoint? {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT transaction_id::text FROM events
+                WHERE position = \(position) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                """)
+            guard let row = rows.first else { return nil }
+            return GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 0), position: position)
+        }
+    }
+}
