@@ -1,14 +1,19 @@
+import AttributionLedger
 import Foundation
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
+import Logging
 import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// Reconnecting with `Last-Event-ID` resumes exactly, while appends run and one commits out of
-/// position order.
-@Suite("Event stream resume", .database)
+/// position order; a stream ends when its client goes or the server shuts down.
+@Suite("Event stream: resume and lifetime", .database)
 struct EventStreamResumeTests {
     @Test("killed mid-stream and resumed with Last-Event-ID: every event once, in log order, none skipped")
     func resumeUnderConcurrentAppends() async throws {
@@ -75,6 +80,40 @@ struct EventStreamResumeTests {
             #expect(try await waitUntil { try await openStreams() == 1 })
             client.kill()
             #expect(try await waitUntil { try await openStreams() == 0 })
+        }
+    }
+
+    @Test("graceful shutdown ends an open stream, so the server stops", .timeLimit(.minutes(2)))
+    func gracefulShutdownEndsStreams() async throws {
+        try await TestDatabase.with { database in
+            let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 4, logger: TestDatabase.quietLogger)
+            defer { pool.close() }
+            let ledger = AttributionLedger(pool: pool, logger: TestDatabase.quietLogger)
+            let keys = try APIKeys(digests: [appA: [APIKeys.digest(of: keyA)]])
+            let (ports, continuation) = AsyncStream<Int>.makeStream()
+            let server = LedgerHTTPServer(
+                ledger: ledger, keys: keys, configuration: LedgerHTTPConfiguration(host: "127.0.0.1", port: 0),
+                metrics: PrometheusCollectorRegistry(), logger: TestDatabase.quietLogger,
+                onServerRunning: { port in continuation.yield(port) })
+            let group = ServiceGroup(services: [pool, server], logger: Logger(label: "test.group"))
+            let returned = Atomic<Bool>(false)
+            let running = Task {
+                try await group.run()
+                returned.store(true, ordering: .sequentiallyConsistent)
+            }
+            defer { running.cancel() }
+            var iterator = ports.makeAsyncIterator()
+            let port = try #require(await iterator.next())
+            let api = RunningAPI(baseURL: "http://127.0.0.1:\(port)", port: port, pool: pool, metrics: PrometheusCollectorRegistry())
+            try await EventStreamTests.append(api, skanRegisteredJSON(device: "g1"))
+            let client = try await EventStreamClient.open(api, "/v1/apps/\(appA)/events/stream").client
+            defer { client.kill() }
+            #expect(try await client.waitForMessages(1).count == 1)
+
+            await group.triggerGracefulShutdown()
+            #expect(try await waitUntil(timeout: .seconds(20)) { returned.load(ordering: .sequentiallyConsistent) },
+                    "the group's run returns")
+            #expect(try await waitUntil(timeout: .seconds(5)) { client.hasEnded }, "the client sees the stream end")
         }
     }
 }

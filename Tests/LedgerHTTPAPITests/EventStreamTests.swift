@@ -160,4 +160,23 @@ struct EventStreamTests {
             })
         }
     }
+
+    @Test("an erased device's events are sent as the history route shows them")
+    func erasedDevice() async throws {
+        try await withAPI { api in
+            try await Self.append(api, firstOpenJSON(device: "e1"))
+            let (status, body) = try await api.send(.POST, "/v1/apps/\(appA)/devices/e1/erase", json: #"{"requested_by": "dsar-portal"}"#)
+            #expect(status == 200, "\(String(decoding: body, as: UTF8.self))")
+            let history = try json(try await api.send(.GET, "/v1/apps/\(appA)/devices/e1/history").body)
+            let events = try #require(history["events"] as? [[String: Any]])
+            let (client, _) = try await EventStreamClient.open(api, "/v1/apps/\(appA)/events/stream")
+            defer { client.kill() }
+            let streamed = try await client.waitForMessages(events.count)
+            #expect(streamed.count == events.count)
+            for (message, event) in zip(streamed, events) {
+                #expect(NSDictionary(dictionary: message.event) == NSDictionary(dictionary: event), "\(event["type"] ?? "")")
+            }
+            #expect(!client.received.description.contains("DFC5A647-9043-4699-B2A5-76F03A97064B"), "the IDFA is gone")
+        }
+    }
 }
