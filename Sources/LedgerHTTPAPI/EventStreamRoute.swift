@@ -111,9 +111,9 @@ struct EventStreamSession: Sendable {
         var checkpoint = start
         let filter = EventFilter(types: types, app: app)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            let batch = try await store.readAll(after: checkpoint, limit: batchSize, filter: filter)
+            let batch = try await store.readAllSkippingUnmatched(after: checkpoint, limit: batchSize, filter: filter)
+            checkpoint = batch.checkpoint
             if !batch.events.isEmpty {
-                checkpoint = batch.checkpoint
                 try await writer.write(try messages(batch.events))
                 lastWrite = clock.now
                 continue

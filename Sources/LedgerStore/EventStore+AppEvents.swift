@@ -58,3 +58,43 @@ extension EventStore {
         }
     }
 }
+
+extension EventStore {
+    /// ``readAll(after:limit:filter:asOf:)``, except that a read finding no event that matches
+    /// `filter` still moves the checkpoint: to the last readable event of the whole log.
+    ///
+    /// A follower of a narrow filter (one quiet app among many busy ones) would otherwise read
+    /// from the same old checkpoint on every wake-up, scanning every other app's events since. Both
+    /// statements run in one read-only `REPEATABLE READ` transaction, so they share one snapshot
+    /// and one read horizon: every event below that horizon is final, none of them matched, so
+    /// none that matches can ever appear between the old checkpoint and the new one. The
+    /// transaction takes no transaction id, so it holds no other reader's horizon back.
+    public func readAllSkippingUnmatched(after checkpoint: GlobalCheckpoint, limit: Int, filter: EventFilter) async throws
+        -> GlobalBatch
+    {
+        let query = Self.globalReadQuery(after: checkpoint, limit: limit, filter: filter, asOf: nil)
+        return try await pool.withConnection { [privacy] connection in
+            try connection.run(script: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            var events: [RecordedEvent]
+            var tail: GlobalCheckpoint?
+            do {
+                events = try connection.query(query).map(Self.record)
+                if events.isEmpty {
+                    tail = try connection.query("""
+                        SELECT transaction_id::text, position FROM events
+                        WHERE transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                        ORDER BY events.transaction_id DESC, events.position DESC LIMIT 1
+                        """).first.map { GlobalCheckpoint(transactionID: try $0.decode(UInt64.self, at: 0),
+                                                          position: try $0.decode(Int64.self, at: 1)) }
+                }
+                try connection.run(script: "COMMIT")
+            } catch {
+                try? connection.run(script: "ROLLBACK")
+                throw error
+            }
+            try privacy.reveal(&events, on: connection)
+            let next = events.last?.checkpoint ?? max(checkpoint, tail ?? checkpoint)
+            return GlobalBatch(events: events, checkpoint: next)
+        }
+    }
+}
