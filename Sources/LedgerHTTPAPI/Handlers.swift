@@ -19,6 +19,8 @@ struct Handlers: Sendable {
     /// Each app's token bucket; nil when requests are not limited.
     let limiter: AppRateLimiter?
     let logger: Logger
+    /// The one `LISTEN` session the server's open event streams share.
+    let streamWakeUps: EventStreamWakeUps
 
     func register(on router: Router<BasicRequestContext>) {
         router.post("/v1/apps/{app}/events") { request, context in try await append(request, context) }
@@ -36,6 +38,7 @@ struct Handlers: Sendable {
         }
         router.get("/v1/apps/{app}/devices/{device}/history") { request, context in try await history(request, context) }
         registerPrivacyAndPostbacks(on: router)
+        registerEventStream(on: router)
         router.get("/health") { _, _ in try JSONResponse.make(["status": "ok"]) }
         router.get("/ready") { _, _ in try await ready() }
         router.get("/metrics") { _, _ in try prometheus() }
@@ -129,14 +132,7 @@ struct Handlers: Sendable {
 
     func history(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let (device, asOf) = try readTarget(request, context)
-        var types: [String] = []
-        if let list = request.uri.queryParameters.get("types"), !list.isEmpty {
-            types = list.split(separator: ",").map { String($0) }
-            if let unknown = types.firstIndex(where: { EventCatalog.standard.entry(named: $0) == nil }) {
-                throw APIError.invalidRequest(field: "types", rule: "unknown_type",
-                                              message: "Entry \(unknown) of 'types' is not an event type of the catalog.")
-            }
-        }
+        let types = try Self.eventTypes(request.uri.queryParameters.get("types"))
         let events = try await ledger.history(of: device, asOf: asOf, types: types)
         return try JSONResponse.make(HistoryResponse(events: try events.map(HistoryEvent.init), count: events.count))
     }

@@ -31,13 +31,16 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
     /// Whether a non-loopback ``host`` is accepted: only for a server behind a TLS-terminating
     /// proxy, since the API itself has no TLS.
     public var insecureListen: Bool
+    /// How often an event stream (`GET /v1/apps/{app}/events/stream`) with nothing to send writes
+    /// a `: keep-alive` comment, so that proxies and load balancers do not close it as idle.
+    public var eventStreamHeartbeat: Duration
 
     /// Creates a configuration: 127.0.0.1:8080, 4 MiB bodies, 1,000 events per batch, 10 s for a
     /// request's head, 60 s of keep-alive idleness, 30 s for a whole request, rate limits chosen by
-    /// address (``RateLimiting/automatic``), loopback only.
+    /// address (``RateLimiting/automatic``), loopback only, an event stream heartbeat every 15 s.
     public init(host: String = "127.0.0.1", port: Int = 8080, maxBodyBytes: Int = 4 * 1_048_576, maxEventsPerBatch: Int = 1000,
                 headerTimeout: Duration = .seconds(10), idleTimeout: Duration = .seconds(60), requestTimeout: Duration = .seconds(30),
-                rateLimiting: RateLimiting = .automatic, insecureListen: Bool = false) {
+                rateLimiting: RateLimiting = .automatic, insecureListen: Bool = false, eventStreamHeartbeat: Duration = .seconds(15)) {
         self.host = host
         self.port = port
         self.maxBodyBytes = maxBodyBytes
@@ -47,6 +50,7 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
         self.requestTimeout = requestTimeout
         self.rateLimiting = rateLimiting
         self.insecureListen = insecureListen
+        self.eventStreamHeartbeat = eventStreamHeartbeat
     }
 
     /// Whether and how requests are limited per app.
@@ -91,7 +95,8 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
     ///   a timeout that is not positive, a rate limit that is not positive.
     public func validate() throws(APIError) {
         if !insecureListen, !Self.isLoopback(host: host) { throw .nonLoopbackHost(host) }
-        for (name, value) in [("headerTimeout", headerTimeout), ("idleTimeout", idleTimeout), ("requestTimeout", requestTimeout)]
+        for (name, value) in [("headerTimeout", headerTimeout), ("idleTimeout", idleTimeout), ("requestTimeout", requestTimeout),
+                            ("eventStreamHeartbeat", eventStreamHeartbeat)]
         where value <= .zero {
             throw .nonPositiveTimeout(name)
         }

@@ -15,6 +15,7 @@ import ServiceLifecycle
 /// - `POST /v1/apps/{app}/events`: append a batch of device facts (all or nothing);
 /// - `GET /v1/apps/{app}/devices/{device}/state|skan|attribution|history` (`as_of`,
 ///   `as_of_position`);
+/// - `GET /v1/apps/{app}/events/stream`: the app's events as Server-Sent Events, caught up and live;
 /// - `GET /health`, `GET /ready`, `GET /metrics` (Prometheus text).
 ///
 /// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app, and
@@ -78,11 +79,13 @@ public struct LedgerHTTPServer: Service {
         // rather than a series appearing with it.
         _ = Counter(label: "ledger_http_unavailable_total")
         _ = Counter(label: "ledger_http_internal_errors_total")
+        Gauge(label: "ledger_http_event_streams_open").record(0)
         router.add(middleware: RequestTracingMiddleware())
         router.add(middleware: ErrorMiddleware(logger: logger))
         router.add(middleware: MetricsMiddleware())
+        let wakeUps = EventStreamWakeUps(store: ledger.store, logger: logger)
         let handlers = Handlers(ledger: ledger, keys: reloadableKeys, configuration: configuration, metrics: metrics, limiter: limiter,
-                                logger: logger)
+                                logger: logger, streamWakeUps: wakeUps)
         handlers.register(on: router)
         return router
     }

@@ -133,6 +133,7 @@ extension EventStore {
             }
             query.append(sql: ")")
         }
+        if let app = filter.app { appendAppStreams(of: app, to: &query) }
         appendAsOf(asOf, to: &query)
         query.append(sql: " ORDER BY events.transaction_id, events.position LIMIT ")
         query.append(bind: limit)

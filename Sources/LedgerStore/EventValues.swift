@@ -210,10 +210,14 @@ public struct EventFilter: Sendable, Hashable {
     public var types: [String]
     /// Only streams of these categories (the part of the stream id before the first `-`).
     public var categories: [String]
+    /// Only the events of this app (all apps when nil), as ``EventStore/appStreams(of:)`` defines
+    /// them: what an app's catch-up subscription may send it.
+    public var app: String?
 
-    public init(types: [String] = [], categories: [String] = []) {
+    public init(types: [String] = [], categories: [String] = [], app: String? = nil) {
         self.types = types
         self.categories = categories
+        self.app = app
     }
 
     /// Every event.

@@ -14,6 +14,13 @@ import Testing
         #expect(result.stderr.contains("no TLS"))
     }
 
+    @Test func anEventStreamHeartbeatMustBePositive() async throws {
+        let result = try await LedgerProcess.runDetached(["serve", "--port", "0", "--no-projections", "--event-stream-heartbeat", "0"],
+                                                         environment: ["LEDGER_API_KEYS": "{}", "LEDGER_DATABASE_URL": "host=/nonexistent"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--event-stream-heartbeat must be more than 0"), "\(result.stderr)")
+    }
+
     @Test func oneKeyDigestForTwoAppsIsRefused() async throws {
         let digest = String(repeating: "ab", count: 32)
         // An address this machine does not have: were the keys accepted, binding would fail

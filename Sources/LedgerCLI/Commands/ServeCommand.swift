@@ -86,6 +86,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seconds a keep-alive connection may wait for its next request.", valueName: "seconds"))
     var idleTimeout = 60.0
 
+    @Option(help: ArgumentHelp("Seconds of silence after which an event stream writes a keep-alive comment.", valueName: "seconds"))
+    var eventStreamHeartbeat = 15.0
+
     @Option(help: ArgumentHelp(
         "Requests per second per app (0: no limit; default: LEDGER_HTTP_RATE_LIMIT, else none on a loopback address, 100 otherwise).",
         valueName: "n"))
@@ -110,7 +113,8 @@ struct ServeCommand: AsyncParsableCommand {
         guard maxEventsPerBatch >= 1 else { throw ValidationError("--max-events-per-batch must be 1 or more") }
         guard connections >= 2 else { throw ValidationError("--connections must be 2 or more") }
         guard sealEvery >= 0 else { throw ValidationError("--seal-every must be 0 (off) or more seconds") }
-        for (name, seconds) in [("--header-timeout", headerTimeout), ("--request-timeout", requestTimeout), ("--idle-timeout", idleTimeout)] {
+        for (name, seconds) in [("--header-timeout", headerTimeout), ("--request-timeout", requestTimeout), ("--idle-timeout", idleTimeout),
+                               ("--event-stream-heartbeat", eventStreamHeartbeat)] {
             guard seconds > 0, seconds <= 86_400 else { throw ValidationError("\(name) must be more than 0 and at most 86400 seconds") }
         }
         let configuration = try makeConfiguration(environment: ProcessInfo.processInfo.environment)
@@ -156,7 +160,7 @@ struct ServeCommand: AsyncParsableCommand {
         return LedgerHTTPConfiguration(
             host: host, port: port, maxBodyBytes: maxBodyBytes, maxEventsPerBatch: maxEventsPerBatch,
             headerTimeout: .seconds(headerTimeout), idleTimeout: .seconds(idleTimeout), requestTimeout: .seconds(requestTimeout),
-            rateLimiting: rateLimiting, insecureListen: insecureListen)
+            rateLimiting: rateLimiting, insecureListen: insecureListen, eventStreamHeartbeat: .seconds(eventStreamHeartbeat))
     }
 
     func run() async throws {
