@@ -26,16 +26,17 @@ extension Handlers {
     func eventStream(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let app = try authorize(request, context)
         let types = try Self.eventTypes(request.uri.queryParameters.get("types"))
-        let start: GlobalCheckpoint
+        let start: (checkpoint: GlobalCheckpoint, readable: Bool)
         if let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] {
             start = try await checkpoint(after: lastEventID, field: "Last-Event-ID")
         } else if let after = request.uri.queryParameters.get("after") {
             start = try await checkpoint(after: after, field: "after")
         } else {
-            start = .start
+            start = (.start, true)
         }
         let session = EventStreamSession(
-            store: ledger.store, app: app.rawValue, types: types, start: start, heartbeat: configuration.eventStreamHeartbeat,
+            store: ledger.store, app: app.rawValue, types: types, start: start.checkpoint, startIsReadable: start.readable,
+            heartbeat: configuration.eventStreamHeartbeat,
             wakeUps: streamWakeUps, logger: logger)
         return Response(
             status: .ok,
@@ -47,16 +48,18 @@ extension Handlers {
             })
     }
 
-    /// The checkpoint after the event at the position `text` names (`0`: the log's start).
+    /// The checkpoint after the event at the position `text` names (`0`: the log's start), and
+    /// whether that event is readable yet (the position a client just got from an append may be
+    /// committed behind a transaction still running: the stream then waits for it).
     /// - Throws: 400 naming `field`: `integer_min_0` when it is not a whole number ≥ 0,
-    ///   `readable_position` when no readable event has that position.
-    func checkpoint(after text: String, field: String) async throws -> GlobalCheckpoint {
+    ///   `readable_position` when no committed event has that position.
+    func checkpoint(after text: String, field: String) async throws -> (checkpoint: GlobalCheckpoint, readable: Bool) {
         guard let position = Int64(text), position >= 0 else {
             throw APIError.invalidRequest(field: field, rule: "integer_min_0",
                                           message: "'\(field)' is a global position: a whole number, 0 or more.")
         }
-        if position == 0 { return .start }
-        guard let checkpoint = try await ledger.store.readableCheckpoint(atPosition: position) else {
+        if position == 0 { return (.start, true) }
+        guard let checkpoint = try await ledger.store.checkpoint(atPosition: position) else {
             throw APIError.invalidRequest(field: field, rule: "readable_position",
                                           message: "'\(field)' is 0 or the position of an event in the log (an id this stream sent).")
         }
@@ -87,6 +90,8 @@ struct EventStreamSession: Sendable {
     let app: String
     let types: [String]
     let start: GlobalCheckpoint
+    /// False when `start` is after an event not readable yet: nothing is read until it is.
+    let startIsReadable: Bool
     let heartbeat: Duration
     let wakeUps: EventStreamWakeUps
     let logger: Logger
@@ -109,14 +114,20 @@ struct EventStreamSession: Sendable {
         try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
         var lastWrite = clock.now
         var checkpoint = start
+        var waitingForStart = !startIsReadable
         let filter = EventFilter(types: types, app: app)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            let batch = try await store.readAllSkippingUnmatched(after: checkpoint, limit: batchSize, filter: filter)
-            checkpoint = batch.checkpoint
-            if !batch.events.isEmpty {
-                try await writer.write(try messages(batch.events))
-                lastWrite = clock.now
-                continue
+            if waitingForStart {
+                waitingForStart = try await store.checkpoint(atPosition: start.position)?.readable != true
+            }
+            if !waitingForStart {
+                let batch = try await store.readAllSkippingUnmatched(after: checkpoint, limit: batchSize, filter: filter)
+                checkpoint = batch.checkpoint
+                if !batch.events.isEmpty {
+                    try await writer.write(try messages(batch.events))
+                    lastWrite = clock.now
+                    continue
+                }
             }
             let sinceWrite = clock.now - lastWrite
             if sinceWrite >= heartbeat {

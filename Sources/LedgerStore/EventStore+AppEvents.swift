@@ -43,18 +43,24 @@ extension EventStore {
         query.append(sql: ")))")
     }
 
-    /// The checkpoint just after the event at `position`, if that event is readable by the
-    /// gap-safe rule (``readAll(after:limit:filter:asOf:)``): a reader resumed from it sees every
-    /// event after that one in the log's order, exactly once. Nil when no event has that position
-    /// or it is not readable yet (its transaction, or an older one, is still running).
-    public func readableCheckpoint(atPosition position: Int64) async throws -> GlobalCheckpoint? {
+    /// The checkpoint just after the event at `position`, and whether that event is readable yet
+    /// by the gap-safe rule (``readAll(after:limit:filter:asOf:)``). Nil when no committed event
+    /// has that position.
+    ///
+    /// A reader resumed from the checkpoint of a readable event sees every event after that one
+    /// in the log's order, exactly once. One that is committed but not readable yet (a
+    /// transaction that began before it, anywhere on the server, is still running) may still have
+    /// events placed before it in the log's order: a reader must wait until it is readable before
+    /// starting from it, or it would skip them.
+    public func checkpoint(atPosition position: Int64) async throws -> (checkpoint: GlobalCheckpoint, readable: Bool)? {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                SELECT transaction_id::text FROM events
-                WHERE position = \(position) AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                SELECT transaction_id::text, transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+                FROM events WHERE position = \(position)
                 """)
             guard let row = rows.first else { return nil }
-            return GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 0), position: position)
+            return (GlobalCheckpoint(transactionID: try row.decode(UInt64.self, at: 0), position: position),
+                    try row.decode(Bool.self, at: 1))
         }
     }
 }

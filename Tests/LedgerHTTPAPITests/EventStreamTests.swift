@@ -81,6 +81,29 @@ struct EventStreamTests {
         }
     }
 
+    @Test("after=P of an event committed behind an older open transaction waits until P is readable, then skips nothing")
+    func afterAPositionNotReadableYet() async throws {
+        try await withAPI { api in
+            // A transaction with an id, left open: every event committed after it began is behind
+            // the read horizon until it ends, wherever on the server it runs.
+            let older = try PostgresConnection(conninfo: api.pool.configuration.conninfo, logger: TestDatabase.quietLogger)
+            try older.run(script: "BEGIN")
+            _ = try older.query("SELECT pg_current_xact_id()")
+            try await Self.append(api, firstOpenJSON(device: "d1"), skanRegisteredJSON(device: "d1"))
+            let log = try await Self.logEntries(api, app: appA)
+            let (client, _) = try await EventStreamClient.open(api, "/v1/apps/\(appA)/events/stream?after=\(log[0].position)")
+            defer { client.kill() }
+            #expect(client.status == 200, "a committed position is a valid start even while it is not readable")
+            #expect(try await store(api).checkpoint(atPosition: log[0].position)?.readable == false)
+            #expect(client.messages.isEmpty)
+            try older.run(script: "ROLLBACK")
+            let expected = log.dropFirst().map(\.position)
+            #expect(try await client.waitForMessages(expected.count).map(\.id) == expected)
+        }
+    }
+
+    func store(_ api: RunningAPI) -> EventStore { EventStore(pool: api.pool, logger: TestDatabase.quietLogger) }
+
     @Test("bad after, Last-Event-ID or types: 400 naming the field and the rule")
     func badPositions() async throws {
         try await withAPI { api in
