@@ -33,8 +33,16 @@ struct EventStreamResumeTests {
             // The app's events committed before it (the first opens and the sends they planned).
             let committedBefore = try await EventStreamTests.logOrder(api, app: appA).count
 
+            // Appends go on until five have committed after the kill, however fast the stream
+            // catches up with them before it.
+            let appendsAfterKill = Atomic<Int>(-1)
             let appender = Task {
-                for index in 0..<40 { try await EventStreamTests.append(api, firstOpenJSON(device: "late-\(index)")) }
+                var index = 0
+                while index < 40 || appendsAfterKill.load(ordering: .acquiring) < 5 {
+                    try await EventStreamTests.append(api, firstOpenJSON(device: "late-\(index)"))
+                    index += 1
+                    if appendsAfterKill.load(ordering: .acquiring) >= 0 { appendsAfterKill.add(1, ordering: .releasing) }
+                }
             }
             let first = try await EventStreamClient.open(api, "/v1/apps/\(appA)/events/stream?after=0").client
             #expect(first.status == 200)
@@ -50,6 +58,7 @@ struct EventStreamResumeTests {
             _ = try await first.waitForMessages(committedBefore + 10)
             first.kill()
             let before = first.messages.map(\.id)
+            appendsAfterKill.store(0, ordering: .releasing)
             #expect(before.count >= committedBefore + 10)
             #expect(before.contains(held))
             #expect(before.firstIndex(of: held) == committedBefore, "the held event is sent first once it commits")
