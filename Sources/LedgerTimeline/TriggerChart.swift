@@ -43,46 +43,65 @@ struct TriggerChart {
         }
     }
 
-    /// The time span drawn: every window and touch, and the trigger, with a little room.
-    var span: ClosedRange<Date> {
-        let triggerTime = trigger.occurredAt
-        let times = rows.flatMap { [$0.touch.time, triggerTime.addingTimeInterval(-$0.window)] } + [triggerTime]
-        guard let first = times.min(), let last = times.max(), !rows.isEmpty else {
-            return triggerTime.addingTimeInterval(-86_400)...triggerTime.addingTimeInterval(3600)
-        }
-        let room = max(last.timeIntervalSince(first) * 0.03, 600)
-        return first.addingTimeInterval(-room)...last.addingTimeInterval(room)
+    /// The longest time before the trigger drawn: the longest window or the earliest touch (at least an hour).
+    var reach: TimeInterval {
+        rows.map { max($0.window, trigger.occurredAt.timeIntervalSince($0.touch.time)) }.reduce(3600, max)
     }
 
+    /// The longest time after the trigger a touch is stamped with (0 when none is: the usual case).
+    var overshoot: TimeInterval {
+        rows.map { $0.touch.time.timeIntervalSince(trigger.occurredAt) }.reduce(0, max)
+    }
+
+    /// Where the trigger's line is: near the right edge, with room after it only for touches
+    /// stamped after the trigger.
+    var triggerX: Double {
+        let right = Self.width - Self.margin
+        return overshoot > 0 ? right - 0.16 * (right - Self.margin) : right - 0.03 * (right - Self.margin)
+    }
+
+    /// The time axis counts back from the trigger on a logarithmic scale (in minutes), so that a
+    /// touch an hour before the install and one 20 days before both stand apart from the trigger
+    /// and from each other; a touch stamped after the trigger sits right of its line.
     func x(_ date: Date) -> Double {
-        let span = self.span
-        let fraction = date.timeIntervalSince(span.lowerBound) / span.upperBound.timeIntervalSince(span.lowerBound)
-        return Self.margin + min(max(fraction, 0), 1) * (Self.width - 2 * Self.margin)
+        let offset = date.timeIntervalSince(trigger.occurredAt)
+        func scaled(_ seconds: TimeInterval, _ limit: TimeInterval) -> Double { log1p(seconds / 60) / log1p(max(limit, 60) / 60) }
+        if offset <= 0 { return triggerX - (triggerX - Self.margin) * min(scaled(-offset, reach), 1) }
+        let room = Self.width - Self.margin - triggerX
+        return triggerX + room * 0.85 * min(scaled(offset, overshoot), 1)
     }
 
     func render() -> String {
-        let height = Self.top + Double(max(rows.count, 1)) * Self.rowHeight + Self.bottom
+        // A trigger no touch was offered for needs one line, not a row.
+        let rowsHeight = rows.isEmpty ? 30 : Double(rows.count) * Self.rowHeight
+        let height = Self.top + rowsHeight + Self.bottom
         let what = trigger.kind == .install ? "install" : "session"
         var svg = ["<svg class=\"chart\" viewBox=\"0 0 \(Self.width) \(height)\" width=\"\(Int(Self.width))\" height=\"\(Int(height))\" "
             + "role=\"img\" aria-label=\"\(HTMLText.escape("The \(what)'s candidate touches and their lookback windows"))\">"]
-        let triggerX = x(trigger.occurredAt)
-        let axisY = Self.top + Double(max(rows.count, 1)) * Self.rowHeight
+        let triggerX = self.triggerX
+        let axisY = Self.top + rowsHeight
         // The trigger: a dashed line across every row, named at the top.
         svg.append("<line data-kind=\"trigger-time\" class=\"trigger-line\" x1=\"\(f(triggerX))\" y1=\"\(f(Self.top - 14))\" "
             + "x2=\"\(f(triggerX))\" y2=\"\(f(axisY))\"/>")
         svg.append(text("\(what) \(AttributionExplanation.time(trigger.occurredAt))", x: triggerX, y: Self.top - 20,
                          anchor: triggerX > Self.width * 0.7 ? "end" : "start", cssClass: "trigger-label"))
+        svg.append(text("← earlier · time before the \(what), logarithmic", x: Self.margin, y: Self.top - 20, cssClass: "tick"))
         if rows.isEmpty {
-            svg.append(text("No touch offered: nothing to draw but the \(what).", x: Self.margin, y: Self.top + 28, cssClass: "note"))
+            svg.append(text("No touch offered: nothing to draw but the \(what).", x: Self.margin, y: Self.top + 18, cssClass: "note"))
         }
         for (index, row) in rows.enumerated() {
             svg.append(contentsOf: draw(row, top: Self.top + Double(index) * Self.rowHeight))
         }
-        // The axis: its two ends, dated.
+        // The axis: time before the trigger, ticks where people count (an hour, a day, a week, a month).
         svg.append("<line class=\"axis\" x1=\"\(f(Self.margin))\" y1=\"\(f(axisY + 4))\" x2=\"\(f(Self.width - Self.margin))\" y2=\"\(f(axisY + 4))\"/>")
-        svg.append(text(AttributionExplanation.time(span.lowerBound), x: Self.margin, y: axisY + 22, cssClass: "tick"))
-        svg.append(text(AttributionExplanation.time(span.upperBound), x: Self.width - Self.margin, y: axisY + 22, anchor: "end",
-                        cssClass: "tick"))
+        let ticks: [(TimeInterval, String)] = [(3600, "1 h"), (86_400, "1 d"), (7 * 86_400, "7 d"), (30 * 86_400, "30 d"),
+                                               (90 * 86_400, "90 d")]
+        for (seconds, name) in ticks where seconds <= reach * 1.0001 {
+            let tickX = x(trigger.occurredAt.addingTimeInterval(-seconds))
+            svg.append("<line class=\"axis\" x1=\"\(f(tickX))\" y1=\"\(f(axisY))\" x2=\"\(f(tickX))\" y2=\"\(f(axisY + 8))\"/>")
+            svg.append(text("\(name) before", x: tickX, y: axisY + 22, anchor: tickX < Self.margin + 40 ? "start" : "middle",
+                            cssClass: "tick"))
+        }
         svg.append("</svg>")
         return svg.joined(separator: "\n")
     }
@@ -99,8 +118,8 @@ struct TriggerChart {
             + HTMLText.escape("\(source) \(touch.interaction.rawValue) lookback window: \(Self.duration(row.window)) before the trigger")
             + "</title></rect>")
         if bandEnd - bandX > 150 {
-            parts.append(text("\(Self.duration(row.window)) \(touch.interaction.rawValue) window", x: bandEnd - 4, y: top + 15,
-                              anchor: "end", cssClass: "window-label"))
+            parts.append(text("\(Self.duration(row.window)) \(touch.interaction.rawValue) window", x: bandX + 4, y: top + 15,
+                              cssClass: "window-label"))
         }
         let markerX = x(touch.time), markerY = top + 11
         let size = won ? 8.0 : 6.0
@@ -135,6 +154,7 @@ struct TriggerChart {
 
     /// `30 d`, `24 h`, `90 min`: a window's length as people say it.
     static func duration(_ seconds: TimeInterval) -> String {
+        if seconds == 0 { return "0" }
         if seconds >= 2 * 86_400, seconds.truncatingRemainder(dividingBy: 86_400) == 0 { return "\(Int(seconds / 86_400)) d" }
         if seconds >= 3600, seconds.truncatingRemainder(dividingBy: 3600) == 0 { return "\(Int(seconds / 3600)) h" }
         return "\(Int(seconds / 60)) min"

@@ -1,4 +1,7 @@
 import Foundation
+import LedgerDomain
+import LedgerPostgres
+import LedgerStore
 import LedgerTestKit
 import Testing
 
@@ -17,6 +20,12 @@ struct TimelineBrowserTests {
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(demo.stdout.utf8)) as? [String: Any])
         let devices = try #require(summary["devices"] as? [String])
         try #require(devices.count >= 8)
+
+        // A redo of one install whose winning campaign's name is markup (a provider's answer is not
+        // to be trusted): the page must show it as text, and the browser must run nothing.
+        let markup = #"<script>document.title='pwned'</script><img src=x onerror=alert(1)>"#
+        let marked = devices.first { $0.contains("ios-search") } ?? devices[0]
+        try await Self.recordRedo(of: marked, campaignName: markup, conninfo: database.conninfo)
 
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-timelines-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -45,6 +54,12 @@ struct TimelineBrowserTests {
             #expect(Self.count(#"data-kind="window""#, in: dom) == expected.candidates, "\(device): one lookback window per candidate")
             #expect(Self.count(#"data-winner="true""#, in: dom) == expected.winners, "\(device): the winner of each decision, once")
             #expect(Self.count(#"data-kind="trigger""#, in: dom) == expected.triggers, "\(device): the install and each session")
+            if device == marked {
+                #expect(!dom.contains("<script") && !dom.contains("<img") && !dom.contains("pwned</title>"), "the markup ran")
+                #expect(dom.contains("&lt;script&gt;document.title='pwned'&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"),
+                        "the campaign name is shown as text")
+                #expect(Self.count(#"data-superseded="true""#, in: dom) >= 1, "the decision the redo superseded")
+            }
             for outcome in expected.losers {
                 #expect(dom.contains(#"data-outcome="\#(outcome)""#), "\(device): a loser marked \(outcome)")
                 #expect(dom.contains(ExpectedDrawing.reasonText[outcome] ?? outcome), "\(device): why it lost (\(outcome)), in words")
@@ -53,6 +68,28 @@ struct TimelineBrowserTests {
     }
 
     static func count(_ needle: String, in text: String) -> Int { text.components(separatedBy: needle).count - 1 }
+
+    /// Appends a redo of `device`'s newest decision (as `ledger decisions redo` would: same
+    /// trigger, `supersedes` the old one) whose winning touch's campaign is named `campaignName`.
+    static func recordRedo(of device: String, campaignName: String, conninfo: String) async throws {
+        let pool = PostgresPool(conninfo: conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        let store = EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger)
+        let stream = "decision-" + device.dropFirst("device-".count)
+        let newest = try #require(try await store.readStream(stream, backward: true, limit: 1).first, "\(device) was decided")
+        var redo = try LedgerJSON.makeDecoder().decode(AttributionDecided.self, from: newest.data)
+        redo.supersedes = redo.decisionID
+        redo.decisionID = UUID()
+        redo.winner?.campaignName = campaignName
+        redo.candidates = redo.candidates.map { candidate in
+            var renamed = candidate
+            if candidate.outcome == .won { renamed.touch.campaignName = campaignName }
+            return renamed
+        }
+        try await store.append(
+            [NewEvent(type: AttributionDecided.eventType, data: try EventCatalog.standard.encode(redo), occurredAt: newest.occurredAt)],
+            to: stream)
+    }
 }
 
 /// What a device's page must draw, read from `ledger explain --json` (the same explanation).
