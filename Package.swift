@@ -9,8 +9,9 @@
 //   LedgerConfiguration         ─▶ LedgerHTTPAPI
 //   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
 //                                  LedgerTestSupport
-//   LedgerHTTPAPI               ─▶ AttributionLedger
+//   LedgerHTTPAPI               ─▶ AttributionLedger, LedgerTimeline
 //   AttributionLedger           ─▶ LedgerDecisions, LedgerSKANPostbacks
+//   LedgerTimeline              ─▶ LedgerDecisions
 //   LedgerDecisions             ─▶ LedgerDispatch, LedgerProjections
 //   LedgerHTTPTransport         ─▶ LedgerDispatch
 //   LedgerSKANPostbacks         ─▶ LedgerProjections
@@ -237,11 +238,21 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // A device's timeline drawn: one self-contained HTML page with inline SVG, from the
+        // explanation `ledger explain` prints; `ledger explain --html` and the HTTP API's
+        // timeline route both render it. Plain string building with one escaping helper.
+        .target(
+            name: "LedgerTimeline",
+            dependencies: [
+                "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain", "LedgerProviders",
+            ],
+            swiftSettings: strict
+        ),
         // The HTTP API (Hummingbird) for non-Swift services, over the facade.
         .target(
             name: "LedgerHTTPAPI",
             dependencies: [
-                "AttributionLedger", "LedgerDomain", "LedgerStore", "LedgerProviders", "LedgerPostgres",
+                "AttributionLedger", "LedgerTimeline", "LedgerDecisions", "LedgerDomain", "LedgerStore", "LedgerProviders", "LedgerPostgres",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -277,7 +288,7 @@ let package = Package(
                 "LedgerConfiguration", "LedgerLogging",
                 "LedgerPostgres", "LedgerPrivateCluster", "LedgerMigrations", "LedgerStore", "LedgerProjections", "LedgerFolds",
                 "LedgerDispatch", "LedgerHTTPTransport", "LedgerDomain", "LedgerDecisions", "LedgerSKANPostbacks",
-                "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders",
+                "AttributionLedger", "LedgerHTTPAPI", "LedgerFakeProviders", "LedgerTimeline",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -28,6 +28,9 @@ public struct AttributionLedger: Sendable {
     public let store: EventStore
     /// The write path every fact goes through.
     let recorder: DeviceFactRecorder
+    /// Which providers each app uses and its lookback windows, as the running configuration says
+    /// (a reload replaces them): what reads that draw windows need.
+    public var settings: AttributionSettings { recorder.settings }
     /// The clock that stamps the ledger's own times (the enqueue time of the sends a fact causes).
     public let clock: any WallClock
     /// Who appears as `actor` in the metadata of facts recorded without one.

@@ -106,6 +106,7 @@ enum RouteTable {
         (["v1", "apps", "{app}", "devices", "{device}", "skan"], ["GET"]),
         (["v1", "apps", "{app}", "devices", "{device}", "attribution"], ["GET"]),
         (["v1", "apps", "{app}", "devices", "{device}", "history"], ["GET"]),
+        (["v1", "apps", "{app}", "devices", "{device}", "timeline"], ["GET"]),
         (["v1", "apps", "{app}", "devices", "{device}", "erase"], ["POST"]),
         (["v1", "apps", "{app}", "skan", "postbacks"], ["POST"]),
         (["v1", "apps", "{app}", "events", "stream"], ["GET"]),

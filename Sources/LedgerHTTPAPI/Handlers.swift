@@ -37,6 +37,7 @@ struct Handlers: Sendable {
             return try JSONResponse.make(try await ledger.attribution(of: device, asOf: asOf))
         }
         router.get("/v1/apps/{app}/devices/{device}/history") { request, context in try await history(request, context) }
+        router.get("/v1/apps/{app}/devices/{device}/timeline") { request, context in try await timeline(request, context) }
         registerPrivacyAndPostbacks(on: router)
         registerEventStream(on: router)
         router.get("/health") { _, _ in try JSONResponse.make(["status": "ok"]) }

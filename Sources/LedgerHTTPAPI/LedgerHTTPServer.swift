@@ -15,6 +15,8 @@ import ServiceLifecycle
 /// - `POST /v1/apps/{app}/events`: append a batch of device facts (all or nothing);
 /// - `GET /v1/apps/{app}/devices/{device}/state|skan|attribution|history` (`as_of`,
 ///   `as_of_position`);
+/// - `GET /v1/apps/{app}/devices/{device}/timeline`: the device's attribution drawn, one
+///   self-contained HTML page (`LedgerTimeline`);
 /// - `GET /v1/apps/{app}/events/stream`: the app's events as Server-Sent Events, caught up and live;
 /// - `GET /health`, `GET /ready`, `GET /metrics` (Prometheus text).
 ///

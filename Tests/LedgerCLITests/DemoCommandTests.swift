@@ -46,5 +46,19 @@ struct DemoCommandTests {
         #expect(text.status == 0, "\(text.stderr)")
         #expect(text.stdout.contains("Where to look next"))
         #expect(text.stdout.contains("ledger explain device-demo.ios/"))
+        // The timeline line is a command that works as printed (its page written elsewhere here).
+        let timelineLine = try #require(text.stdout.split(separator: "\n").first { $0.contains("explain --html") },
+                                        "a 'where to look next' line writes a timeline page")
+        var arguments = timelineLine.split(separator: "#")[0].split(separator: " ").map(String.init).drop { $0 != "ledger" }.dropFirst()
+            .map { $0 }
+        let output = try #require(arguments.firstIndex(of: "--output"), "\(timelineLine)") + 1
+        #expect(arguments[output].hasSuffix(".html"))
+        let page = FileManager.default.temporaryDirectory.appendingPathComponent("demo-timeline-\(UUID().uuidString).html")
+        defer { try? FileManager.default.removeItem(at: page) }
+        arguments[output] = page.path
+        let written = try await LedgerProcess.runDetached(arguments + ["--database-url", database.conninfo])
+        #expect(written.status == 0, "\(arguments): \(written.stderr)")
+        let html = try String(contentsOf: page, encoding: .utf8)
+        #expect(html.hasPrefix("<!DOCTYPE html>") && html.contains("<svg") && html.contains(#"data-kind="trigger""#))
     }
 }

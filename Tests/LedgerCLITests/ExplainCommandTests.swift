@@ -83,6 +83,43 @@ struct ExplainCommandTests {
         #expect(bad.status == 64)
     }
 
+    @Test("explain --html draws the decision with the app's own windows, to stdout or --output; refuses --json with it")
+    func explainsAsAPage() async throws {
+        let database = try await TestDatabase.create()
+        defer { database.drop() }
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        try await Self.decidedInstall(EventStore(pool: pool, catalog: .standard, logger: TestDatabase.quietLogger))
+
+        let page = try await LedgerProcess.runDetached(["explain", "device-app1/dev1", "--html", "--database-url", database.conninfo])
+        #expect(page.status == 0, "\(page.stderr)")
+        #expect(page.stdout.hasPrefix("<!DOCTYPE html>") && page.stdout.hasSuffix("</html>\n"))
+        #expect(page.stdout.contains(#"data-kind="candidate" data-winner="true" data-outcome="won" data-source="google""#))
+        #expect(page.stdout.contains("★ WINNER — google click at 2025-11-13T01:13:20Z, campaign 123456789"))
+        #expect(page.stdout.contains("30 d click window"), "Google's default install lookback")
+
+        // The app's windows draw the bands: the apps file gives app1 a 7-day Google window.
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("explain-html-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let appsFile = folder.appendingPathComponent("apps.json")
+        try Data(#"{"apps": {"app1": {"windows": {"google_click": 604800}}}}"#.utf8).write(to: appsFile)
+        let output = folder.appendingPathComponent("timeline.html")
+        let written = try await LedgerProcess.runDetached(["explain", "device-app1/dev1", "--html", "--output", output.path,
+                                                           "--apps-file", appsFile.path, "--database-url", database.conninfo])
+        #expect(written.status == 0 && written.stdout.isEmpty, "\(written.stderr)")
+        let html = try String(contentsOf: output, encoding: .utf8)
+        #expect(html.contains("7 d click window") && !html.contains("30 d click window"))
+
+        let both = try await LedgerProcess.runDetached(["explain", "device-app1/dev1", "--html", "--json", "--database-url", database.conninfo])
+        #expect(both.status == 64 && both.stderr.contains("--json and --html"), "\(both.stderr)")
+        let stray = try await LedgerProcess.runDetached(["explain", "device-app1/dev1", "--output", output.path,
+                                                         "--database-url", database.conninfo])
+        #expect(stray.status == 64 && stray.stderr.contains("--output"), "\(stray.stderr)")
+        let unknown = try await LedgerProcess.runDetached(["explain", "device-app1/nobody", "--html", "--database-url", database.conninfo])
+        #expect(unknown.status == 8)
+    }
+
     @Test("replay tells the device's story in log order; export writes every event as a JSON line")
     func replayAndExport() async throws {
         let database = try await TestDatabase.create()

@@ -120,7 +120,7 @@ struct TenancyTests {
         try await withTenantAPI { api, ledger in
             let device = try DeviceRef(app: gameApp, device: "slipped")
             try await Self.plantLiteEvent(in: device, ledger: ledger)
-            for route in ["history", "state", "skan"] {
+            for route in ["history", "state", "skan", "timeline"] {
                 let (status, body) = try await api.send(.GET, "/v1/apps/\(gameApp)/devices/slipped/\(route)", key: gameKey)
                 #expect(status == 403, "\(route)")
                 #expect(try apiError(body)["rule"] as? String == "recorded_app_matches")

@@ -5,9 +5,10 @@ import LedgerDomain
 import LedgerPostgres
 import LedgerPrivateCluster
 import LedgerStore
+import LedgerTimeline
 
 /// `ledger explain DEVICE`: the device's attribution decisions with every candidate and why it
-/// won or lost.
+/// won or lost; with `--html`, the same drawn as a timeline page.
 struct ExplainCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "explain",
@@ -16,12 +17,18 @@ struct ExplainCommand: AsyncParsableCommand {
             DEVICE is a device stream (device-<app>/<device>) or, with --app, the app's own device id.
             Reads the log (a replay), so it also works while projections are behind or rebuilding.
 
+            --html writes one self-contained HTML page instead (to stdout, or --output FILE): the
+            timeline drawn in inline SVG, every touch with its lookback window (the app's windows,
+            from --apps-file), the winner marked and each loser's reason, the sends, late answers,
+            superseded decisions and the SKAdNetwork windows. It loads nothing from anywhere.
+
             Exit codes: 0 explained, 8 no such device in the log, 3 the database is unreachable, 64 bad usage.
 
             Examples:
               ledger explain device-com.example.game/8C1F2A
               ledger explain --app com.example.game 8C1F2A --as-of 2026-11-20T12:00:00Z
               ledger explain device-com.example.game/8C1F2A --json
+              ledger explain device-com.example.game/8C1F2A --html --output timeline.html
             """)
     )
 
@@ -39,6 +46,19 @@ struct ExplainCommand: AsyncParsableCommand {
     @Flag(help: "Print JSON instead of text.")
     var json = false
 
+    @Flag(help: "Write a self-contained HTML page with the timeline drawn instead of text.")
+    var html = false
+
+    @Option(help: ArgumentHelp("With --html: write the page to this file instead of stdout.", valueName: "file"))
+    var output: String?
+
+    @OptionGroup var appsFile: AppsFileOptions
+
+    func validate() throws {
+        if json && html { throw ValidationError("--json and --html: choose one") }
+        if output != nil && !html { throw ValidationError("--output writes the --html page: give --html too") }
+    }
+
     func run() async throws {
         try await reportingFailures {
             let stream = try deviceStream(app: app, device: device)
@@ -48,6 +68,22 @@ struct ExplainCommand: AsyncParsableCommand {
             defer { pool.close() }
             guard try await store.streamVersion(stream) > 0 else {
                 throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)")
+            }
+            if html {
+                // The app's windows draw the bands: the settings the decider uses.
+                let app = explanation(appOf: stream)
+                let windows = try appsFile.attributionSettings(command: "explain").forApp(app).windows
+                let page = try await DeviceTimeline.load(device: stream, asOf: at, store: store, windows: windows).html()
+                guard let output else {
+                    print(page, terminator: "")
+                    return
+                }
+                do {
+                    try Data(page.utf8).write(to: URL(fileURLWithPath: output), options: .atomic)
+                } catch {
+                    throw CLIFailure(exitCode: .validationFailure, message: "--output \(output): cannot write the page: \(error.localizedDescription)")
+                }
+                return
             }
             let explanation = try await AttributionExplanation.load(device: stream, asOf: at, store: store)
             if json {
@@ -59,6 +95,11 @@ struct ExplainCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// The app of a device stream, `device-<app>/<device>`.
+func explanation(appOf stream: String) -> String {
+    String(stream.dropFirst("device-".count).prefix { $0 != "/" })
 }
 
 /// `device-<app>/<device>` from a stream or an app and device id.

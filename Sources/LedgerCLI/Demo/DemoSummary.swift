@@ -123,6 +123,7 @@ struct DemoSummary: Codable {
             "Where to look next (\(database)):",
             "  ledger explain \(first)        # who got credit, every candidate and why",
             "  ledger explain \(devices.dropFirst(2).first ?? first)",
+            "  ledger explain --html \(first) --output timeline.html   # the same, drawn: open it in a browser",
             "  ledger projections status                # the per-device states and their lag",
             "  ledger verify                            # prove the log is untouched",
             "  docs/attribution.md, docs/dispatch.md    # the rules behind what you just saw",

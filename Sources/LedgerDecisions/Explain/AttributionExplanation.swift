@@ -140,9 +140,12 @@ public struct AttributionExplanation: Sendable, Codable {
         return lines.joined(separator: "\n")
     }
 
-    static func time(_ date: Date) -> String { date.formatted(.iso8601) }
+    /// A time as the explanation writes it (ISO 8601, UTC), shared with the timeline page.
+    public static func time(_ date: Date) -> String { date.formatted(.iso8601) }
 
-    static func describe(_ touch: AttributionTouch) -> String {
+    /// A touch in words: source, click or view, time, campaign, ad event. The text and the drawn
+    /// timeline use these same words.
+    public static func describe(_ touch: AttributionTouch) -> String {
         var parts = ["\(touch.source.rawValue) \(touch.interaction.rawValue) at \(time(touch.time))"]
         if let campaign = touch.campaignID { parts.append("campaign \(campaign)") }
         if let name = touch.campaignName { parts.append("\"\(name)\"") }
@@ -150,7 +153,8 @@ public struct AttributionExplanation: Sendable, Codable {
         return parts.joined(separator: ", ")
     }
 
-    static func reason(_ outcome: CandidateOutcome) -> String {
+    /// Why a candidate won or lost, in words (the last-click rule's step that decided it).
+    public static func reason(_ outcome: CandidateOutcome) -> String {
         switch outcome {
         case .won: "won: the latest eligible touch"
         case .outsideWindow: "lost: outside its lookback window (or after the trigger)"
@@ -160,7 +164,8 @@ public struct AttributionExplanation: Sendable, Codable {
         }
     }
 
-    static func ending(_ terminal: String?) -> String {
+    /// How an awaited send ended (`answered`, `failed`, `cancelled`), or `pending`.
+    public static func ending(_ terminal: String?) -> String {
         switch terminal {
         case SendSucceeded.eventType: "answered"
         case SendFailed.eventType: "failed"
@@ -169,7 +174,8 @@ public struct AttributionExplanation: Sendable, Codable {
         }
     }
 
-    static func googleState(_ state: String) -> String {
+    /// What a Google report's state means, in words.
+    public static func googleState(_ state: String) -> String {
         switch state {
         case "closed": "Google answered 200"
         case "requested": "request pending"
