@@ -168,6 +168,9 @@ import Testing
                 #expect(!text.contains(Self.secrets["app1"]!), "\(event.type) holds the signing secret")
             }
             #expect(!rig.logs.all.contains { $0.description.contains("SECRET") })
+            // `ledger explain` shows the delivery under its decision.
+            let explained = try await AttributionExplanation.load(device: "device-app1/dev1", store: rig.store).render()
+            #expect(explained.contains("webhook backend: delivered after 2 calls"), "\(explained)")
         }
         let webhook = ("provider", "webhook")
         #expect(metrics.counterTotal(label: "ledger_send_outcomes_total", dimensions: [webhook, ("outcome", "retry"), ("status", "500")]) == 1)
