@@ -229,6 +229,40 @@ import Testing
         }
     }
 
+    // docs/webhooks.md, "What is delivered, and when": a redo whose outcome changed is a new
+    // decision, delivered under a delivery id of its own, its `supersedes` naming the first.
+    @Test func aSupersedingDecisionIsADeliveryOfItsOwn() async throws {
+        try await Self.withRig { rig in
+            rig.fakes.apple.register(token: Self.tokens["app1"]!,
+                                     outcome: DecisionEndToEndTests.appleClick(minutesBeforeInstall: 10, install: rig.start))
+            try await rig.install(app: "app1")
+            try await rig.drainAll()
+            let first = try #require(try await rig.decide(expected: 1).first)
+            try await rig.drainAll()
+            // A fix to the app's windows: Apple's click, 10 minutes before the install, is now outside.
+            var fixed = AttributionSettings()
+            fixed.apps["app1"] = AppAttributionSettings(providers: [.appleAdServices])
+            fixed.apps["app1"]?.windows.appleClick = 60
+            fixed.apps["app1"]?.webhooks = [WebhookSubscription(endpoint: "backend")]
+            let redoer = AttributionDecider(store: rig.store, settings: fixed, logger: TestDatabase.quietLogger)
+            var report = RedoReport()
+            let deadline = ContinuousClock.now + .seconds(60)  // the decision must be readable (gap-safe horizon)
+            repeat {
+                report = try await redoer.redo(ruleVersion: "1", since: nil, now: Date())
+            } while report.superseded.isEmpty && ContinuousClock.now < deadline
+            let second = try #require(report.superseded.first)
+            try await rig.drainAll()
+            let accepted = rig.fakes.webhooks.deliveries
+            try #require(accepted.count == 2)
+            #expect(accepted[0].deliveryID != accepted[1].deliveryID)
+            #expect(accepted.map(\.eventID) == [first.decisionID, second.decisionID].map { $0.uuidString.lowercased() })
+            let body = try #require(try JSONSerialization.jsonObject(with: accepted[1].body) as? [String: Any])
+            let decision = try #require(body["decision"] as? [String: Any])
+            #expect(decision["supersedes"] as? String == first.decisionID.uuidString.lowercased())
+            #expect(decision["organic"] as? Bool == true)
+        }
+    }
+
     // docs/webhooks.md, "Security": an app's endpoint receives that app's decisions only, each
     // signed with that app's secret (the receiver refuses any other app's, noting it).
     @Test func anAppsWebhookNeverReceivesAnotherAppsDecision() async throws {
