@@ -70,6 +70,7 @@ import Testing
     /// the secrets the ledger signs an app's deliveries with (the receiver keeps ``secrets``);
     /// `urls` sends an app's deliveries elsewhere.
     static func withRig(signing: [String: [String]] = [:], urls: [String: String] = [:], policy: WebhookRetryPolicy = WebhookRetryPolicy(),
+                        extraEndpoints: [String: WebhookEndpoint] = [:],
                         sourceLocation: SourceLocation = #_sourceLocation, _ body: (Rig) async throws -> Void) async throws {
         try await TestDatabase.with { database throws in
             let pool = PostgresPool(conninfo: database.conninfo, maxConnections: 8, logger: TestDatabase.quietLogger)
@@ -88,6 +89,7 @@ import Testing
                         var rules = ProviderSendRules(adServices: fakes.appleEndpoint)
                         rules.webhooks["backend"] = try WebhookEndpoint(
                             name: "backend", url: urls[app] ?? fakes.webhookURL(path: path), secrets: signing[app] ?? [secrets[app]!], policy: policy)
+                        if let extra = extraEndpoints[app] { rules.webhooks[extra.name] = extra }
                         apps[app] = rules
                         settings.apps[app] = AppAttributionSettings(providers: [.appleAdServices])
                         settings.apps[app]?.webhooks = [WebhookSubscription(endpoint: "backend")]
@@ -280,6 +282,32 @@ import Testing
                 #expect(delivery.path == "/webhooks/\(body["app"] as? String ?? "-")")
             }
             #expect(Set(accepted.map(\.path)) == ["/webhooks/app1", "/webhooks/app2"])
+        }
+    }
+
+    // docs/webhooks.md, "What is delivered, and when": a delivery is built with the endpoints of
+    // its own app only. A send of app1's decision naming an endpoint only app2 has (as a forged
+    // or stale request would) fails without a call; app2's receiver gets nothing.
+    @Test func aDeliveryNeverGoesToAnotherAppsEndpoint() async throws {
+        let partner = try WebhookEndpoint(name: "partner", url: "http://127.0.0.1:9/webhooks/partner", secrets: ["whsec-partner-SECRET"])
+        try await Self.withRig(extraEndpoints: ["app2": partner]) { rig in
+            try await rig.install(app: "app1")
+            try await rig.drainAll()
+            let made = try #require(try await rig.decide(expected: 1).first)
+            let key = "webhook:partner:\(made.decisionID.uuidString.lowercased())"
+            let forged = SendRequested(
+                sendID: Outbox.sendID(forKey: key), provider: .webhook, kind: .delivery, causeEventID: made.decisionID,
+                causeStreamID: try StreamID("decision-app1/dev1"), deviceStreamID: try StreamID("device-app1/dev1"), idempotencyKey: key,
+                parameters: ["endpoint": "partner", "event_kind": "decision"])
+            _ = try await rig.store.pool.withTransaction { [store = rig.store] connection in
+                try Outbox.enqueue(forged, store: store, now: Date(), on: connection)
+            }
+            try await rig.drainAll()
+            let failed = try LedgerJSON.makeDecoder().decode(SendFailed.self,
+                from: try #require(try await rig.deliveryStream(decision: made.decisionID, endpoint: "partner").last).data)
+            #expect(failed.rule == "webhook_endpoint_not_configured")
+            #expect(rig.fakes.webhooks.requests.allSatisfy { $0.path == "/webhooks/app1" })
+            #expect(rig.fakes.webhooks.deliveries.count == 1)
         }
     }
 
