@@ -124,8 +124,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // Pure provider protocols (no I/O), on the domain's values.
-        .target(name: "LedgerProviders", dependencies: ["LedgerDomain"], swiftSettings: strict),
+        // Pure provider protocols (no I/O), on the domain's values; Crypto for the webhook
+        // deliveries' HMAC-SHA256 signatures.
+        .target(
+            name: "LedgerProviders",
+            dependencies: ["LedgerDomain", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict
+        ),
         // Device folds: pure reducers over events. The per-device states (SKAN 4, AdServices
         // tokens, Branch identity, Google obligations, the attribution process), no I/O.
         .target(
@@ -398,6 +403,7 @@ let package = Package(
             dependencies: [
                 "AttributionLedger", "LedgerDecisions", "LedgerDispatch", "LedgerProjections", "LedgerFolds", "LedgerStore", "LedgerDomain",
                 "LedgerPostgres", "LedgerProviders", "LedgerTestKit", "LedgerFakeProviders", "LedgerHTTPTransport",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
             ],

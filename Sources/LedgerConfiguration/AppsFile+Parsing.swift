@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDecisions
 import LedgerDomain
+import LedgerProviders
 
 extension AppsFile {
     /// The environment variable naming the apps file.
@@ -33,6 +34,10 @@ extension AppsFile {
         let top = try parser.object(root, at: .root, keys: ["defaults", "apps"])
         var defaults = AppEntry()
         if let value = top["defaults"] { defaults = try parser.entry(value, at: .defaults) }
+        if defaults.webhooks != nil {
+            throw FileKeyPath.defaults.appending("webhooks").error(
+                "per_app_only", "a webhook endpoint belongs to one app: give webhooks in each app's entry")
+        }
         if defaults.apiKeyDigests != nil {
             throw FileKeyPath.defaults.appending("api_key_digests").error(
                 "per_app_only", "an API key belongs to one app: give api_key_digests in each app's entry")
@@ -81,7 +86,7 @@ struct AppsFileParser {
     /// One app's entry, or `defaults`.
     mutating func entry(_ value: JSONValue, at path: FileKeyPath) throws(AppsFileError) -> AppEntry {
         let fields = try object(value, at: path, keys: [
-            "api_key_digests", "providers", "windows", "awaits_iad_details", "decision_deadline_seconds", "live",
+            "api_key_digests", "providers", "windows", "awaits_iad_details", "decision_deadline_seconds", "live", "webhooks",
         ])
         var entry = AppEntry()
         if let value = fields["api_key_digests"] {
@@ -112,7 +117,71 @@ struct AppsFileParser {
             entry.decisionDeadline = try seconds(value, at: path.appending("decision_deadline_seconds"))
         }
         if let value = fields["live"] { entry.live = try bool(value, at: path.appending("live")) }
+        if let value = fields["webhooks"] { entry.webhooks = try webhooks(value, at: path.appending("webhooks")) }
         return entry
+    }
+
+    /// A `webhooks` list: each endpoint checked as the worker will use it (its URL, its name
+    /// unique in the app, one secret and at most a previous one, known event kinds, a budget).
+    mutating func webhooks(_ value: JSONValue, at path: FileKeyPath) throws(AppsFileError) -> [AppWebhook] {
+        guard case .array(let items) = value else { throw path.error("json_array", "must be a list of endpoints") }
+        var made: [AppWebhook] = []
+        for (index, item) in items.enumerated() {
+            let at = path.index(index)
+            let fields = try object(item, at: at, keys: ["name", "url", "secret", "previous_secret", "events", "max_attempts", "max_age_seconds"])
+            guard case .string(let name)? = fields["name"] else {
+                throw at.appending("name").error("required", "an endpoint needs a name ([a-z0-9_-], 1–64 characters)")
+            }
+            if made.contains(where: { $0.name == name }) {
+                throw at.appending("name").error("unique_name", "another endpoint of this app is named \"\(name)\"")
+            }
+            guard case .string(let url)? = fields["url"] else {
+                throw at.appending("url").error("required", "an endpoint needs its url (https://…; http only towards a loopback host)")
+            }
+            var events: Set<WebhookEventKind> = [.decision]
+            if let value = fields["events"] {
+                let known = WebhookEventKind.allCases.map(\.rawValue).joined(separator: ", ")
+                guard case .array(let kinds) = value, !kinds.isEmpty else {
+                    throw at.appending("events").error("non_empty_list", "must be a non-empty list of event kinds: \(known)")
+                }
+                events = []
+                for (kindIndex, kind) in kinds.enumerated() {
+                    guard case .string(let text) = kind, let parsed = WebhookEventKind(rawValue: text) else {
+                        throw at.appending("events").index(kindIndex).error("known_event_kind", "unknown event kind; the kinds are \(known)")
+                    }
+                    events.insert(parsed)
+                }
+            }
+            var policy = WebhookRetryPolicy()
+            if let value = fields["max_attempts"] {
+                guard case .number(let number) = value, let attempts = Int(exactly: NSDecimalNumber(decimal: number).doubleValue),
+                    (1...100).contains(attempts)
+                else {
+                    throw at.appending("max_attempts").error("range_1_100", "must be a whole number of calls from 1 to 100")
+                }
+                policy.maxAttempts = attempts
+            }
+            if let value = fields["max_age_seconds"] {
+                let seconds = try self.seconds(value, at: at.appending("max_age_seconds"))
+                guard seconds <= 7 * 86_400 else {
+                    throw at.appending("max_age_seconds").error("at_most_7_days",
+                        "must be at most 604800 (7 days): the send queue fails every send after 7 days")
+                }
+                policy.maxAge = seconds
+            }
+            let webhook = AppWebhook(
+                name: name, url: url, secret: try secret(fields["secret"], at: at.appending("secret")),
+                previousSecret: fields["previous_secret"] == nil ? nil : try secret(fields["previous_secret"], at: at.appending("previous_secret")),
+                events: events, policy: policy)
+            do {
+                _ = try webhook.endpoint()
+            } catch {
+                let field = error.field == "secret" ? "secret" : error.field == "name" ? "name" : "url"
+                throw at.appending(field).error(error.rule, error.message)
+            }
+            made.append(webhook)
+        }
+        return made
     }
 
     /// A `providers` object.

@@ -1,6 +1,7 @@
 import Foundation
 import LedgerDecisions
 import LedgerDomain
+import LedgerProviders
 
 /// The apps file (`LEDGER_APPS_FILE` or `--apps-file`): every app's API key digests, provider
 /// credentials and attribution settings in one JSON document, parsed strictly into typed values.
@@ -35,6 +36,8 @@ public struct AppEntry: Sendable {
     public var decisionDeadline: TimeInterval?
     /// `live`: whether the app is in production (then Branch test keys are refused).
     public var live: Bool?
+    /// `webhooks`: the app's webhook endpoints (never in `defaults`: an endpoint is one app's).
+    public var webhooks: [AppWebhook]?
 
     /// An empty entry: everything from the next level of the precedence.
     public init(apiKeyDigests: [String]? = nil, providers: AppProviders? = nil,
@@ -98,6 +101,29 @@ public struct BranchCredentials: Sendable {
     public var secret: Secret
     /// `identity_key`: the key Branch's `identity` is hashed with; nil sends no `identity`.
     public var identityKey: Secret?
+}
+
+/// One entry of an app's `webhooks` list (docs/webhooks.md): checked when the file is loaded,
+/// its secrets read then.
+public struct AppWebhook: Sendable {
+    /// `name`: unique within the app, `[a-z0-9_-]`, 1–64 characters.
+    public var name: String
+    /// `url`: https, or http towards a loopback host only.
+    public var url: String
+    /// `secret`: the signing secret.
+    public var secret: Secret
+    /// `previous_secret`: while rotating, the secret being retired; deliveries are signed with both.
+    public var previousSecret: Secret?
+    /// `events`: the kinds the endpoint wants (default `["decision"]`).
+    public var events: Set<WebhookEventKind>
+    /// `max_attempts` and `max_age_seconds`.
+    public var policy: WebhookRetryPolicy
+
+    /// The endpoint the worker sends to (the secrets revealed for signing, nowhere else).
+    public func endpoint() throws(ProviderError) -> WebhookEndpoint {
+        try WebhookEndpoint(name: name, url: url, secrets: [secret.revealed()] + (previousSecret.map { [$0.revealed()] } ?? []),
+                            events: events, policy: policy)
+    }
 }
 
 /// Singular credentials of one app.

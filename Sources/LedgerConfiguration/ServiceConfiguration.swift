@@ -99,6 +99,7 @@ public struct ServiceConfiguration: Sendable {
                 if let awaits = layer.awaitsIAdDetails { resolved.awaitsIAdDetails = awaits }
                 if let deadline = layer.decisionDeadline { resolved.decisionDeadline = deadline }
             }
+            resolved.webhooks = (entry.webhooks ?? []).map { WebhookSubscription(endpoint: $0.name, events: $0.events) }
             settings.apps[app] = resolved
         }
         return settings
@@ -121,6 +122,14 @@ public struct ServiceConfiguration: Sendable {
         var apps: [String: ProviderSendRules] = [:]
         var enabled: [String: [String]] = [:]
         for (app, entry) in (appsFile?.apps ?? [:]).sorted(by: { $0.key < $1.key }) {
+            var webhooks: [String: WebhookEndpoint] = [:]
+            for (index, webhook) in (entry.webhooks ?? []).enumerated() {
+                do {
+                    webhooks[webhook.name] = try webhook.endpoint()
+                } catch {
+                    throw .appsFile(FileKeyPath.app(app).appending("webhooks").index(index).appending(error.field).error(error.rule, error.message))
+                }
+            }
             guard let providers = entry.providers ?? appsFile?.defaults.providers else {
                 // The variables' credentials: a live app must not get a Branch test key from them either.
                 let live = entry.live ?? appsFile?.defaults.live ?? false
@@ -129,10 +138,19 @@ public struct ServiceConfiguration: Sendable {
                         "live_app_live_key", "app \"\(app)\" is marked live and has no providers in the apps file, "
                             + "so it would send with LEDGER_BRANCH_KEY, a test key (key_test_…): give the app its own providers"))
                 }
+                if !webhooks.isEmpty {
+                    // The variables' providers, with the app's own webhook endpoints.
+                    var rules = variables.rules
+                    rules.webhooks = webhooks
+                    apps[app] = rules
+                    enabled[app] = variables.enabled + ["webhook"]
+                }
                 continue
             }
             apps[app] = providers.rules(endpoints: endpoints)
+            apps[app]?.webhooks = webhooks
             enabled[app] = SendProvider.allCases.filter { providers.enabled.contains($0) }.map(\.rawValue)
+                + (webhooks.isEmpty ? [] : ["webhook"])
         }
         return ResolvedSendRules(table: PerAppSendRules.Table(apps: apps, others: variables.rules),
                                  enabledByApp: enabled, enabledForOthers: variables.enabled)

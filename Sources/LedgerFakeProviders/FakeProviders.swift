@@ -17,6 +17,7 @@ import Synchronization
 /// | Apple AdServices | `POST /api/v1/` |
 /// | Branch | `POST /v1/open` |
 /// | Singular | `GET /api/v2/conversion_value` |
+/// | an app's webhook receiver | `POST /webhooks/…` (``FakeWebhookReceiver``) |
 ///
 /// Each fake checks every request against its provider's document before anything else — method,
 /// path, required parameters and headers, content type, credentials equal to the configured ones
@@ -86,6 +87,8 @@ public final class FakeProviders: Sendable {
     public let branch: FakeBranch
     /// Singular's SKAN 4 conversion value API (Singular SKAdNetwork 4 implementation guide).
     public let singular: FakeSingular
+    /// App backends' webhook receivers, verifying every signature (docs/webhooks.md).
+    public let webhooks = FakeWebhookReceiver()
 
     /// The settings this server was made with.
     public let configuration: Configuration
@@ -187,6 +190,9 @@ public final class FakeProviders: Sendable {
     /// The credentials the fakes accept.
     public var credentials: Credentials { configuration.credentials }
 
+    /// The URL of the fake webhook endpoint at `path` (under ``FakeWebhookReceiver/pathPrefix``).
+    public func webhookURL(path: String) -> String { baseURL + path }
+
     /// Google's `dev_token` and `link_id` the fake accepts.
     public var googleLink: GoogleAppLink {
         GoogleAppLink(devToken: credentials.googleDevToken, linkID: credentials.googleLinkID)
@@ -203,7 +209,7 @@ public final class FakeProviders: Sendable {
     }
 
     /// Every fake, for loops over all of them.
-    public var all: [any FakeProvider] { [google, apple, branch, singular] }
+    public var all: [any FakeProvider] { [google, apple, branch, singular, webhooks] }
 
     /// Every request received by any fake (and those no fake serves), in arrival order.
     public var allRequests: [RecordedRequest] {
@@ -314,6 +320,7 @@ public final class FakeProviders: Sendable {
             case AdServicesRequestBuilder.path: .appleAdServices
             case BranchOpenRequest.path: .branch
             case SingularConversionValueRequest.path: .singular
+            case let webhook where webhook.hasPrefix(FakeWebhookReceiver.pathPrefix): .webhook
             default: nil
             }
         let sequence = state.withLock { state in
@@ -337,6 +344,7 @@ public final class FakeProviders: Sendable {
         case .appleAdServices?: return apple.handle(request)
         case .branch?: return branch.handle(request)
         case .singular?: return singular.handle(request)
+        case .webhook?: return webhooks.handle(request)
         case .appleIAd?: return .text(404, "no fake for iAd")
         }
     }

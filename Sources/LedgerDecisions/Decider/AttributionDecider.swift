@@ -4,6 +4,7 @@ import LedgerDomain
 import LedgerFolds
 import LedgerPostgres
 import LedgerProjections
+import LedgerProviders
 import LedgerStore
 import Logging
 import Metrics
@@ -33,7 +34,8 @@ public struct DecisionMade: Sendable, Hashable {
 /// Decides attribution once per trigger: when every enabled provider has a terminal answer, or
 /// the app's deadline passed. Appends `AttributionDecided` to `decision-<app>/<device>` and, in the
 /// same transaction, a Google cross-network send per Google ad event (`attributed` 1 for the
-/// winner, else 0).
+/// winner, else 0) and a webhook delivery per endpoint of the app that wants decisions
+/// (docs/webhooks.md).
 ///
 /// Any number of deciders may run (one per worker process): a decision is made under a
 /// transaction-scoped advisory lock on the decision stream, after checking none exists yet for
@@ -171,6 +173,7 @@ public struct AttributionDecider: Service {
             try request.validate()
             return request
         }
+        let deliveries = try webhookDeliveries(of: decisionID, decisionStream: decisionStream, deviceStream: deviceStream)
         let triggerText = trigger.eventID.uuidString.lowercased()
         let position: Int64? = try await store.pool.withTransaction { [store] connection in
             try connection.execute("SELECT pg_advisory_xact_lock(hashtext(\(decisionStream.rawValue)))")
@@ -178,7 +181,7 @@ public struct AttributionDecider: Service {
                                                       whereMember: "trigger_event_id", is: triggerText, on: connection)
             guard latest == supersedes else { return nil }
             let result = try store.append([event], to: decisionStream.rawValue, expected: .any, on: connection)
-            for request in sends { _ = try Outbox.enqueue(request, store: store, now: now, on: connection) }
+            for request in sends + deliveries { _ = try Outbox.enqueue(request, store: store, now: now, on: connection) }
             return result.events.first?.position
         }
         guard let position else { return nil }
@@ -188,11 +191,28 @@ public struct AttributionDecider: Service {
         ]).increment()
         logger.info("attribution decided", metadata: [
             "decision": "\(decisionID)", "organic": "\(outcome.winner == nil)", "source": "\(outcome.winner?.source.rawValue ?? "-")",
-            "by_deadline": "\(byDeadline)", "cross_network": "\(crossNetwork.count)",
+            "by_deadline": "\(byDeadline)", "cross_network": "\(crossNetwork.count)", "webhooks": "\(deliveries.count)",
         ])
         return DecisionMade(
             decisionID: decisionID, deviceStreamID: device, triggerEventID: trigger.eventID, position: position,
             winner: outcome.winner, crossNetwork: crossNetwork, byDeadline: byDeadline, supersedes: supersedes)
+    }
+
+    /// One `webhook/delivery` send per endpoint of the device's app that wants decisions, keyed
+    /// `webhook:<endpoint>:<decision id>`: a decision is delivered once per endpoint, and a
+    /// superseding decision (a redo) is a delivery of its own.
+    func webhookDeliveries(of decisionID: UUID, decisionStream: StreamID, deviceStream: StreamID) throws -> [SendRequested] {
+        guard let app = deviceStream.tenant?.app.rawValue else { return [] }
+        return try settings.forApp(app).webhooks.filter { $0.events.contains(.decision) }.map { subscription in
+            let key = "webhook:\(subscription.endpoint):\(decisionID.uuidString.lowercased())"
+            let request = SendRequested(
+                sendID: Outbox.sendID(forKey: key), provider: .webhook, kind: .delivery, causeEventID: decisionID,
+                causeStreamID: decisionStream, deviceStreamID: deviceStream, idempotencyKey: key,
+                parameters: [ProviderSendRules.webhookEndpointParameter: subscription.endpoint,
+                             ProviderSendRules.webhookEventKindParameter: WebhookEventKind.decision.rawValue])
+            try request.validate()
+            return request
+        }
     }
 
     /// A decision's id, from its trigger, rule version and the decision it supersedes: deciders

@@ -50,6 +50,9 @@ public struct AttributionExplanation: Sendable, Codable {
     /// is unknown and the provider counts every request; an operator settles it) or failed for
     /// good (``SendsNeedingPeople/fold(_:)``).
     public var sendsNeedingPeople: [SendNeedingPeople]
+    /// The device's webhook deliveries (docs/webhooks.md), oldest first; each decision's are
+    /// shown under it.
+    public var webhooks: [WebhookDeliveryStory] = []
 
     /// Reads a device's explanation (as of a position or time, for auditors).
     public static func load(device: String, asOf: AsOf? = nil, store: EventStore) async throws -> AttributionExplanation {
@@ -61,7 +64,8 @@ public struct AttributionExplanation: Sendable, Codable {
             .filter { $0.type == AttributionDecided.eventType }
             .map { Decision(decision: try decoder.decode(AttributionDecided.self, from: $0.data), position: $0.position,
                             recordedAt: $0.recordedAt) }
-        let sends = try await store.readHistory(of: .deviceHistory(device), types: SendsNeedingPeople.eventTypes, asOf: asOf)
+        let sends = try await store.readHistory(
+            of: .deviceHistory(device), types: Array(Set(SendsNeedingPeople.eventTypes + WebhookDeliveryStory.eventTypes)), asOf: asOf)
         return AttributionExplanation(
             deviceStreamID: device, appID: process.appID,
             triggers: process.triggers.map { trigger in
@@ -70,7 +74,7 @@ public struct AttributionExplanation: Sendable, Codable {
             google: obligations.obligations.values.sorted { $0.adEventID < $1.adEventID }.map {
                 GoogleReport(adEventID: $0.adEventID, state: $0.state.rawValue, attributed: $0.attributed)
             },
-            sendsNeedingPeople: SendsNeedingPeople.fold(sends))
+            sendsNeedingPeople: SendsNeedingPeople.fold(sends), webhooks: WebhookDeliveryStory.fold(sends))
     }
 
     /// The explanation as text a person reads.
@@ -108,6 +112,9 @@ public struct AttributionExplanation: Sendable, Codable {
                     lines.append("    \(mark) \(Self.describe(candidate.touch)) — \(Self.reason(candidate.outcome))")
                 }
                 lines.append("    Inputs (log positions): \(decision.inputPositions.map(String.init).joined(separator: ", "))")
+                for delivery in webhooks where delivery.decisionID == decision.decisionID {
+                    lines.append("    \(delivery.line)")
+                }
             }
             for late in trigger.lateAnswers {
                 lines.append("  Late answer: \(late.provider?.rawValue ?? "apple_iad") \(late.type) at position \(late.position)"

@@ -1,5 +1,22 @@
 import Foundation
 import LedgerDomain
+import LedgerProviders
+
+/// One of an app's webhook endpoints as the decider sees it: its name and the event kinds it
+/// wants. The URL and secrets are the worker's alone (``LedgerDispatch/ProviderSendRules/webhooks``),
+/// so the log records the endpoint's name, never where it points or how it signs.
+public struct WebhookSubscription: Sendable, Hashable, Codable {
+    /// The endpoint's name within its app.
+    public var endpoint: String
+    /// The kinds it wants.
+    public var events: Set<WebhookEventKind>
+
+    /// A subscription.
+    public init(endpoint: String, events: Set<WebhookEventKind> = [.decision]) {
+        self.endpoint = endpoint
+        self.events = events
+    }
+}
 
 /// One app's attribution settings: which providers it uses, their lookback windows, and how long
 /// a decision waits for answers.
@@ -16,6 +33,10 @@ public struct AppAttributionSettings: Sendable, Hashable, Codable {
     /// answered. The default, 26 hours, outlives Apple's 24 h token TTL (an unanswered token is
     /// expired by then) with margin for the worker's last retries.
     public var decisionDeadline: TimeInterval
+    /// The app's webhook endpoints (apps file `webhooks`): each decision requests one delivery
+    /// per endpoint that wants `decision`, in the decision's transaction. Not read from
+    /// `LEDGER_ATTRIBUTION_SETTINGS`.
+    public var webhooks: [WebhookSubscription] = []
 
     /// Settings with every provider enabled and the documented windows.
     public init(

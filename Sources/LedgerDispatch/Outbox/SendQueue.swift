@@ -41,12 +41,13 @@ public enum SendQueue {
     ///   each call carries the SKAN state the answers before it left (Singular SKAdNetwork 4
     ///   implementation guide's snippet calls one at a time, under a lock).
     ///
-    /// Other providers' sends have no lane.
+    /// Other providers' sends have no lane, and neither have webhook deliveries: a receiver
+    /// orders them by their `position` (docs/webhooks.md), so one slow delivery holds up no other.
     public static func lane(provider: SendProvider, deviceStreamID: String) -> String? {
         switch provider {
         case .branch: deviceStreamID
         case .singular: "singular:" + deviceStreamID
-        case .google, .appleAdServices: nil
+        case .google, .appleAdServices, .webhook: nil
         }
     }
 

@@ -47,6 +47,9 @@ public struct ProviderSendRules: SendRules {
     /// This service's own public IP addresses (`LEDGER_SERVER_PUBLIC_IPS`): a device address
     /// that is one of them is ours, not the device's, and is never sent as the device's.
     public var serverPublicIPs: Set<String> = []
+    /// The app's webhook endpoints by name (docs/webhooks.md): where its `webhook/delivery` sends
+    /// go. Empty: none; a delivery to an endpoint not here fails `webhook_endpoint_not_configured`.
+    public var webhooks: [String: WebhookEndpoint] = [:]
 
     /// The rules, given each configured provider's configuration; the policies default to the
     /// providers' files' defaults.
@@ -73,10 +76,11 @@ public struct ProviderSendRules: SendRules {
 
     // MARK: - SendRules
 
-    /// Google's `dev_token`, Branch's key and secret, Singular's SDK key: the values the worker
-    /// redacts from everything it stores.
+    /// Google's `dev_token`, Branch's key and secret, Singular's SDK key, the webhooks' signing
+    /// secrets: the values the worker redacts from everything it stores.
     public var configuredSecrets: [String] {
         [google?.link.devToken, branch?.branchKey, branch?.branchSecret, branch?.identityKey, singular?.sdkKey].compactMap { $0 }
+            + webhooks.values.flatMap(\.secrets)
     }
 
     /// Decides before the request is built, without a call:
@@ -129,6 +133,8 @@ public struct ProviderSendRules: SendRules {
             return try branchOpenRequest(context)
         case (.singular, .conversionValue):
             return try singularRequest(context)
+        case (.webhook, .delivery):
+            return try webhookRequest(context)
         default:
             throw .unbuildable(rule: "kind_not_offered",
                 detail: "\(context.send.provider.rawValue) has no \(context.send.kind.rawValue) call")
@@ -179,6 +185,8 @@ public struct ProviderSendRules: SendRules {
             }
             return SingularClassifier.classify(
                 singularAnswer, attempt: context.call, now: context.now, policy: singularPolicy)
+        case .webhook:
+            return classifyWebhook(answer, context: context)
         }
     }
 
@@ -193,7 +201,7 @@ public struct ProviderSendRules: SendRules {
             return answer.providerResponse?.status == 404
         case .branch:
             return !(200...299).contains(answer.providerResponse?.status ?? 0)
-        case .google, .singular:
+        case .google, .singular, .webhook:
             return false
         }
     }

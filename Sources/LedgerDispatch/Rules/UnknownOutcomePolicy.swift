@@ -21,6 +21,7 @@ public enum DeliveryAfterUnknownOutcome: Sendable, Hashable {
 /// | Google | retry | Google App Conversion Tracking API: a conversion is one app event named by its own `timestamp` (microseconds) and device identifiers, which every try of the send repeats unchanged; the answer is a lookup of the ad events that preceded it, and the ledger already repeats a call after a timeout or a 5xx |
 /// | Apple AdServices | retry | Apple AdServices attribution API: the lookup reads the attribution record of a token and changes nothing, and the document itself asks to repeat it (every 5 s, three attempts) |
 /// | Branch | retry | Branch v1/open server-to-server guide: "Implement retry logic … if your request times out after 5 seconds": a repeated open is what the guide prescribes for a call whose answer did not come |
+/// | webhook | retry | a delivery carries the same `Ledger-Delivery` id on every try, so a receiver dedupes a repeat (docs/webhooks.md) |
 /// | Singular | park (`singular_outcome_unknown`) | Singular SKAdNetwork 4 implementation guide: "In case of retrying an event, avoid calling this method so the same revenue will not be counted twice"; Singular does not deduplicate, so a repeated call may count an event, or its revenue, twice |
 ///
 /// A parked send keeps its place in its device's Singular lane (``SendQueue/lane(provider:deviceStreamID:)``):
@@ -40,7 +41,7 @@ public struct UnknownOutcomePolicy: Sendable, Hashable {
 
     /// The providers' documents' policy (the table above): Singular parked, the others retried.
     public static let documented = UnknownOutcomePolicy([
-        .google: .retry, .appleAdServices: .retry, .branch: .retry, .singular: .park(rule: singularParkRule),
+        .google: .retry, .appleAdServices: .retry, .branch: .retry, .singular: .park(rule: singularParkRule), .webhook: .retry,
     ])
 
     /// What becomes of `provider`'s send after a try whose outcome is unknown.

@@ -190,7 +190,7 @@ public struct AttributionProcessReducer: DeviceStateReducer {
             case .google: TouchExtraction.google(body, position: position)
             case .appleAdServices: TouchExtraction.appleAdServices(body, position: position)
             case .branch: TouchExtraction.branch(body, position: position)
-            case .singular: []
+            case .singular, .webhook: []
             }
             if decided {
                 state.triggers[owner].lateAnswers.append(LateAnswer(

@@ -13,6 +13,9 @@ public enum Provider: String, Sendable, Hashable, Codable, CaseIterable {
     /// Singular SKAdNetwork 4 conversion value API (the Singular SKAdNetwork 4 implementation
     /// guide).
     case singular
+    /// An app's own webhook endpoint (docs/webhooks.md): not a provider, but called and recorded
+    /// like one.
+    case webhook
 }
 
 /// One HTTP request to a provider, built purely (no I/O) by a provider's request builder.

@@ -86,8 +86,9 @@ public struct RecordedRequest: Codable, Sendable, Hashable {
     public static let credentialQueryParameters: Set<String> = ["dev_token", "a"]
     /// JSON body keys that carry credentials: Branch `branch_key`, `branch_secret`.
     public static let credentialBodyKeys: Set<String> = ["branch_key", "branch_secret"]
-    /// Headers that carry credentials.
-    public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
+    /// Headers that carry credentials (or, as a webhook's `Ledger-Signature`, a value derived
+    /// from one that a stored request has no use for).
+    public static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie", "ledger-signature"]
 
     /// The method, uppercase (`GET`, `POST`).
     public var method: String

@@ -101,6 +101,9 @@ public enum SendProvider: String, LedgerEnum {
     case branch
     /// Singular's SKAN conversion-value API.
     case singular
+    /// An app's own webhook endpoints (docs/webhooks.md): the ledger pushes its decisions to the
+    /// app's backend through the same queue, retries and log as a provider call.
+    case webhook
 }
 
 /// Which call of a provider a send makes.
@@ -115,6 +118,8 @@ public enum SendKind: String, LedgerEnum {
     case open
     /// Singular conversion-value request.
     case conversionValue = "conversion_value"
+    /// One signed webhook delivery to one of the app's endpoints.
+    case delivery
 
     /// The providers that offer this call.
     public var providers: Set<SendProvider> {
@@ -123,6 +128,7 @@ public enum SendKind: String, LedgerEnum {
         case .tokenLookup: [.appleAdServices]
         case .open: [.branch]
         case .conversionValue: [.singular]
+        case .delivery: [.webhook]
         }
     }
 }
