@@ -35,6 +35,9 @@ public struct AppEntry: Sendable {
     public var decisionDeadline: TimeInterval?
     /// `live`: whether the app is in production (then Branch test keys are refused).
     public var live: Bool?
+    /// `apple_postbacks`: where Apple's developer copies reach the app, and whether it takes
+    /// postbacks signed with Apple's development keys.
+    public var applePostbacks: ApplePostbacksEntry?
 
     /// An empty entry: everything from the next level of the precedence.
     public init(apiKeyDigests: [String]? = nil, providers: AppProviders? = nil,
@@ -46,6 +49,21 @@ public struct AppEntry: Sendable {
         self.awaitsIAdDetails = awaitsIAdDetails
         self.decisionDeadline = decisionDeadline
         self.live = live
+    }
+}
+
+/// An entry's `apple_postbacks` object: `copy_hosts` (host names, each bound to this app alone)
+/// and `development_keys` (false unless set).
+public struct ApplePostbacksEntry: Sendable {
+    /// `copy_hosts`: the host names Apple's developer copies reach for this app (lowercase).
+    public var copyHosts: [String]
+    /// `development_keys`: whether AdAttributionKit postbacks signed with Apple's development keys are taken.
+    public var developmentKeys: Bool
+
+    /// An entry.
+    public init(copyHosts: [String] = [], developmentKeys: Bool = false) {
+        self.copyHosts = copyHosts
+        self.developmentKeys = developmentKeys
     }
 }
 
