@@ -57,11 +57,12 @@ public struct AppEntry: Sendable {
 public struct ApplePostbacksEntry: Sendable {
     /// `copy_hosts`: the host names Apple's developer copies reach for this app (lowercase).
     public var copyHosts: [String]
-    /// `development_keys`: whether AdAttributionKit postbacks signed with Apple's development keys are taken.
-    public var developmentKeys: Bool
+    /// `development_keys`: whether AdAttributionKit postbacks signed with Apple's development keys
+    /// are taken (nil: as `defaults` says, else no).
+    public var developmentKeys: Bool?
 
     /// An entry.
-    public init(copyHosts: [String] = [], developmentKeys: Bool = false) {
+    public init(copyHosts: [String] = [], developmentKeys: Bool? = nil) {
         self.copyHosts = copyHosts
         self.developmentKeys = developmentKeys
     }
