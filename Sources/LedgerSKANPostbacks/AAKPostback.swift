@@ -175,29 +175,41 @@ public struct AAKPostback: Sendable, Hashable {
     }
 
     /// Base64url without padding (RFC 7515 §2): only `A–Z a–z 0–9 - _`, no `=`, no length that
-    /// cannot come from whole bytes.
+    /// cannot come from whole bytes, and unused low bits zero (so one byte string has one text).
+    /// Decoded here with a table: Foundation's decoder wants the standard alphabet and padding,
+    /// and converting first costs more than the decoding.
     static func base64URL(_ text: Substring.UTF8View, field: String) throws(SKANPostbackError) -> Data {
-        var standard = [UInt8]()
-        standard.reserveCapacity(text.count + 3)
-        for byte in text {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                standard.append(byte)
-            case UInt8(ascii: "-"): standard.append(UInt8(ascii: "+"))
-            case UInt8(ascii: "_"): standard.append(UInt8(ascii: "/"))
-            default:
-                throw .invalid(field, "base64url_no_padding", "JWS parts are base64url without padding.")
+        func refused() -> SKANPostbackError {
+            .invalid(field, "base64url_no_padding", "JWS parts are base64url without padding.")
+        }
+        let count = text.count
+        guard count > 0, count % 4 != 1 else { throw refused() }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for character in text {
+            let value = base64URLValues[Int(character)]
+            guard value < 64 else { throw refused() }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                bytes.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
             }
         }
-        guard !standard.isEmpty, standard.count % 4 != 1 else {
-            throw .invalid(field, "base64url_no_padding", "JWS parts are base64url without padding.")
-        }
-        while standard.count % 4 != 0 { standard.append(UInt8(ascii: "=")) }
-        guard let data = Data(base64Encoded: Data(standard)) else {
-            throw .invalid(field, "base64url_no_padding", "JWS parts are base64url without padding.")
-        }
-        return data
+        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { throw refused() }
+        return Data(bytes)
     }
+
+    /// Each byte's value in the base64url alphabet; 255 for a byte outside it.
+    static let base64URLValues: [UInt8] = {
+        var table = [UInt8](repeating: 255, count: 256)
+        for (index, character) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8.enumerated() {
+            table[Int(character)] = UInt8(index)
+        }
+        return table
+    }()
 
     static func isStreamSafe(_ byte: UInt8) -> Bool {
         (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte)

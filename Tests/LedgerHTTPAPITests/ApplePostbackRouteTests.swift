@@ -61,6 +61,14 @@ struct ApplePostbackRouteTests {
             #expect(stored.count == 1)
             #expect(stored.first?.stream == "skan-\(Self.aakApp)/aak/85546EB7-FD39-44BC-8990-C98A4AC36A49")
             #expect(stored.first?.network == "apple-developer-copy" && stored.first?.verification == "valid")
+            // Without the trailing slash too; sent again, it is a second record, not a second count.
+            let again = try await copy(api, "/.well-known/appattribution/report-attribution", host: "aak.example.com",
+                                       body: appleAAKExample)
+            #expect(again.status == 200)
+            let duplicates = try await api.pool.query(
+                "SELECT count(*) FROM events WHERE event_type = 'AAKPostbackReceived' AND data ? 'duplicate_of'").single()
+                .decode(Int.self, at: 0)
+            #expect(duplicates == 1)
         }
     }
 

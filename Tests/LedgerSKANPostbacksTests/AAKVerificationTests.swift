@@ -86,6 +86,9 @@ struct AAKVerificationTests {
              "jws-string.signature", "base64url_no_padding"),
             ("\(parts[0]).\(parts[1]).\(base64URL(Data(repeating: 1, count: 72)))", "jws-string.signature", "es256_raw_64_bytes"),
             ("\(base64URL(Data(#"{"alg":"ES256"}"#.utf8))).\(parts[1]).\(parts[2])", "jws-string.header.kid", "required"),
+            // "e30" is "{}"; "e31" has the same bytes with an unused bit set: not canonical.
+            ("e31.\(parts[1]).\(parts[2])", "jws-string.header", "base64url_no_padding"),
+            ("e30.\(parts[1]).\(parts[2])", "jws-string.header.alg", "alg_es256"),
         ]
         for (jws, field, rule) in cases {
             let error = try #require(throws: SKANPostbackError.self) {
