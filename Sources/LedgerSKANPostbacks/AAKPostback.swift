@@ -83,7 +83,7 @@ public struct AAKPostback: Sendable, Hashable {
                                     message: "The postback is larger than \(maximumBytes) bytes.")
         }
         let stanza = try object(raw, field: nil)
-        guard let jwsValue = stanza["jws-string"] else {
+        guard let jwsValue = stanza[.jwsString] else {
             throw .missing("jws-string", "An AdAttributionKit postback carries Apple's JWS.")
         }
         guard case .string(let jws) = jwsValue else { throw .wrongType("jws-string", expected: "string") }
@@ -98,37 +98,37 @@ public struct AAKPostback: Sendable, Hashable {
             throw .invalid("jws-string.signature", "es256_raw_64_bytes", "An ES256 signature is 64 bytes (r‖s).")
         }
         let header = try object(headerBytes, field: "jws-string.header")
-        guard case .string("ES256")? = header["alg"] else {
+        guard case .string("ES256")? = header[.alg] else {
             throw .invalid("jws-string.header.alg", "alg_es256", "Apple signs postbacks with ES256; no other algorithm is accepted.")
         }
-        let keyID = try Fields(header, prefix: "jws-string.header.").text("kid")!
+        let keyID = try Fields(header, prefix: "jws-string.header.").text(.kid)!
 
         let payload = Fields(try object(payloadBytes, field: "jws-string.payload"), prefix: "jws-string.payload.")
-        let postbackIdentifier = try payload.text("postback-identifier")!
+        let postbackIdentifier = try payload.text(.postbackIdentifier)!
         guard postbackIdentifier.utf8.count <= 128, postbackIdentifier.utf8.allSatisfy(Self.isStreamSafe) else {
             throw .invalid("jws-string.payload.postback-identifier", "postback_identifier_syntax",
                            "A postback identifier is at most 128 ASCII letters, digits, '.', '_', ':' or '-'.")
         }
-        let sourceIdentifier = try payload.digits("source-identifier")!
+        let sourceIdentifier = try payload.digits(.sourceIdentifier)!
         guard (2...4).contains(sourceIdentifier.utf8.count) else {
             throw .invalid("jws-string.payload.source-identifier", "two_to_four_digits", "A source identifier has 2, 3 or 4 digits.")
         }
-        guard let conversionType = ConversionType(rawValue: try payload.text("conversion-type")!) else {
+        guard let conversionType = ConversionType(rawValue: try payload.text(.conversionType)!) else {
             throw .invalid("jws-string.payload.conversion-type", "one_of_download_redownload_re-engagement",
                            "The conversion type is download, redownload or re-engagement.")
         }
-        let sequence = try payload.digits("postback-sequence-index")!
+        let sequence = try payload.digits(.postbackSequenceIndex)!
         guard let sequenceIndex = Int(sequence), (0...2).contains(sequenceIndex) else {
             throw .invalid("jws-string.payload.postback-sequence-index", "range_0_2", "The value must lie between 0 and 2.")
         }
         var postback = AAKPostback(
             keyID: keyID, postbackIdentifier: postbackIdentifier,
-            advertisedItemIdentifier: try payload.digits("advertised-item-identifier")!,
-            adNetworkIdentifier: try payload.text("ad-network-identifier")!, sourceIdentifier: sourceIdentifier,
-            conversionType: conversionType, impressionType: try payload.text("impression-type")!,
-            didWin: try payload.boolean("did-win"), postbackSequenceIndex: sequenceIndex,
-            marketplaceIdentifier: try payload.text("marketplace-identifier", required: false),
-            publisherItemIdentifier: try payload.digits("publisher-item-identifier", required: false),
+            advertisedItemIdentifier: try payload.digits(.advertisedItemIdentifier)!,
+            adNetworkIdentifier: try payload.text(.adNetworkIdentifier)!, sourceIdentifier: sourceIdentifier,
+            conversionType: conversionType, impressionType: try payload.text(.impressionType)!,
+            didWin: try payload.boolean(.didWin), postbackSequenceIndex: sequenceIndex,
+            marketplaceIdentifier: try payload.text(.marketplaceIdentifier, required: false),
+            publisherItemIdentifier: try payload.digits(.publisherItemIdentifier, required: false),
             signingInput: Data(jws.utf8[parts[0].startIndex..<parts[1].endIndex]), signature: signature)
         try postback.readUnsigned(Fields(stanza, prefix: ""))
         return postback
@@ -136,21 +136,21 @@ public struct AAKPostback: Sendable, Hashable {
 
     /// The unsigned members of the stanza, checked against Apple's ranges.
     private mutating func readUnsigned(_ stanza: Fields) throws(SKANPostbackError) {
-        if let fine = try stanza.digits("conversion-value", required: false) {
+        if let fine = try stanza.digits(.conversionValue, required: false) {
             guard let value = Int(fine), (0...63).contains(value) else {
                 throw .invalid("conversion-value", "range_0_63", "The value must lie between 0 and 63.")
             }
             if postbackSequenceIndex == 0 { conversionValue = value } else { unexpectedConversionValue = value }
         }
-        coarseConversionValue = try stanza.text("coarse-conversion-value", required: false)
+        coarseConversionValue = try stanza.text(.coarseConversionValue, required: false)
         if let coarse = coarseConversionValue, !["low", "medium", "high"].contains(coarse) {
             throw .invalid("coarse-conversion-value", "one_of_low_medium_high", "The coarse value is low, medium or high.")
         }
-        adInteractionType = try stanza.text("ad-interaction-type", required: false)
+        adInteractionType = try stanza.text(.adInteractionType, required: false)
         if let interaction = adInteractionType, interaction != "view", interaction != "click" {
             throw .invalid("ad-interaction-type", "one_of_view_click", "The ad interaction type is view or click.")
         }
-        countryCode = try stanza.text("country-code", required: false)
+        countryCode = try stanza.text(.countryCode, required: false)
         if let country = countryCode, country.utf8.count != 2 || !country.utf8.allSatisfy({ (65...90).contains($0) }) {
             throw .invalid("country-code", "iso3166_alpha2", "A country is two uppercase letters (ISO 3166-1 alpha-2).")
         }
@@ -226,43 +226,43 @@ public struct AAKPostback: Sendable, Hashable {
             self.prefix = prefix
         }
 
-        func text(_ key: String, required: Bool = true) throws(SKANPostbackError) -> String? {
+        func text(_ key: SKANJSONObject.Key, required: Bool = true) throws(SKANPostbackError) -> String? {
             switch object[key] {
             case nil, .null?:
-                if required { throw .missing(prefix + key, "Apple's postbacks always carry this field.") }
+                if required { throw .missing(prefix + key.name, "Apple's postbacks always carry this field.") }
                 return nil
             case .string(let text)?:
                 guard !text.isEmpty, text.utf8.count <= 256 else {
-                    throw .invalid(prefix + key, "length_1_256", "The text must be 1–256 bytes.")
+                    throw .invalid(prefix + key.name, "length_1_256", "The text must be 1–256 bytes.")
                 }
                 return text
             default:
-                throw .wrongType(prefix + key, expected: "string")
+                throw .wrongType(prefix + key.name, expected: "string")
             }
         }
 
         /// A non-negative integer of at most 20 digits, as a JSON number or a string of digits.
-        func digits(_ key: String, required: Bool = true) throws(SKANPostbackError) -> String? {
+        func digits(_ key: SKANJSONObject.Key, required: Bool = true) throws(SKANPostbackError) -> String? {
             let literal: String
             switch object[key] {
             case nil, .null?:
-                if required { throw .missing(prefix + key, "Apple's postbacks always carry this field.") }
+                if required { throw .missing(prefix + key.name, "Apple's postbacks always carry this field.") }
                 return nil
             case .number(let text)?: literal = text
             case .string(let text)?: literal = text
-            default: throw .wrongType(prefix + key, expected: "integer")
+            default: throw .wrongType(prefix + key.name, expected: "integer")
             }
             guard (1...20).contains(literal.utf8.count), literal.utf8.allSatisfy({ (48...57).contains($0) }),
-                literal == "0" || !literal.hasPrefix("0") || key == "source-identifier"
-            else { throw .invalid(prefix + key, "non_negative_integer", "The value must be a non-negative integer.") }
+                literal == "0" || !literal.hasPrefix("0") || key == .sourceIdentifier
+            else { throw .invalid(prefix + key.name, "non_negative_integer", "The value must be a non-negative integer.") }
             return literal
         }
 
-        func boolean(_ key: String) throws(SKANPostbackError) -> Bool {
+        func boolean(_ key: SKANJSONObject.Key) throws(SKANPostbackError) -> Bool {
             switch object[key] {
-            case nil, .null?: throw .missing(prefix + key, "Apple's postbacks always carry this field.")
+            case nil, .null?: throw .missing(prefix + key.name, "Apple's postbacks always carry this field.")
             case .bool(let value)?: return value
-            default: throw .wrongType(prefix + key, expected: "boolean")
+            default: throw .wrongType(prefix + key.name, expected: "boolean")
             }
         }
     }
