@@ -4,7 +4,7 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
-// Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|event_encode|drain|append_encrypted]
+// Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|aak_verify|event_encode|drain|append_encrypted]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
 // projection_rebuild loads LEDGER_BENCH_EVENTS events (default 1,000,000) into a database of its
 // own first; LEDGER_BENCH_ROUNDS (default 2) rounds alternate; LEDGER_BENCH_PROFILE=1 adds a
@@ -57,6 +57,12 @@ do {
     }
     if wanted("skan_verify") {
         emit(try benchSKANVerify())  // SKAN postbacks (issue 10): no database involved
+    }
+    if wanted("aak_verify") {
+        // AdAttributionKit postbacks: no database involved. LEDGER_BENCH_VERIFY_PER_ROUND: postbacks
+        // per round and side (default 3,000; a small number checks the benchmark runs).
+        let perRound = ProcessInfo.processInfo.environment["LEDGER_BENCH_VERIFY_PER_ROUND"].flatMap { Int($0) }.map { max(1, $0) }
+        emit(try benchAAKVerify(perRound: perRound ?? 3000))
     }
     if wanted("projection_rebuild") {
         let environment = ProcessInfo.processInfo.environment

@@ -87,6 +87,7 @@ struct AppsFileParser {
     mutating func entry(_ value: JSONValue, at path: FileKeyPath) throws(AppsFileError) -> AppEntry {
         let fields = try object(value, at: path, keys: [
             "api_key_digests", "providers", "windows", "awaits_iad_details", "decision_deadline_seconds", "live", "webhooks",
+            "apple_postbacks",
         ])
         var entry = AppEntry()
         if let value = fields["api_key_digests"] {
@@ -118,6 +119,29 @@ struct AppsFileParser {
         }
         if let value = fields["live"] { entry.live = try bool(value, at: path.appending("live")) }
         if let value = fields["webhooks"] { entry.webhooks = try webhooks(value, at: path.appending("webhooks")) }
+        if let value = fields["apple_postbacks"] {
+            entry.applePostbacks = try applePostbacks(value, at: path.appending("apple_postbacks"))
+        }
+        return entry
+    }
+
+    /// An `apple_postbacks` object: `copy_hosts` (DNS names) and `development_keys`.
+    func applePostbacks(_ value: JSONValue, at path: FileKeyPath) throws(AppsFileError) -> ApplePostbacksEntry {
+        let fields = try object(value, at: path, keys: ["copy_hosts", "development_keys"])
+        var entry = ApplePostbacksEntry()
+        if let value = fields["copy_hosts"] {
+            let at = path.appending("copy_hosts")
+            guard case .array(let items) = value else { throw at.error("json_array", "must be a list of host names") }
+            for (index, item) in items.enumerated() {
+                guard case .string(let host) = item, (1...253).contains(host.utf8.count),
+                    host.utf8.allSatisfy({ (97...122).contains($0) || (48...57).contains($0) || $0 == 45 || $0 == 46 })
+                else {
+                    throw at.index(index).error("dns_name", "must be a lowercase host name (letters, digits, '-', '.'), without scheme or port")
+                }
+                entry.copyHosts.append(host)
+            }
+        }
+        if let value = fields["development_keys"] { entry.developmentKeys = try bool(value, at: path.appending("development_keys")) }
         return entry
     }
 

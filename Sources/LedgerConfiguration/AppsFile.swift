@@ -38,6 +38,9 @@ public struct AppEntry: Sendable {
     public var live: Bool?
     /// `webhooks`: the app's webhook endpoints (never in `defaults`: an endpoint is one app's).
     public var webhooks: [AppWebhook]?
+    /// `apple_postbacks`: where Apple's developer copies reach the app, and whether it takes
+    /// postbacks signed with Apple's development keys.
+    public var applePostbacks: ApplePostbacksEntry?
 
     /// An empty entry: everything from the next level of the precedence.
     public init(apiKeyDigests: [String]? = nil, providers: AppProviders? = nil,
@@ -49,6 +52,22 @@ public struct AppEntry: Sendable {
         self.awaitsIAdDetails = awaitsIAdDetails
         self.decisionDeadline = decisionDeadline
         self.live = live
+    }
+}
+
+/// An entry's `apple_postbacks` object: `copy_hosts` (host names, each bound to this app alone)
+/// and `development_keys` (false unless set).
+public struct ApplePostbacksEntry: Sendable {
+    /// `copy_hosts`: the host names Apple's developer copies reach for this app (lowercase).
+    public var copyHosts: [String]
+    /// `development_keys`: whether AdAttributionKit postbacks signed with Apple's development keys
+    /// are taken (nil: as `defaults` says, else no).
+    public var developmentKeys: Bool?
+
+    /// An entry.
+    public init(copyHosts: [String] = [], developmentKeys: Bool? = nil) {
+        self.copyHosts = copyHosts
+        self.developmentKeys = developmentKeys
     }
 }
 

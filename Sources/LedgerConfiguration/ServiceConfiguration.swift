@@ -80,6 +80,33 @@ public struct ServiceConfiguration: Sendable {
         do { return try APIKeys(digests: digests) } catch { throw .apiKeys(error) }
     }
 
+    /// The settings of Apple's postback routes from the apps file: each app's developer-copy
+    /// hosts and whether it takes development-key postbacks (`defaults` may set the latter only).
+    /// - Throws: ``ConfigurationError`` when a host is given to two apps, or `defaults` names hosts.
+    public func applePostbackSettings() throws(ConfigurationError) -> ApplePostbackSettings {
+        guard let appsFile else { return ApplePostbackSettings() }
+        if appsFile.defaults.applePostbacks?.copyHosts.isEmpty == false {
+            throw .appsFile(FileKeyPath.defaults.appending("apple_postbacks").appending("copy_hosts").error(
+                "not_in_defaults", "a copy host belongs to one app: list it in that app's entry"))
+        }
+        var hosts: [String: AppID] = [:]
+        var development = Set<AppID>()
+        for (name, entry) in appsFile.apps.sorted(by: { $0.key < $1.key }) {
+            guard let app = try? AppID(name) else { continue }
+            if entry.applePostbacks?.developmentKeys ?? appsFile.defaults.applePostbacks?.developmentKeys ?? false {
+                development.insert(app)
+            }
+            for (index, host) in (entry.applePostbacks?.copyHosts ?? []).enumerated() {
+                if let owner = hosts[host], owner != app {
+                    throw .appsFile(FileKeyPath.app(name).appending("apple_postbacks").appending("copy_hosts").index(index).error(
+                        "one_app_per_host", "this host is also app \"\(owner)\"'s: a copy is bound to an app by its host alone"))
+                }
+                hosts[host] = app
+            }
+        }
+        return ApplePostbackSettings(copyHosts: hosts, developmentKeyApps: development)
+    }
+
     /// The attribution settings: `LEDGER_ATTRIBUTION_SETTINGS` (or the built-in defaults), with
     /// each listed app's entry and the file's `defaults` over what it says for that app.
     /// - Throws: ``ConfigurationError`` when `LEDGER_ATTRIBUTION_SETTINGS` cannot be used.

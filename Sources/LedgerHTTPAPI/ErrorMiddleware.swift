@@ -109,6 +109,9 @@ enum RouteTable {
         (["v1", "apps", "{app}", "devices", "{device}", "timeline"], ["GET"]),
         (["v1", "apps", "{app}", "devices", "{device}", "erase"], ["POST"]),
         (["v1", "apps", "{app}", "skan", "postbacks"], ["POST"]),
+        (["v1", "apps", "{app}", "aak", "postbacks"], ["POST"]),
+        ([".well-known", "skadnetwork", "report-attribution"], ["POST"]),
+        ([".well-known", "appattribution", "report-attribution"], ["POST"]),
         (["v1", "apps", "{app}", "events", "stream"], ["GET"]),
         (["health"], ["GET"]), (["ready"], ["GET"]), (["metrics"], ["GET"]),
     ]

@@ -10,6 +10,7 @@ extension Handlers {
     func registerPrivacyAndPostbacks(on router: Router<BasicRequestContext>) {
         router.post("/v1/apps/{app}/devices/{device}/erase") { request, context in try await erase(request, context) }
         router.post("/v1/apps/{app}/skan/postbacks") { request, context in try await postback(request, context) }
+        registerApplePostbacks(on: router)
     }
 
     /// The body, refused with 415 unless it is JSON and with 413 past the limit (by

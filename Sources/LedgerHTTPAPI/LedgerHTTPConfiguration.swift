@@ -34,6 +34,8 @@ public struct LedgerHTTPConfiguration: Sendable, Hashable {
     /// How often an event stream (`GET /v1/apps/{app}/events/stream`) with nothing to send writes
     /// a `: keep-alive` comment, so that proxies and load balancers do not close it as idle.
     public var eventStreamHeartbeat: Duration
+    /// Apple's postbacks: developer-copy hosts and development keys, per app.
+    public var applePostbacks = ApplePostbackSettings()
 
     /// Creates a configuration: 127.0.0.1:8080, 4 MiB bodies, 1,000 events per batch, 10 s for a
     /// request's head, 60 s of keep-alive idleness, 30 s for a whole request, rate limits chosen by

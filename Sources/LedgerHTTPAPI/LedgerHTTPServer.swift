@@ -18,6 +18,10 @@ import ServiceLifecycle
 /// - `GET /v1/apps/{app}/devices/{device}/timeline`: the device's attribution drawn, one
 ///   self-contained HTML page (`LedgerTimeline`);
 /// - `GET /v1/apps/{app}/events/stream`: the app's events as Server-Sent Events, caught up and live;
+/// - `POST /v1/apps/{app}/skan/postbacks`, `POST /v1/apps/{app}/aak/postbacks`: Apple's postbacks
+///   as networks forward them;
+/// - `POST /.well-known/skadnetwork/report-attribution/`, `POST /.well-known/appattribution/report-attribution/`:
+///   Apple's developer copies, without a key, bound to an app by host name (``ApplePostbackSettings``);
 /// - `GET /health`, `GET /ready`, `GET /metrics` (Prometheus text).
 ///
 /// Every `/v1/apps/{app}/…` route needs `Authorization: Bearer <key>` with a key of that app, and

@@ -43,8 +43,8 @@ struct SKANJSONObject {
         case duplicateKey(String)
     }
 
-    /// The postback fields, each with its JSON name, recognised by their bytes while reading (no
-    /// key string is made and no key hashed: this is most of the speed).
+    /// The postback fields of both systems, each with its JSON name, recognised by their bytes
+    /// while reading (no key string is made and no key hashed: this is most of the speed).
     enum Key: String, CaseIterable {
         case version, adNetworkID = "ad-network-id", sourceIdentifier = "source-identifier", campaignID = "campaign-id"
         case appID = "app-id", transactionID = "transaction-id", redownload, sourceAppID = "source-app-id"
@@ -52,6 +52,12 @@ struct SKANJSONObject {
         case postbackSequenceIndex = "postback-sequence-index", conversionValue = "conversion-value"
         case coarseConversionValue = "coarse-conversion-value", countryCode = "country-code"
         case attributionSignature = "attribution-signature"
+        // AdAttributionKit: the stanza's, the JWS header's and the JWS payload's members.
+        case jwsString = "jws-string", adInteractionType = "ad-interaction-type", alg, kid
+        case postbackIdentifier = "postback-identifier", advertisedItemIdentifier = "advertised-item-identifier"
+        case adNetworkIdentifier = "ad-network-identifier", conversionType = "conversion-type"
+        case impressionType = "impression-type", marketplaceIdentifier = "marketplace-identifier"
+        case publisherItemIdentifier = "publisher-item-identifier"
 
         /// The JSON name.
         var name: String { rawValue }

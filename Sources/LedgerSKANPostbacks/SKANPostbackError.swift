@@ -34,6 +34,9 @@ public struct SKANPostbackError: Error, Sendable, Hashable, CustomStringConverti
         case otherApp = "other_app"
         /// The app's refused inputs of the last hour reached the ingestor's bound: nothing was stored.
         case refusedLimit = "refused_limit"
+        /// An AdAttributionKit postback signed with one of Apple's development keys, for an app
+        /// whose configuration does not allow them: nothing was stored.
+        case developmentKey = "development_key"
     }
 
     /// What broke.

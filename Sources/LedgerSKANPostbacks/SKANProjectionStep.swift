@@ -12,6 +12,8 @@ struct SKANProjectionStep {
     /// `skan-<app-id>/<transaction-id>`).
     struct Key: Hashable {
         var appID: String
+        /// `skan` or `aak`: the two systems' identifiers never claim each other's.
+        var system: String
         var transactionID: String
         var sequenceIndex: Int
     }
@@ -37,31 +39,84 @@ struct SKANProjectionStep {
 
     func table(_ table: Table) -> String { tables.quoted(table.rawValue) }
 
+    /// One postback event of either system, decoded and parsed.
+    enum Postback {
+        case skan(SKANPostbackReceived, SKANPostback?)
+        case aak(AAKPostbackReceived, AAKPostback?)
+    }
+
     mutating func apply(_ events: [RecordedEvent]) throws {
-        var postbacks: [(RecordedEvent, SKANPostbackReceived, SKANPostback?)] = []
+        var postbacks: [UUID: Postback] = [:]
         var apps = Set<String>()
         var transactions = Set<String>()
-        for record in events where record.type == SKANPostbackReceived.eventType {
-            let event = try decoder.decode(SKANPostbackReceived.self, from: record.data)
-            let postback = event.isRefused ? nil : try? SKANPostback.parse(Data(event.raw.utf8))
-            if let postback {
-                apps.insert(postback.appID)
-                transactions.insert(postback.transactionID)
+        for record in events {
+            if record.type == SKANPostbackReceived.eventType {
+                let event = try decoder.decode(SKANPostbackReceived.self, from: record.data)
+                let postback = event.isRefused ? nil : try? SKANPostback.parse(Data(event.raw.utf8))
+                if let postback {
+                    apps.insert(postback.appID)
+                    transactions.insert(postback.transactionID)
+                }
+                postbacks[record.id] = .skan(event, postback)
+            } else if record.type == AAKPostbackReceived.eventType {
+                let event = try decoder.decode(AAKPostbackReceived.self, from: record.data)
+                let postback = try? AAKPostback.parse(Data(event.raw.utf8))
+                if let postback {
+                    apps.insert(postback.advertisedItemIdentifier)
+                    transactions.insert(postback.postbackIdentifier)
+                }
+                postbacks[record.id] = .aak(event, postback)
             }
-            postbacks.append((record, event, postback))
         }
         try loadModels(of: apps)
         try loadClaims(of: transactions)
-        var next = postbacks.makeIterator()
         for record in events {
             if record.type == SKANConversionModelConfigured.eventType {
                 try applyModel(try decoder.decode(SKANConversionModelConfigured.self, from: record.data), at: record)
-            } else if let (record, event, postback) = next.next() {
+            } else if case .skan(let event, let postback)? = postbacks[record.id] {
                 applyPostback(event, postback, at: record)
+            } else if case .aak(let event, let postback)? = postbacks[record.id] {
+                applyAAKPostback(event, postback, at: record)
             }
         }
         try flush()
         try recomputeReport()
+    }
+
+    /// An AdAttributionKit postback: verified as the ingestor recorded it (the key its `kid`
+    /// named), claimed on (app, `postback-identifier`, sequence) as SKAN's are on their transaction.
+    mutating func applyAAKPostback(_ event: AAKPostbackReceived, _ postback: AAKPostback?, at record: RecordedEvent) {
+        let day = String((LedgerTimestamp.format(event.receivedAt) ?? "0001-01-01").prefix(10))
+        guard let postback else {
+            postbackRows.append([.uuid(record.id), .int64(record.position), .timestamptz(event.receivedAt), .text(day),
+                                 .text(event.forwardingNetwork), .text("refused")] + Array(repeating: .null, count: 10)
+                                + [.bool(false), .text("aak"), .bool(false), .bool(event.development)])
+            return
+        }
+        let status: SKANIngestResult.Status
+        if event.verification != .valid {
+            status = .invalidSignature
+        } else if !claimed.insert(Key(appID: postback.advertisedItemIdentifier, system: "aak", transactionID: postback.postbackIdentifier,
+                                      sequenceIndex: postback.postbackSequenceIndex)).inserted {
+            status = .duplicate
+        } else {
+            status = postback.didWin ? .counted : .notWon
+        }
+        let decodable = status == .counted && event.unsignedCheck != .mismatch && !event.development
+        postbackRows.append([
+            .uuid(record.id), .int64(record.position), .timestamptz(event.receivedAt), .text(day), .text(event.forwardingNetwork),
+            .text(status.rawValue), .text(postback.advertisedItemIdentifier), .text(postback.adNetworkIdentifier),
+            .text(postback.sourceIdentifier), .null, .text(postback.postbackIdentifier),
+            .int64(Int64(postback.postbackSequenceIndex)), .bool(postback.conversionType == .redownload),
+            postback.conversionValue.map { .int64(Int64($0)) } ?? .null, postback.coarseConversionValue.map { .text($0) } ?? .null,
+            .text(event.unsignedCheck.rawValue), .bool(decodable), .text("aak"), .bool(postback.isReEngagement),
+            .bool(event.development),
+        ])
+        dirtyDays.insert(AppDay(app: postback.advertisedItemIdentifier, day: day))
+        if decodable, let model = models[postback.advertisedItemIdentifier] {
+            addDecoding(record.id, fine: postback.conversionValue, coarse: postback.coarseConversionValue,
+                        sequenceIndex: postback.postbackSequenceIndex, model: model)
+        }
     }
 
     mutating func applyPostback(_ event: SKANPostbackReceived, _ postback: SKANPostback?, at record: RecordedEvent) {
@@ -69,7 +124,7 @@ struct SKANProjectionStep {
         guard let postback else {
             postbackRows.append([.uuid(record.id), .int64(record.position), .timestamptz(event.receivedAt), .text(day),
                                  .text(event.forwardingNetwork), .text("refused")] + Array(repeating: .null, count: 10)
-                                + [.bool(false)])
+                                + [.bool(false), .text("skan"), .bool(false), .bool(false)])
             return
         }
         // An event appended without the ingestor (no recorded verification) is verified here,
@@ -78,7 +133,7 @@ struct SKANProjectionStep {
         let status: SKANIngestResult.Status
         if !verified {
             status = .invalidSignature
-        } else if !claimed.insert(Key(appID: postback.appID, transactionID: postback.transactionID,
+        } else if !claimed.insert(Key(appID: postback.appID, system: "skan", transactionID: postback.transactionID,
                                       sequenceIndex: postback.postbackSequenceIndex)).inserted {
             status = .duplicate
         } else {
@@ -93,7 +148,7 @@ struct SKANProjectionStep {
             .text(postback.version.rawValue), .text(postback.transactionID), .int64(Int64(postback.postbackSequenceIndex)),
             .bool(postback.redownload), postback.conversionValue.map { .int64(Int64($0)) } ?? .null,
             postback.coarseConversionValue.map { .text($0) } ?? .null, .text(check.rawValue),
-            .bool(decodable),
+            .bool(decodable), .text("skan"), .bool(false), .bool(false),
         ])
         dirtyDays.insert(AppDay(app: postback.appID, day: day))
         if decodable, let model = models[postback.appID] {
@@ -165,13 +220,13 @@ struct SKANProjectionStep {
     mutating func loadClaims(of transactions: Set<String>) throws {
         guard !transactions.isEmpty else { return }
         let rows = try connection.query("""
-            SELECT app_id, transaction_id, sequence_index FROM \(unescaped: table(.postbacks))
+            SELECT app_id, system, transaction_id, sequence_index FROM \(unescaped: table(.postbacks))
             WHERE status IN ('counted', 'not_won')
               AND transaction_id = ANY(\(PostgresQuery.textArrayLiteral(transactions.sorted()))::text[])
             """)
         for row in rows {
-            claimed.insert(Key(appID: try row.decode(String.self, at: 0), transactionID: try row.decode(String.self, at: 1),
-                               sequenceIndex: try row.decode(Int.self, at: 2)))
+            claimed.insert(Key(appID: try row.decode(String.self, at: 0), system: try row.decode(String.self, at: 1),
+                               transactionID: try row.decode(String.self, at: 2), sequenceIndex: try row.decode(Int.self, at: 3)))
         }
     }
 
@@ -198,34 +253,37 @@ struct SKANProjectionStep {
             try connection.execute(delete)
         }
         var daily = PostgresQuery(sql: """
-            INSERT INTO \(table(.daily)) SELECT p.app_id, p.network, p.ad_network_id, p.source, p.day,
-                count(*) FILTER (WHERE p.status = 'counted' AND p.sequence_index = 0 AND NOT p.redownload),
-                count(*) FILTER (WHERE p.status = 'counted' AND p.sequence_index = 0 AND p.redownload),
+            INSERT INTO \(table(.daily)) SELECT p.app_id, p.system, p.network, p.ad_network_id, p.source, p.day,
+                count(*) FILTER (WHERE p.status = 'counted' AND p.sequence_index = 0 AND NOT p.redownload AND NOT p.reengagement),
+                count(*) FILTER (WHERE p.status = 'counted' AND p.sequence_index = 0 AND p.redownload AND NOT p.reengagement),
+                count(*) FILTER (WHERE p.status = 'counted' AND p.sequence_index = 0 AND p.reengagement),
                 count(*) FILTER (WHERE p.status = 'counted'), count(*) FILTER (WHERE p.status = 'duplicate'),
                 count(*) FILTER (WHERE p.status = 'not_won'), count(*) FILTER (WHERE p.status = 'invalid_signature'),
                 count(*) FILTER (WHERE p.status = 'counted' AND p.unsigned_check = 'mismatch'), \(latest)
-            FROM \(table(.postbacks)) AS p WHERE p.app_id IS NOT NULL AND
+            FROM \(table(.postbacks)) AS p WHERE p.app_id IS NOT NULL AND NOT p.development AND
             """)
         touched(&daily)
-        daily.append(sql: " GROUP BY 1, 2, 3, 4, 5")
+        daily.append(sql: " GROUP BY 1, 2, 3, 4, 5, 6")
         try connection.execute(daily)
         let decoded = """
             FROM \(table(.postbacks)) AS p JOIN \(table(.decodings)) AS d ON d.event_id = p.event_id AND d.model_version = \(latest)
             """
         var conversions = PostgresQuery(sql: """
-            INSERT INTO \(table(.conversions)) SELECT p.app_id, p.network, p.ad_network_id, p.source, p.day, e.event, count(*)
-            \(decoded) CROSS JOIN LATERAL unnest(d.events) AS e(event) WHERE p.status = 'counted' AND
+            INSERT INTO \(table(.conversions))
+            SELECT p.app_id, p.system, p.network, p.ad_network_id, p.source, p.day, p.reengagement, e.event, count(*)
+            \(decoded) CROSS JOIN LATERAL unnest(d.events) AS e(event) WHERE p.status = 'counted' AND NOT p.development AND
             """)
         touched(&conversions)
-        conversions.append(sql: " GROUP BY 1, 2, 3, 4, 5, 6")
+        conversions.append(sql: " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8")
         try connection.execute(conversions)
         var revenue = PostgresQuery(sql: """
-            INSERT INTO \(table(.revenue)) SELECT p.app_id, p.network, p.ad_network_id, p.source, p.day, d.currency,
+            INSERT INTO \(table(.revenue))
+            SELECT p.app_id, p.system, p.network, p.ad_network_id, p.source, p.day, p.reengagement, d.currency,
                 sum(d.revenue_min), sum(d.revenue_max)
-            \(decoded) WHERE p.status = 'counted' AND d.currency IS NOT NULL AND
+            \(decoded) WHERE p.status = 'counted' AND NOT p.development AND d.currency IS NOT NULL AND
             """)
         touched(&revenue)
-        revenue.append(sql: " GROUP BY 1, 2, 3, 4, 5, 6")
+        revenue.append(sql: " GROUP BY 1, 2, 3, 4, 5, 6, 7, 8")
         try connection.execute(revenue)
     }
 }

@@ -94,4 +94,37 @@ struct AppendCommandTests {
             .decode(Int.self, at: 0)
         #expect(exact == 2)
     }
+
+    /// Apple AdAttributionKit's example stanza ("Identifying the parameters in a postback", signed
+    /// with the developer-settings key of "Verifying a postback") through an `aak_postback` line:
+    /// refused while the app does not allow development keys, taken once the apps file allows them.
+    @Test("append ingests AdAttributionKit postbacks; development keys only where the apps file allows them")
+    func appendsAAKPostbacks() async throws {
+        let database = try await TestDatabase.create()
+        defer { database.drop() }
+        let stanza = #"{"jws-string": "eyJraWQiOiJhcHBsZS1kZXZlbG9wbWVudC1pZGVudGlmaWVyXC8xIiwiYWxnIjoiRVMyNTYifQ.eyJwb3N0YmFjay1pZGVudGlmaWVyIjoiODU1NDZFQjctRkQzOS00NEJDLTg5OTAtQzk4QTRBQzM2QTQ5IiwicHVibGlzaGVyLWl0ZW0taWRlbnRpZmllciI6MCwibWFya2V0cGxhY2UtaWRlbnRpZmllciI6ImNvbS5hcHBsZS5BcHBTdG9yZSIsImltcHJlc3Npb24tdHlwZSI6ImFwcC1pbXByZXNzaW9uIiwiYWQtbmV0d29yay1pZGVudGlmaWVyIjoiZGV2ZWxvcG1lbnQuYWRhdHRyaWJ1dGlvbmtpdCIsImRpZC13aW4iOnRydWUsInBvc3RiYWNrLXNlcXVlbmNlLWluZGV4IjowLCJjb252ZXJzaW9uLXR5cGUiOiJyZS1lbmdhZ2VtZW50Iiwic291cmNlLWlkZW50aWZpZXIiOiIxMjM0IiwiYWR2ZXJ0aXNlZC1pdGVtLWlkZW50aWZpZXIiOjEwNzM4MDI3NzU2fQ.bAdNwKd6OfHK9tofvjjua4X_JPcFTxXPQSspD9gZkinw97pY7R1aI-LSjl-oxZZF3_K2H5JK5TSEBee4_1U4oQ", "conversion-value": 24}"#
+        let line = String(decoding: try JSONSerialization.data(withJSONObject: [
+            "app": "10738027756", "network": "example-network", "aak_postback": stanza,
+        ]), as: UTF8.self)
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("aak-\(UUID()).jsonl")
+        try Data(line.utf8).write(to: input)
+        let apps = FileManager.default.temporaryDirectory.appendingPathComponent("apps-\(UUID()).json")
+        try Data(#"{"apps": {"10738027756": {"apple_postbacks": {"development_keys": true}}}}"#.utf8).write(to: apps)
+        defer {
+            try? FileManager.default.removeItem(at: input)
+            try? FileManager.default.removeItem(at: apps)
+        }
+        let refused = try await LedgerProcess.runDetached(["append", "--json", "--database-url", database.conninfo], stdin: input)
+        #expect(refused.status == 10, "\(refused.stderr)")
+        #expect(refused.stdout.contains("production_key_only") && refused.stdout.contains("jws-string.header.kid"))
+        let taken = try await LedgerProcess.runDetached(
+            ["append", "--json", "--database-url", database.conninfo, "--apps-file", apps.path], stdin: input)
+        #expect(taken.status == 0, "\(taken.stdout) \(taken.stderr)")
+        let pool = PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+        defer { pool.close() }
+        let stored = try await pool.query(
+            "SELECT count(*) FROM events WHERE event_type = 'AAKPostbackReceived' AND data->>'raw' = \(stanza)").single()
+            .decode(Int.self, at: 0)
+        #expect(stored == 1)
+    }
 }

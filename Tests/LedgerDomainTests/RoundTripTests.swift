@@ -36,7 +36,7 @@ struct RoundTripTests {
         let sampled = Set(try Samples.all().map { type(of: $0).eventType })
         let catalogued = Set(catalog.entries.map(\.eventType))
         #expect(sampled == catalogued)
-        #expect(catalog.entries.count == 25)
+        #expect(catalog.entries.count == 26)
     }
 
     @Test("FirstOpen has a stable encoding")

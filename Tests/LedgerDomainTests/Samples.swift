@@ -125,6 +125,9 @@ enum Samples {
                 appID: "525463029", modelVersion: 1,
                 fine: [.init(from: 0, to: 9, meaning: .init(events: ["tutorial_complete"]))],
                 coarse: ["high": .init(events: ["purchase"])], configuredBy: "growth-team"),
+            AAKPostbackReceived(
+                raw: #"{"jws-string": "e30.e30.AA", "conversion-value": 24}"#, forwardingNetwork: "example-network",
+                receivedAt: later, verification: .invalid, keyID: "apple-cas-identifier/0", development: false),
         ]
     }
 }

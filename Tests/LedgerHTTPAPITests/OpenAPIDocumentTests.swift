@@ -76,6 +76,12 @@ import Testing
                 case "/v1/apps/{app}/skan/postbacks":
                     // An unsigned, schema-less postback: refused (400) and kept as refused.
                     (query, body, expectSuccess) = ("?network=test-network", #"{"version": "4.0"}"#, false)
+                case "/v1/apps/{app}/aak/postbacks":
+                    // A JWS that is not one: refused (400), nothing stored.
+                    (query, body, expectSuccess) = ("?network=test-network", #"{"jws-string": "a.b"}"#, false)
+                case "/.well-known/skadnetwork/report-attribution", "/.well-known/appattribution/report-attribution":
+                    // No copy host configured here: 404 (the developer-copy tests bind hosts).
+                    (body, expectSuccess) = ("{}", false)
                 default: break
                 }
                 let valid: (status: Int, body: Data)

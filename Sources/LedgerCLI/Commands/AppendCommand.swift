@@ -1,8 +1,10 @@
 import ArgumentParser
 import AttributionLedger
 import Foundation
+import LedgerConfiguration
 import LedgerDecisions
 import LedgerDomain
+import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerPrivateCluster
 
@@ -19,6 +21,8 @@ struct AppendCommand: AsyncParsableCommand {
             postback a network forwarded is a line with the postback's JSON as a string, kept byte
             for byte, and the network:
               {"app": "com.example.game", "network": "example-network", "skan_postback": "{\"version\":\"4.0\",…}"}
+            An AdAttributionKit postback's stanza goes under "aak_postback" the same way
+            (development-key postbacks only for apps whose apple_postbacks.development_keys is true).
             (verified, deduplicated and decoded as docs/skan-postbacks.md says; an invalid one is
             refused here and still kept as a rejected postback). Each accepted
             line is recorded with the sends it causes, in its own transaction; a line whose id was
@@ -56,8 +60,11 @@ struct AppendCommand: AsyncParsableCommand {
             let target = try database.resolve(logger: logger)
             let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 2, logger: logger)
             defer { pool.close() }
-            let ledger = AttributionLedger(pool: pool, settings: try apps.attributionSettings(command: "append"), defaultActor: "ledger-append",
-                                           logger: logger)
+            let configuration = try apps.load(command: "append")
+            let ledger = AttributionLedger(
+                pool: pool, settings: try configured { () throws(ConfigurationError) in try configuration.attributionSettings() },
+                defaultActor: "ledger-append", logger: logger)
+            let applePostbacks = try configured { () throws(ConfigurationError) in try configuration.applePostbackSettings() }
             var accepted = 0
             var duplicates = 0
             var number = 0
@@ -82,9 +89,14 @@ struct AppendCommand: AsyncParsableCommand {
                 if line.trimmingCharacters(in: .whitespaces).isEmpty { continue }
                 do {
                     if let postback = try Self.postback(line) {
-                        let receipt = try await ledger.ingestSKANPostback(
-                            raw: postback.raw, app: postback.app, network: postback.network, receivedAt: Date(),
-                            eventID: postback.id ?? UUID())
+                        let receipt = postback.key == "aak_postback"
+                            ? try await ledger.ingestAAKPostback(
+                                raw: postback.raw, app: postback.app, network: postback.network, receivedAt: Date(),
+                                allowDevelopmentKeys: applePostbacks.developmentKeyApps.contains(postback.app),
+                                eventID: postback.id ?? UUID())
+                            : try await ledger.ingestSKANPostback(
+                                raw: postback.raw, app: postback.app, network: postback.network, receivedAt: Date(),
+                                eventID: postback.id ?? UUID())
                         accepted += 1
                         if receipt.wasAlreadyStored { duplicates += 1 }
                         continue
@@ -129,14 +141,15 @@ struct AppendCommand: AsyncParsableCommand {
         var message: String
     }
 
-    /// A SKAN postback line: the raw postback (exactly the string given), the app, the network.
-    static func postback(_ line: String) throws -> (raw: Data, app: AppID, network: String, id: UUID?)? {
+    /// A postback line (`skan_postback` or `aak_postback`): the raw postback (exactly the string
+    /// given), the app, the network, and which key held it.
+    static func postback(_ line: String) throws -> (raw: Data, app: AppID, network: String, id: UUID?, key: String)? {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
-            let value = object["skan_postback"]
+            let key = ["skan_postback", "aak_postback"].first(where: { object[$0] != nil }), let value = object[key]
         else { return nil }
         guard let raw = value as? String else {
-            throw LineRefusal(field: "skan_postback", rule: "json_string",
-                              message: "'skan_postback' is the postback's JSON as a string, kept exactly as received.")
+            throw LineRefusal(field: key, rule: "json_string",
+                              message: "'\(key)' is the postback's JSON as a string, kept exactly as received.")
         }
         guard let network = object["network"] as? String, !network.isEmpty else {
             throw LineRefusal(field: "network", rule: "required", message: "'network' names the network that forwarded it.")
@@ -151,7 +164,7 @@ struct AppendCommand: AsyncParsableCommand {
             }
             id = parsed
         }
-        return (Data(raw.utf8), app, network, id)
+        return (Data(raw.utf8), app, network, id, key)
     }
 
     /// Parses one line into a prepared fact.

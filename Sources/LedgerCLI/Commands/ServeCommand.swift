@@ -193,9 +193,13 @@ struct ServeCommand: AsyncParsableCommand {
                                            reloadableSettings: reloadableSettings, defaultActor: "http-api", logger: logger)
             let host = host
             let apps = keys.apps.count
+            var httpConfiguration = try makeConfiguration(environment: ProcessInfo.processInfo.environment)
+            httpConfiguration.applePostbacks = try configured { () throws(ConfigurationError) in
+                try configuration.applePostbackSettings()
+            }
             let server = LedgerHTTPServer(
                 ledger: ledger, reloadableKeys: reloadableKeys,
-                configuration: try makeConfiguration(environment: ProcessInfo.processInfo.environment),
+                configuration: httpConfiguration,
                 metrics: registry, logger: logger,
                 onServerRunning: { port in
                     writeStatusLine("listening on http://\(host):\(port) (\(apps) app\(apps == 1 ? "" : "s") with keys)", command: "serve")

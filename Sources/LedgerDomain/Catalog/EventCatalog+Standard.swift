@@ -12,6 +12,6 @@ extension EventCatalog {
         SendSucceeded.self, SendFailed.self, SendOutcomeUnknown.self, SendParked.self, SendUnparked.self, SendCancelled.self,
         // Decisions, privacy, SKAN postbacks
         AttributionDecided.self, ErasureCompleted.self, SKANPostbackReceived.self,
-        SKANConversionModelConfigured.self,
+        SKANConversionModelConfigured.self, AAKPostbackReceived.self,
     ])
 }

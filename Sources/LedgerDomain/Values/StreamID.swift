@@ -75,6 +75,19 @@ public struct StreamID: ValidatedString, Comparable {
         return try perApp(.skan, app: app, local: transactionID)
     }
 
+    /// The stream of one AdAttributionKit postback identifier of an app:
+    /// `skan-<app>/aak/<postback-identifier>` (the up to three postbacks of one conversion share
+    /// it). The second `/` keeps it apart from every SKAN transaction's stream, whose id cannot hold one.
+    /// - Throws: `stream_safe_characters` when the identifier is empty or not stream-safe.
+    public static func aakPostbacks(app: AppID, postbackIdentifier: String) throws(RuleViolation) -> StreamID {
+        guard !postbackIdentifier.isEmpty, isStreamSafe(postbackIdentifier) else {
+            throw RuleViolation(
+                rule: "stream_safe_characters",
+                message: "A postback identifier may hold only ASCII letters, digits, '.', '_', ':' and '-'.")
+        }
+        return try StreamID("\(StreamCategory.skan.rawValue)-\(app.rawValue)/aak/\(postbackIdentifier)")
+    }
+
     /// The stream of the SKAN postbacks an app sent that broke the postback schema:
     /// `skan-<app>/rejected/<digest>` (`digest`: hex digits naming the refused input). The second
     /// `/` keeps it apart from every transaction's stream, whose id cannot hold one.
