@@ -122,6 +122,7 @@ struct FailoverTests {
 
             let load = ServeRestartTests.Load()
             let baseURL = server.baseURL
+            let loadStarted = ContinuousClock.now
             let clients = (0..<4).map { client in Task { await ServeRestartTests.drive(load, client: client, baseURL: baseURL) } }
             defer { load.stop.store(true, ordering: .relaxed) }
             // Mid-drain and mid-load: sends made, appends acknowledged, seals written.
@@ -136,6 +137,7 @@ struct FailoverTests {
             let killed = ContinuousClock.now
             try await TestDatabase.offThePool { try pair.primary.stop(mode: .immediate) }
             let acknowledgedAtKill = load.count
+            let loadBeforeKill = killed - loadStarted
             try await TestDatabase.offThePool {
                 try pair.standby.promote()
                 let promoted = try PostgresConnection(conninfo: pair.standbyConninfo, logger: TestDatabase.quietLogger)
@@ -195,7 +197,8 @@ struct FailoverTests {
             #expect(verified.status == 0, "\(verified.stdout)\n\(verified.stderr)")
 
             print("""
-                failover figures: \(acknowledged.count) appends acknowledged (\(acknowledgedAtKill) before the kill), \
+                failover figures: \(acknowledged.count) appends acknowledged (\(acknowledgedAtKill) in the \
+                \(ServeRestartTests.seconds(loadBeforeKill)) before the kill, each committed on both servers), \
                 \(Self.sends) sends (\(callsBeforeKill) calls before the kill, \(fakes.apple.requestCount) in all); promoted \
                 \(ServeRestartTests.seconds(promotedAfter)) after the kill; 50 more appends \(ServeRestartTests.seconds(appendsBackAfter)) \
                 and the queue drained \(ServeRestartTests.seconds(drainedAfter)) after it; whole test \
