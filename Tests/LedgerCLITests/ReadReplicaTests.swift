@@ -1,7 +1,10 @@
+import AsyncHTTPClient
 import Foundation
 import LedgerPostgres
 import LedgerStore
 import LedgerTestKit
+import NIOCore
+import NIOHTTP1
 import Testing
 
 /// Reads on a streaming standby (PostgreSQL: "Hot Standby"), as `LEDGER_READ_DATABASE_URL`
@@ -13,6 +16,15 @@ import Testing
 struct ReadReplicaTests {
     static func event(_ number: Int) -> NewEvent {
         NewEvent(type: "SKANRegistered", data: Data(#"{"skan_version": "4.0", "n": \#(number)}"#.utf8), occurredAt: Date())
+    }
+
+    /// A GET with the test app's API key: the status, the body and `Retry-After`.
+    static func get(_ url: String) async throws -> (status: Int, body: String, retryAfter: String?) {
+        var request = HTTPClientRequest(url: url)
+        request.headers.add(name: "Authorization", value: "Bearer \(ServeRestartTests.key)")
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let body = try await response.body.collect(upTo: 1_048_576)
+        return (Int(response.status.code), String(buffer: body), response.headers.first(name: "Retry-After"))
     }
 
     /// Waits until the standby has replayed everything the primary has written so far.
@@ -81,11 +93,34 @@ struct ReadReplicaTests {
         let behind = try await LedgerProcess.runDetached(["replay", "--device", device, "--as-of", "\(lagging)"], environment: readEnvironment)
         #expect(behind.status == 14, "\(behind.stdout)\n\(behind.stderr)")
         #expect(behind.stderr.contains("read_database_behind") && behind.stderr.contains("not yet \(lagging)"), "\(behind.stderr)")
+        // `ledger serve` with LEDGER_READ_DATABASE_URL: the same read over HTTP answers 503
+        // `read_database_behind` with Retry-After while the standby lags, 200 once it caught up.
+        let app = ServeRestartTests.app
+        let httpEvent = try await primary.append([Self.event(4)], to: "device-\(app)/replica-http").events[0].position
+        let keyFile = URL(fileURLWithPath: pair.directory + "/api-key")
+        try Data(ServeRestartTests.key.utf8).write(to: keyFile)
+        let digest = try await LedgerProcess.runDetached(["serve", "--hash-key"], stdin: keyFile).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let server = try await ServeRestartTests.startServe(
+            conninfo: pair.primaryConninfo, digest: digest, logPath: pair.directory + "/serve.log", arguments: ["--seal-every", "0"],
+            environment: ["LEDGER_READ_DATABASE_URL": pair.standbyConninfo, "LEDGER_READ_WAIT_SECONDS": "0.3"])
+        defer { if server.process.isRunning { server.process.terminate() } }
+        let historyURL = server.baseURL + "/v1/apps/\(app)/devices/replica-http/history?as_of_position=\(httpEvent)"
+        let lagging503 = try await Self.get(historyURL)
+        #expect(lagging503.status == 503 && lagging503.body.contains("read_database_behind") && lagging503.retryAfter == "1",
+                "\(lagging503)")
         try standbyAdmin.execute("SELECT pg_wal_replay_resume()")
         var waitingEnvironment = readEnvironment
         waitingEnvironment["LEDGER_READ_WAIT_SECONDS"] = "30"
         let replayed = try await LedgerProcess.runDetached(["replay", "--device", device, "--as-of", "\(lagging)"], environment: waitingEnvironment)
         #expect(replayed.status == 0 && replayed.stdout.contains("SKANRegistered"), "\(replayed.stdout)\n\(replayed.stderr)")
+
+        var lastAnswer: (status: Int, body: String, retryAfter: String?)?
+        #expect(try await waitUntil(timeout: .seconds(30), every: .milliseconds(50)) {
+            let answer = try await Self.get(historyURL)
+            lastAnswer = answer
+            return answer.status == 200 && answer.body.contains("SKANRegistered")
+        }, "the HTTP history read answers from the standby once it caught up: \(String(describing: lastAnswer))")
 
         // 3. The stored export from the standby is the primary's log, and verifies.
         try await Self.waitForReplay(pair)

@@ -44,27 +44,42 @@ extension DatabaseOptions {
     /// an "as of position P" read first waits until it has replayed P, for
     /// `LEDGER_READ_WAIT_SECONDS` (default 5), and otherwise fails with exit code 14.
     func openReadStore(logger: Logger, asOf: AsOf?, connections: Int = 2) async throws -> (pool: PostgresPool, store: EventStore) {
-        let environment = ProcessInfo.processInfo.environment
-        guard databaseURL == nil, let url = environment["LEDGER_READ_DATABASE_URL"], !url.isEmpty else {
+        guard let pool = try openReadPool(logger: logger, connections: connections) else {
             return try openStore(logger: logger, connections: connections)
         }
-        do {
-            _ = try PostgresConnection(conninfo: url, logger: logger)
-        } catch {
-            throw CLIFailure(exitCode: .databaseUnreachable, message: "cannot connect to LEDGER_READ_DATABASE_URL: \(error.message)")
-        }
-        let pool = PostgresPool(conninfo: url, maxConnections: connections, logger: logger)
         let store = EventStore(pool: pool, catalog: .standard, logger: logger)
         if case .position(let position) = asOf {
-            let seconds = environment["LEDGER_READ_WAIT_SECONDS"].flatMap(Double.init) ?? 5
             do {
-                try await store.waitUntilReadable(through: position, timeout: .milliseconds(Int64(max(0, seconds) * 1000)))
+                try await store.waitUntilReadable(through: position, timeout: Self.readWait())
             } catch let error as EventStoreError {
                 pool.close()
                 throw CLIFailure(exitCode: .readDatabaseBehind, message: error.description)
             }
         }
         return (pool, store)
+    }
+}
+
+extension DatabaseOptions {
+    /// A pool on `LEDGER_READ_DATABASE_URL` when it is set and no `--database-url` was given
+    /// (`alongsideDatabaseURL`: even then, for `serve`, whose `--database-url` is its primary);
+    /// nil otherwise. Exits with code 3 when that database cannot be reached.
+    func openReadPool(logger: Logger, connections: Int, alongsideDatabaseURL: Bool = false) throws -> PostgresPool? {
+        guard databaseURL == nil || alongsideDatabaseURL, let url = ProcessInfo.processInfo.environment["LEDGER_READ_DATABASE_URL"], !url.isEmpty else {
+            return nil
+        }
+        do {
+            _ = try PostgresConnection(conninfo: url, logger: logger)
+        } catch {
+            throw CLIFailure(exitCode: .databaseUnreachable, message: "cannot connect to LEDGER_READ_DATABASE_URL: \(error.message)")
+        }
+        return PostgresPool(conninfo: url, maxConnections: connections, logger: logger)
+    }
+
+    /// How long a read as of a position waits for the read database: `LEDGER_READ_WAIT_SECONDS`, default 5.
+    static func readWait() -> Duration {
+        let seconds = ProcessInfo.processInfo.environment["LEDGER_READ_WAIT_SECONDS"].flatMap(Double.init) ?? 5
+        return .milliseconds(Int64(max(0, seconds) * 1000))
     }
 }
 
