@@ -32,16 +32,23 @@ struct ReplicatedPair {
     static func start(synchronous: Bool) throws -> ReplicatedPair {
         let directory = FileManager.default.currentDirectoryPath + "/.ledger/ha-\(UUID().uuidString.prefix(8).lowercased())"
         let primary = try PrivateCluster.startOrReuse(directory: directory + "/primary", logger: TestDatabase.quietLogger)
-        try primary.createDatabaseIfMissing("ledger", logger: TestDatabase.quietLogger)
-        if synchronous {
-            let admin = try PostgresConnection(conninfo: primary.conninfo(database: "postgres"), logger: TestDatabase.quietLogger)
-            try admin.run(script: "ALTER SYSTEM SET synchronous_standby_names = '\(standbyName)'")
-            try admin.run(script: "ALTER SYSTEM SET synchronous_commit = 'on'")
-            try admin.execute("SELECT pg_reload_conf()")
+        do {
+            try primary.createDatabaseIfMissing("ledger", logger: TestDatabase.quietLogger)
+            if synchronous {
+                let admin = try PostgresConnection(conninfo: primary.conninfo(database: "postgres"), logger: TestDatabase.quietLogger)
+                try admin.run(script: "ALTER SYSTEM SET synchronous_standby_names = '\(standbyName)'")
+                try admin.run(script: "ALTER SYSTEM SET synchronous_commit = 'on'")
+                try admin.execute("SELECT pg_reload_conf()")
+            }
+            let standby = try PrivateCluster.startStandby(of: primary, directory: directory + "/standby", name: standbyName,
+                                                          logger: TestDatabase.quietLogger)
+            return ReplicatedPair(directory: directory, primary: primary, standby: standby)
+        } catch {
+            // No pair to remove later: the primary must not outlive the failed start.
+            try? primary.stop(mode: .immediate)
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
         }
-        let standby = try PrivateCluster.startStandby(of: primary, directory: directory + "/standby", name: standbyName,
-                                                      logger: TestDatabase.quietLogger)
-        return ReplicatedPair(directory: directory, primary: primary, standby: standby)
     }
 
     /// The primary's current WAL position (`pg_current_wal_lsn()`), as text.
