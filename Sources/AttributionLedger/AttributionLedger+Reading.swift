@@ -9,6 +9,32 @@ import LedgerStore
 /// streams of its sends), so it is exact whether or not the projection runner is running, and
 /// with `asOf` it answers what the ledger held at that position or time.
 extension AttributionLedger {
+    /// This ledger with its reads (history, device state, SKAN values, attribution) sent to
+    /// `readStore`, a streaming standby of ``store``'s database, to take them off the primary;
+    /// facts are still recorded through ``store``. The gap-safe rule holds on a standby as it is;
+    /// what it adds is lag, so a read as of a position first waits, up to `wait`, until the
+    /// standby holds the log through it.
+    /// - Parameters:
+    ///   - readStore: a store over the standby (`LEDGER_READ_DATABASE_URL`).
+    ///   - wait: how long a read as of a position waits for the standby to replay it before it
+    ///     throws `EventStoreError.readDatabaseBehind`.
+    public func reading(from readStore: EventStore, waitingAtMost wait: Duration = .seconds(5)) -> AttributionLedger {
+        var copy = self
+        copy.readStore = readStore
+        copy.readWait = wait
+        return copy
+    }
+
+    /// The store a read as of `asOf` uses: ``store``, or the read database once it holds the
+    /// position asked for.
+    /// - Throws: `EventStoreError.readDatabaseBehind` when the read database has not replayed it
+    ///   within the wait; `PostgresError`.
+    func storeForReading(asOf: AsOf?) async throws -> EventStore {
+        guard let readStore else { return store }
+        if case .position(let position) = asOf { try await readStore.waitUntilReadable(through: position, timeout: readWait) }
+        return readStore
+    }
+
     /// The device's history in the log's order: its own events, its attribution decisions, and
     /// every event of the sends requested for it.
     /// - Parameters:
@@ -18,7 +44,8 @@ extension AttributionLedger {
     /// - Throws: ``AttributionLedgerError`` `forbidden` when an event read records another app
     ///   (nothing is returned), `PostgresError`.
     public func history(of device: DeviceRef, asOf: AsOf? = nil, types: [String] = []) async throws -> [RecordedEvent] {
-        let events = try await store.readHistory(of: .deviceHistory(device.streamID.rawValue), types: types, asOf: asOf)
+        let events = try await storeForReading(asOf: asOf)
+            .readHistory(of: .deviceHistory(device.streamID.rawValue), types: types, asOf: asOf)
         try checkTenancy(events, of: device)
         // With a type filter the stream's own first event may not be among those read.
         if !types.isEmpty { try await checkStreamTenancy(of: device) }
@@ -59,7 +86,8 @@ extension AttributionLedger {
     /// The attribution decisions about the device: the newest in full, and how many there were.
     /// - Throws: `PostgresError`, or a decoding error for a stored decision that cannot be read.
     public func attribution(of device: DeviceRef, asOf: AsOf? = nil) async throws -> DeviceAttribution {
-        let newest = try await store.readStream(device.decisionStreamID.rawValue, backward: true, limit: 1, asOf: asOf).first
+        let newest = try await storeForReading(asOf: asOf)
+            .readStream(device.decisionStreamID.rawValue, backward: true, limit: 1, asOf: asOf).first
         if let newest { try checkTenancy([newest], of: device) }
         guard let newest else { return DeviceAttribution(latest: nil, position: nil, decidedAt: nil, decisionCount: 0) }
         let decoded = try EventCatalog.standard.decode(type: newest.type, schemaVersion: newest.schemaVersion, data: newest.data)

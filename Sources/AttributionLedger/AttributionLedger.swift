@@ -37,6 +37,10 @@ public struct AttributionLedger: Sendable {
     public let defaultActor: String
     let logger: Logger
     let metrics: LedgerFacadeMetrics
+    /// Where reads go when not to ``store``: a streaming standby (``reading(from:waitingAtMost:)``).
+    var readStore: EventStore?
+    /// How long a read as of a position waits for ``readStore`` to replay it.
+    var readWait: Duration = .seconds(5)
 
     /// A ledger over `pool`, checking every payload against the standard event catalog.
     ///

@@ -17,7 +17,7 @@ struct Ledger: AsyncParsableCommand {
             7 the projection is already being rebuilt by another process, 8 no such device,
             9 unknown decision rule version, 10 `append` refused some lines, 11 `tenancy check` found
             legacy streams, 12 `sends` was given an unknown send id, 13 the send is not parked,
-            64 bad usage.
+            14 the read database has not replayed the position asked for yet, 64 bad usage.
             """),
         subcommands: [
             MigrateCommand.self, VerifyCommand.self, SealCommand.self, CheckpointCommand.self, ProjectionsCommand.self, WorkerCommand.self,

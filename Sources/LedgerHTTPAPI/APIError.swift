@@ -36,6 +36,9 @@ public struct APIError: Error, HTTPResponseError, Sendable, Hashable, CustomStri
                           rateLimited = Code("rate_limited")
         /// 503 (the database cannot be reached), another refusal of the HTTP framework (its status), 500 (logged, not sent).
         public static let databaseUnavailable = Code("database_unavailable"), httpError = Code("http_error"), `internal` = Code("internal")
+        /// 503: the read database (a standby, `LEDGER_READ_DATABASE_URL`) has not replayed the
+        /// `as_of_position` asked for yet (see `Retry-After`).
+        public static let readDatabaseBehind = Code("read_database_behind")
         /// A refused configuration of the API keys (rules `configured`, `readable_file`, `json_object`, `sha256_hex`,
         /// `one_app_per_key`, or an app id's) or of the server (`loopback_host`, `positive_timeout`, `positive_rate_limit`):
         /// never sent, the server does not start.

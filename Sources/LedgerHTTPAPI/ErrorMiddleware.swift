@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import LedgerPostgres
+import LedgerStore
 import Logging
 import Metrics
 import NIOCore
@@ -39,6 +40,13 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let error as AttributionLedgerError {
             // A facade refusal a route did not map itself (reads refused by a tenant check).
             let refusal = APIError.fromLedger(error, index: error.index, fieldPrefix: nil)
+            Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code.description), ("rule", refusal.rule)]).increment()
+            throw refusal
+        } catch EventStoreError.readDatabaseBehind(let position, let readableThrough, _) {
+            // A read as of a position the standby has not replayed yet: it will, shortly.
+            var refusal = APIError(.serviceUnavailable, code: .readDatabaseBehind, field: "as_of_position", rule: "read_database_caught_up",
+                                   message: "The read database holds the log through position \(readableThrough), not yet \(position); retry shortly.")
+            refusal.headers[.retryAfter] = "1"
             Counter(label: "ledger_http_refusals_total", dimensions: [("code", refusal.code.description), ("rule", refusal.rule)]).increment()
             throw refusal
         } catch let error as RequestTimeoutError {

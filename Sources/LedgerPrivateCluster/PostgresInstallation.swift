@@ -9,6 +9,15 @@ public struct PostgresInstallation: Sendable, Hashable {
     public var initdb: String { binDirectory + "/initdb" }
     public var pgCtl: String { binDirectory + "/pg_ctl" }
 
+    /// Another program of the same installation (`pg_basebackup`): in ``binDirectory``, else
+    /// beside the file `pg_ctl` links to (a folder on `PATH` may hold links to `initdb` and
+    /// `pg_ctl` alone).
+    public func program(_ name: String) -> String {
+        let direct = binDirectory + "/" + name
+        if FileManager.default.isExecutableFile(atPath: direct) { return direct }
+        return URL(fileURLWithPath: pgCtl).resolvingSymlinksInPath().deletingLastPathComponent().path + "/" + name
+    }
+
     /// Finds the server programs.
     ///
     /// `LEDGER_PG_BINDIR`, when set, is the only place looked at (so a wrong value is an error, not

@@ -237,7 +237,7 @@ public struct PrivateCluster: Sendable {
         return name.hasPrefix("postgres")
     }
 
-    private func runServerProgram(_ path: String, _ arguments: [String]) throws(PrivateClusterError) -> ProcessRunner.Outcome {
+    func runServerProgram(_ path: String, _ arguments: [String]) throws(PrivateClusterError) -> ProcessRunner.Outcome {
         do {
             return try ProcessRunner.run(path, arguments, asUser: serverUser)
         } catch {
@@ -246,7 +246,7 @@ public struct PrivateCluster: Sendable {
     }
 
     /// Holds `cluster.lock` (an exclusive `flock`) for the duration of `body`.
-    private func withClusterLock<T>(_ body: () throws(PrivateClusterError) -> T) throws(PrivateClusterError) -> T {
+    func withClusterLock<T>(_ body: () throws(PrivateClusterError) -> T) throws(PrivateClusterError) -> T {
         let path = directory + "/cluster.lock"
         let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw .folderUnusable(path: path, reason: "cannot open lock file (errno \(errno))") }

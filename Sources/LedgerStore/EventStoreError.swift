@@ -29,6 +29,10 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
     case sealKeyRequired(afterSeal: Int64)
     /// A checkpoint's named field is missing or malformed.
     case invalidCheckpoint(field: String)
+    /// The read database (a streaming standby, `LEDGER_READ_DATABASE_URL`) had not replayed the
+    /// asked `position` within the wait: it holds the log, gap-safe, through `readableThrough`.
+    /// Retry later, or read from the primary.
+    case readDatabaseBehind(position: Int64, readableThrough: Int64, waited: Duration)
 
     /// One line for an operator.
     public var description: String {
@@ -52,6 +56,8 @@ public enum EventStoreError: Error, Sendable, Hashable, CustomStringConvertible 
         case .sealKeyRequired(let number):
             "seal \(number) is signed: seal only with LEDGER_SEAL_SIGNING_KEY set (an unsigned seal would fail every later verify --public-key)"
         case .invalidCheckpoint(let field): "the checkpoint's \(field) is malformed"
+        case .readDatabaseBehind(let position, let readable, let waited):
+            "the read database holds the log through position \(readable), not yet \(position), after waiting \(waited.components.seconds * 1000 + waited.components.attoseconds / 1_000_000_000_000_000) ms [read_database_behind]"
         }
     }
 

@@ -86,17 +86,20 @@ struct ServeRestartTests {
         }
     }
 
-    /// Starts `ledger serve` on any free port against `conninfo`; returns once it listens.
-    static func startServe(conninfo: String, digest: String, logPath: String) async throws -> Server {
+    /// Starts `ledger serve` on any free port against `conninfo`, with `arguments` and
+    /// `environment` added; returns once it listens.
+    static func startServe(conninfo: String, digest: String, logPath: String, arguments: [String] = [],
+                           environment extra: [String: String] = [:]) async throws -> Server {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: LedgerProcess.binary)
-        process.arguments = ["serve", "--port", "0", "--database-url", conninfo]
+        process.arguments = ["serve", "--port", "0", "--database-url", conninfo] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: "LEDGER_DATABASE_URL")
         environment["LEDGER_API_KEYS"] = #"{"\#(app)": "\#(digest)"}"#
         environment["LEDGER_LOG_LEVEL"] = "notice"
         environment["LEDGER_LOG_FORMAT"] = "text"
+        environment.merge(extra) { $1 }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))

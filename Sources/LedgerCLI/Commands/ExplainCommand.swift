@@ -22,7 +22,10 @@ struct ExplainCommand: AsyncParsableCommand {
             from --apps-file), the winner marked and each loser's reason, the sends, late answers,
             superseded decisions and the SKAdNetwork windows. It loads nothing from anywhere.
 
-            Exit codes: 0 explained, 8 no such device in the log, 3 the database is unreachable, 64 bad usage.
+            With LEDGER_READ_DATABASE_URL set (and no --database-url), reads that standby alone.
+
+            Exit codes: 0 explained, 8 no such device in the log, 3 the database is unreachable,
+            14 the read database lags behind --as-of, 64 bad usage.
 
             Examples:
               ledger explain device-com.example.game/8C1F2A
@@ -64,7 +67,7 @@ struct ExplainCommand: AsyncParsableCommand {
             let stream = try deviceStream(app: app, device: device)
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.explain")
-            let (pool, store) = try database.openStore(logger: logger)
+            let (pool, store) = try await database.openReadStore(logger: logger, asOf: at)
             defer { pool.close() }
             guard try await store.streamVersion(stream) > 0 else {
                 throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)")

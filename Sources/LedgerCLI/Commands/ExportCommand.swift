@@ -25,6 +25,8 @@ struct ExportCommand: AsyncParsableCommand {
             HOLDS PERSONAL DATA: handle it as such), times as ISO 8601; it can be filtered by type,
             stream category, position and time, and cannot be verified.
 
+            With LEDGER_READ_DATABASE_URL set (and no --database-url), reads that standby alone.
+
             Examples:
               ledger export > ledger.jsonl && ledger verify --export ledger.jsonl --public-key "$K"
               ledger export --decrypted --type AttributionDecided --as-of 2026-11-20T00:00:00Z
@@ -59,7 +61,7 @@ struct ExportCommand: AsyncParsableCommand {
         if !decrypted {
             try await reportingFailures {
                 let logger = makeLogger("ledger.export")
-                let (pool, store) = try database.openStore(logger: logger)
+                let (pool, store) = try await database.openReadStore(logger: logger, asOf: nil)
                 defer { pool.close() }
                 let out = LineWriter()
                 let bar = ProgressDisplay.bar(label: "export", unit: "events")
@@ -75,7 +77,7 @@ struct ExportCommand: AsyncParsableCommand {
         try await reportingFailures {
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.export")
-            let (pool, store) = try database.openStore(logger: logger)
+            let (pool, store) = try await database.openReadStore(logger: logger, asOf: at)
             defer { pool.close() }
             let filter = EventFilter(types: types, categories: categories)
             var checkpoint = GlobalCheckpoint.start

@@ -15,7 +15,10 @@ struct ReplayCommand: AsyncParsableCommand {
             in the order projections apply them. With --as-of, only what the ledger held then.
             Replaying never sends anything.
 
-            Exit codes: 0 printed, 8 no such device, 3 the database is unreachable, 64 bad usage.
+            With LEDGER_READ_DATABASE_URL set (and no --database-url), reads that standby alone.
+
+            Exit codes: 0 printed, 8 no such device, 3 the database is unreachable, 14 the read
+            database lags behind --as-of, 64 bad usage.
 
             Examples:
               ledger replay --device device-com.example.game/8C1F2A
@@ -43,7 +46,7 @@ struct ReplayCommand: AsyncParsableCommand {
             let stream = try deviceStream(app: app, device: device)
             let at = try parseAsOf(asOf)
             let logger = makeLogger("ledger.replay")
-            let (pool, store) = try database.openStore(logger: logger)
+            let (pool, store) = try await database.openReadStore(logger: logger, asOf: at)
             defer { pool.close() }
             let history = try await store.readHistory(of: .deviceHistory(stream), asOf: at)
             guard !history.isEmpty else { throw CLIFailure(exitCode: .unknownDevice, message: "no events for \(stream)") }

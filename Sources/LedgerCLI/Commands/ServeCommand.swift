@@ -189,8 +189,15 @@ struct ServeCommand: AsyncParsableCommand {
             let pool = PostgresPool(conninfo: conninfo, maxConnections: connections, logger: logger)
             defer { pool.close() }
             let registry = LedgerMetricsBackend.prometheus
-            let ledger = AttributionLedger(store: EventStore(pool: pool, catalog: .standard, logger: logger),
+            var ledger = AttributionLedger(store: EventStore(pool: pool, catalog: .standard, logger: logger),
                                            reloadableSettings: reloadableSettings, defaultActor: "http-api", logger: logger)
+            // Device reads on a standby when one is named (docs/operations.md, "Read replicas").
+            let readPool = try database.openReadPool(logger: logger, connections: connections, alongsideDatabaseURL: true)
+            defer { readPool?.close() }
+            if let readPool {
+                ledger = ledger.reading(from: EventStore(pool: readPool, catalog: .standard, logger: logger),
+                                        waitingAtMost: DatabaseOptions.readWait())
+            }
             let host = host
             let apps = keys.apps.count
             var httpConfiguration = try makeConfiguration(environment: ProcessInfo.processInfo.environment)
