@@ -110,7 +110,10 @@ struct ConnectionLossRetryTests {
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(ContinuousClock.now - cancelled < .seconds(5))
+        // The back-off is a minute: ending in well under half of it is ending at once. A tighter
+        // wall-clock bound would measure how loaded the machine is (5.1 s was seen while the whole
+        // suite started at once).
+        #expect(ContinuousClock.now - cancelled < .seconds(30))
     }
 
     /// While the database refuses sessions, each caller gets `.connectionFailed` at once (the
