@@ -24,20 +24,25 @@ extension Handlers {
         }
     }
 
+    /// The `network` query (required) and the `Idempotency-Key` header (a UUID; a fresh id when
+    /// absent) that both postback routes, SKAdNetwork and AdAttributionKit, take.
+    /// - Throws: 400 naming `network` (`required`) or `Idempotency-Key` (`uuid`).
+    static func postbackIntake(_ request: Request) throws(APIError) -> (network: String, eventID: UUID) {
+        guard let network = request.uri.queryParameters.get("network"), !network.isEmpty else {
+            throw APIError.invalidRequest(field: "network", rule: "required", message: "'network' names the network that forwarded the postback.")
+        }
+        guard let key = request.headers[HTTPField.Name("Idempotency-Key")!] else { return (network, UUID()) }
+        guard key.utf8.count == 36, let id = UUID(uuidString: key) else {
+            throw APIError.invalidRequest(field: "Idempotency-Key", rule: "uuid", message: "The idempotency key is a UUID.")
+        }
+        return (network, id)
+    }
+
     /// `POST /v1/apps/{app}/aak/postbacks?network=<name>`: the body is the stanza exactly as the
     /// network received it from Apple; `Idempotency-Key: <uuid>` retries safely.
     func aakPostback(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let app = try authorize(request, context)
-        guard let network = request.uri.queryParameters.get("network"), !network.isEmpty else {
-            throw APIError.invalidRequest(field: "network", rule: "required", message: "'network' names the network that forwarded the postback.")
-        }
-        var eventID = UUID()
-        if let key = request.headers[HTTPField.Name("Idempotency-Key")!] {
-            guard key.utf8.count == 36, let id = UUID(uuidString: key) else {
-                throw APIError.invalidRequest(field: "Idempotency-Key", rule: "uuid", message: "The idempotency key is a UUID.")
-            }
-            eventID = id
-        }
+        let (network, eventID) = try Self.postbackIntake(request)
         let data = try await body(of: request)
         do {
             return try JSONResponse.make(try await ledger.ingestAAKPostback(

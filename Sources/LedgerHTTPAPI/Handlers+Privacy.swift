@@ -67,16 +67,7 @@ extension Handlers {
     /// network received it from Apple; `Idempotency-Key: <uuid>` retries safely.
     func postback(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let app = try authorize(request, context)
-        guard let network = request.uri.queryParameters.get("network"), !network.isEmpty else {
-            throw APIError.invalidRequest(field: "network", rule: "required", message: "'network' names the network that forwarded the postback.")
-        }
-        var eventID = UUID()
-        if let key = request.headers[HTTPField.Name("Idempotency-Key")!] {
-            guard key.utf8.count == 36, let id = UUID(uuidString: key) else {
-                throw APIError.invalidRequest(field: "Idempotency-Key", rule: "uuid", message: "The idempotency key is a UUID.")
-            }
-            eventID = id
-        }
+        let (network, eventID) = try Self.postbackIntake(request)
         let data = try await body(of: request)
         do {
             let receipt = try await ledger.ingestSKANPostback(raw: data, app: app, network: network, receivedAt: Date(),

@@ -51,6 +51,25 @@ struct ApplePostbackRouteTests {
             """).map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)) }
     }
 
+    @Test("both postback routes refuse a missing network and a bad Idempotency-Key, naming the field and rule, storing nothing")
+    func postbackRoutesRefuseBadIntake() async throws {
+        try await withAPI { api in
+            for (route, stanza) in [("skan", appleSKANExample), ("aak", appleAAKExample)] {
+                for (query, headers, field, rule) in [
+                    ("", [(String, String)](), "network", "required"), ("?network=", [], "network", "required"),
+                    ("?network=n", [("Idempotency-Key", "not-a-uuid")], "Idempotency-Key", "uuid"),
+                ] {
+                    let refused = try await api.send(.POST, "/v1/apps/\(appA)/\(route)/postbacks\(query)",
+                                                     body: .bytes(ByteBuffer(string: stanza)), headers: headers)
+                    #expect(refused.status == 400, "\(route)\(query)")
+                    let error = try apiError(refused.body)
+                    #expect(error["field"] as? String == field && error["rule"] as? String == rule, "\(route)\(query): \(error)")
+                }
+            }
+            #expect(try await api.eventCount() == 0)
+        }
+    }
+
     @Test("an AdAttributionKit copy POSTed to the well-known path of a configured host is stored under that app, verified")
     func aakCopyStoredUnderItsHost() async throws {
         try await withAPI(configure: { configure(&$0) }) { api in
