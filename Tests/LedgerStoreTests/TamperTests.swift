@@ -167,6 +167,55 @@ struct TamperTests {
         }
     }
 
+    /// Versions 1…3 of `stream` in one INSERT, without hashes (the database's check chains each
+    /// after the one before) but for `forged`, whose hash is made up.
+    static func multiRowInsert(stream: String, forged: Int64? = nil) -> PostgresQuery {
+        PostgresQuery(sql: """
+            INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
+                                recorded_at, hash)
+            SELECT '\(stream)', v, gen_random_uuid(), 'SessionStarted', 1, '{"n": 4}', '{}', now(), now(),
+                   CASE WHEN v = \(forged ?? 0) THEN sha256('forged'::bytea) END
+            FROM generate_series(1::bigint, 3) AS v ORDER BY v
+            """)
+    }
+
+    @Test("as the application role: every row of a multi-row INSERT or a COPY is checked, and a failing row stores none of the statement's")
+    func applicationRoleStatementsAreCheckedWhole() async throws {
+        try await withStore { store, database throws in
+            let app = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
+            try app.run(script: "SET ROLE ledger_app")
+            // Version 2 forged: the statement fails on it, its versions 1 and 3 with it.
+            let forged = #expect(throws: PostgresError.self) { try app.execute(Self.multiRowInsert(stream: "device-app1/multi", forged: 2)) }
+            #expect(forged?.sqlState == "LE005")
+            #expect(forged?.message.contains("event 2 of stream device-app1/multi") == true, "\(forged?.message ?? "")")
+            #expect(try await store.readStream("device-app1/multi").isEmpty)
+            // Unforged, the three go in, each chained after the statement's own row before it.
+            try app.execute(Self.multiRowInsert(stream: "device-app1/multi"))
+            #expect(try await store.readStream("device-app1/multi").map(\.streamVersion) == [1, 2, 3])
+            // COPY is checked the same way: a forged second row stores neither.
+            let columns = ["stream_id", "stream_version", "event_id", "event_type", "schema_version", "data", "metadata",
+                           "occurred_at", "recorded_at", "hash"]
+            let now = try app.query("SELECT now()").single().decode(Date.self, at: 0)
+            let first = UUID()
+            let firstHash = try app.query("""
+                SELECT ledger_event_hash(NULL, 'device-app1/copied', 1, \(first), 'SessionStarted', 1, '{}', '{}', \(now), \(now))
+                """).single().decode(Data.self, at: 0)
+            func row(_ version: Int64, _ id: UUID, _ hash: Data) -> [PostgresValue] {
+                [.text("device-app1/copied"), .int64(version), .uuid(id), .text("SessionStarted"), .int32(1), .jsonb("{}"),
+                 .jsonb("{}"), .timestamptz(now), .timestamptz(now), .bytea(hash)]
+            }
+            let copied = #expect(throws: PostgresError.self) {
+                _ = try app.copyFrom(table: "events", columns: columns,
+                                 rows: [row(1, first, firstHash), row(2, UUID(), Data(repeating: 7, count: 32))])
+            }
+            #expect(copied?.sqlState == "LE005")
+            #expect(try await store.readStream("device-app1/copied").isEmpty)
+            _ = try app.copyFrom(table: "events", columns: columns, rows: [row(1, first, firstHash)])
+            #expect(try await store.readStream("device-app1/copied").count == 1)
+            #expect(try await store.verify().isIntact)
+        }
+    }
+
     @Test("as the application role: a forged event, hashed and timed by the rules, fails the catalog in verify (payload, stream, type)",
           arguments: [("send-app1/forged", "SendSucceeded", #"{"attempt": 0}"#),
                       ("device-app1/forged", "SendSucceeded", #"{"attempt": 1}"#),
