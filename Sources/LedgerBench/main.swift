@@ -92,6 +92,12 @@ do {
         let conninfo = database.conninfo
         try runBlocking { try await runHTTPAppendBenchmarks(conninfo: conninfo) }
     }
+    // growth (issue 37): append_single, a device history read and the SKAN rebuild on a log of
+    // LEDGER_BENCH_GROWTH_LARGE events (10,000,000) against LEDGER_BENCH_GROWTH_SMALL (100,000),
+    // both loaded by COPY; and the large rebuild's peak RSS.
+    if wanted("growth") {
+        try runGrowthBenchmarks()
+    }
     // pipeline (issue 37): FirstOpen → its Apple token lookup → SendWorker → the decider's decision,
     // open loop at LEDGER_BENCH_PIPELINE_RATE facts/s (500) for LEDGER_BENCH_PIPELINE_SECONDS (60).
     if wanted("pipeline") {
