@@ -7,8 +7,8 @@
 //   LedgerCLI (ledger)          ─▶ LedgerConfiguration, LedgerHTTPTransport, LedgerFakeProviders,
 //                                  LedgerMigrations, LedgerPrivateCluster, LedgerLogging
 //   LedgerConfiguration         ─▶ LedgerHTTPAPI
-//   LedgerBench (ledger-bench)  ─▶ LedgerHTTPAPI, LedgerHTTPTransport, LedgerSKANPostbacks,
-//                                  LedgerFakeProviders, LedgerTestSupport
+//   LedgerBench (ledger-bench)  ─▶ LedgerHTTPAPI, LedgerHTTPTransport, LedgerFakeProviders,
+//                                  LedgerTestSupport
 //   LedgerHTTPAPI               ─▶ AttributionLedger, LedgerTimeline
 //   AttributionLedger           ─▶ LedgerDecisions, LedgerSKANPostbacks
 //   LedgerTimeline              ─▶ LedgerDecisions
