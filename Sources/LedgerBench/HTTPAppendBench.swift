@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import AttributionLedger
 import Foundation
 import Hummingbird
+import LedgerDecisions
 import LedgerHTTPAPI
 import LedgerPostgres
 import LedgerTestSupport
@@ -12,7 +13,9 @@ import NIOHTTP1
 // http_append: device facts per second through the ledger's HTTP API (`LedgerHTTPServer` in this
 // process, configured as the HTTP API's tests configure it: one app, one key, loopback, a pool of
 // `ledger serve`'s default 8 sessions), from 8 keep-alive client connections (AsyncHTTPClient), in
-// batches of 1 and of 100 facts per request. Baseline: a bare Hummingbird route in the same
+// batches of 1 and of 100 facts per request. The app enables no provider, so a fact is one row
+// on both sides; with LEDGER_BENCH_HTTP_SENDS=1 it enables all four, as an app without settings
+// does, and each session also requests its Google, Branch and Singular sends in its transaction. Baseline: a bare Hummingbird route in the same
 // process, on a pool of its own as large, that decodes the same body as JSON and inserts each fact
 // as a row of `bare_events` with one plain prepared INSERT (autocommit for one fact, one
 // transaction for a batch, as the API records a batch all or nothing). Rounds of the two sides
@@ -23,7 +26,7 @@ private let httpBenchApp = "com.example.game"
 private let httpBenchKey = "bench-key-not-a-real-credential"
 
 /// The device of a `SessionStarted` fact, as an app backend sends it (every field the catalog
-/// requires of a session, the personal ones sealed by the ledger's store as usual).
+/// requires of a session; the ledger's store seals the personal ones, as it does by default).
 private let httpBenchDeviceJSON = """
     {"device": {"platform": "ios", "idfv": "21DB6612-09B3-4ECC-84AC-B353B0AF1334", "limit_ad_tracking": false, \
     "att_status": "authorized", "ip": "203.0.113.7", "os_version": "17.4.1", "app_version": "3.2.0", \
@@ -41,6 +44,8 @@ struct HTTPAppendPlan {
     var connections = 8
     /// Rounds per side; the sides alternate.
     var rounds = 4
+    /// Whether the app enables the providers (every fact then requests its sends).
+    var sends = false
 
     /// Requests per connection and round (at least one).
     var requestsPerConnection: Int { max(1, facts / batch / connections / rounds) }
@@ -193,7 +198,7 @@ private func runHTTPAppendRound(client: HTTPClient, url: String, side: HTTPAppen
 }
 
 /// Starts both servers on loopback over `conninfo`, runs `body` with their append URLs, stops them.
-private func withHTTPAppendServers<T: Sendable>(conninfo: String,
+private func withHTTPAppendServers<T: Sendable>(conninfo: String, sends: Bool,
                                                 _ body: (_ ledgerURL: String, _ bareURL: String) async throws -> T) async throws -> T {
     let quiet = TestDatabase.quietLogger
     // The servers' own logs: critical only, so that stopping them by cancellation (which
@@ -207,7 +212,8 @@ private func withHTTPAppendServers<T: Sendable>(conninfo: String,
         barePool.close()
     }
     let keys = try APIKeys(digests: [httpBenchApp: [APIKeys.digest(of: httpBenchKey)]])
-    let server = LedgerHTTPServer(ledger: AttributionLedger(pool: ledgerPool, logger: quiet), keys: keys,
+    let settings = sends ? AttributionSettings() : AttributionSettings(defaults: AppAttributionSettings(providers: []))
+    let server = LedgerHTTPServer(ledger: AttributionLedger(pool: ledgerPool, settings: settings, logger: quiet), keys: keys,
                                   configuration: LedgerHTTPConfiguration(host: "127.0.0.1", port: 0), logger: silent)
     let (ports, continuation) = AsyncStream<Int>.makeStream()
     let ledgerTask = Task { try await server.runUntilCancelled { port in continuation.yield(port) } }
@@ -235,7 +241,7 @@ func benchHTTPAppend(conninfo: String, plan: HTTPAppendPlan) async throws -> Mea
     configuration.tracing.tracer = nil
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
-        let measurement = try await withHTTPAppendServers(conninfo: conninfo) { ledgerURL, bareURL in
+        let measurement = try await withHTTPAppendServers(conninfo: conninfo, sends: plan.sends) { ledgerURL, bareURL in
             var warm = plan
             warm.facts = plan.batch * plan.connections * warm.rounds * 4
             for side in [HTTPAppendSide.ledger, .bare] {
@@ -261,7 +267,8 @@ func benchHTTPAppend(conninfo: String, plan: HTTPAppendPlan) async throws -> Mea
                 bench: "http_append_\(plan.batch)", rate: ledger.rate, unit: "facts/s", baselineRate: bare.rate,
                 baseline: "a bare Hummingbird route in the same process: the same body decoded as JSON, one prepared INSERT "
                     + "per fact into bare_events (\(plan.batch == 1 ? "autocommit" : "one transaction per request")), "
-                    + "\(plan.connections) keep-alive connections")
+                    + "\(plan.connections) keep-alive connections"
+                    + (plan.sends ? "; the ledger's facts also request 3 sends each" : ""))
             measurement.p50_ms = ledger.quantileMilliseconds(0.5)
             measurement.p99_ms = ledger.quantileMilliseconds(0.99)
             measurement.baseline_p50_ms = bare.quantileMilliseconds(0.5)
@@ -277,13 +284,17 @@ func benchHTTPAppend(conninfo: String, plan: HTTPAppendPlan) async throws -> Mea
 }
 
 /// The `http_append` benchmark: batches of 1 and of 100. LEDGER_BENCH_HTTP_FACTS_1 and
-/// LEDGER_BENCH_HTTP_FACTS_100 set the facts per side (16,000 and 80,000).
+/// LEDGER_BENCH_HTTP_FACTS_100 set the facts per side (16,000 and 80,000), LEDGER_BENCH_HTTP_SENDS=1
+/// enables the app's providers.
 func runHTTPAppendBenchmarks(conninfo: String) async throws {
     let environment = ProcessInfo.processInfo.environment
     func count(_ name: String, _ fallback: Int) -> Int {
         environment[name].flatMap { Int($0.replacingOccurrences(of: "_", with: "")) }.map { max(1, $0) } ?? fallback
     }
-    emit(try await benchHTTPAppend(conninfo: conninfo, plan: HTTPAppendPlan(batch: 1, facts: count("LEDGER_BENCH_HTTP_FACTS_1", 16_000))))
-    emit(try await benchHTTPAppend(conninfo: conninfo,
-                                   plan: HTTPAppendPlan(batch: 100, facts: count("LEDGER_BENCH_HTTP_FACTS_100", 80_000))))
+    let sends = environment["LEDGER_BENCH_HTTP_SENDS"] == "1"
+    emit(try await benchHTTPAppend(conninfo: conninfo, plan: HTTPAppendPlan(batch: 1, facts: count("LEDGER_BENCH_HTTP_FACTS_1", 16_000),
+                                                                            sends: sends)))
+    emit(try await benchHTTPAppend(conninfo: conninfo, plan: HTTPAppendPlan(batch: 100,
+                                                                            facts: count("LEDGER_BENCH_HTTP_FACTS_100", 80_000),
+                                                                            sends: sends)))
 }
