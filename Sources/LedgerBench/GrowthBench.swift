@@ -99,17 +99,23 @@ private struct GrowthLog {
         }
     }
 
-    /// Seconds for `count` history reads of devices drawn by `random`, on one session.
-    func historyRound(count: Int, random: inout SplitMix64) throws -> Double {
+    /// History reads of devices drawn by `random`, on one session: `count` of them, or as many
+    /// as `budget` seconds allow (a read whose cost grows with the log must not stretch a run on
+    /// a large one into hours). Returns the reads made and their seconds.
+    func historyRound(count: Int, budget: Double, random: inout SplitMix64) throws -> (reads: Int, seconds: Double) {
         let streams = (0..<count).map { _ in growthStream(Int(random.next() % UInt64(devices))) }
         let privacy = store.privacy, conninfo = conninfo
-        return try timeOnThreads(1) { _ in
+        let reads = Progress()
+        let seconds = try timeOnThreads(1) { _ in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
+            let started = DispatchTime.now()
             for stream in streams {
                 let events = try EventStore.readHistory(of: .deviceHistory(stream), privacy: privacy, on: connection)
                 guard !events.isEmpty else { throw GrowthBenchError.emptyHistory(stream) }
+                if reads.add(1) >= 10, LedgerBench.seconds(since: started) > budget { break }
             }
         }
+        return (reads.add(0), seconds)
     }
 
     /// A rebuild of the SKAN projection from position 0: events and seconds.
@@ -167,21 +173,29 @@ func runGrowthBenchmarks() throws {
     let logs = [small, large]
 
     // Appends and history reads: five rounds, the two logs in turn (the small one first in even
-    // rounds, the large one in odd), after a warm-up round on each.
-    let rounds = 5, appendsPerRound = 600, readsPerRound = 400
-    var appendSeconds = [0.0, 0.0], readSeconds = [0.0, 0.0]
+    // rounds, the large one in odd), after a warm-up round on each. A round reads 400 histories
+    // or for 5 s, whichever ends first.
+    let rounds = 5, appendsPerRound = 600, readsPerRound = 400, readBudget = 5.0
+    var appendSeconds = [0.0, 0.0], readSeconds = [0.0, 0.0], readCounts = [0, 0]
     var random = SplitMix64(seed: 37)
     for (index, log) in logs.enumerated() {
         _ = try log.appendRound(100 + index, count: 100)
-        _ = try log.historyRound(count: 100, random: &random)
+        _ = try log.historyRound(count: 100, budget: readBudget, random: &random)
     }
     for round in 0..<rounds {
         for index in round % 2 == 0 ? [0, 1] : [1, 0] {
             appendSeconds[index] += try logs[index].appendRound(round, count: appendsPerRound)
-            readSeconds[index] += try logs[index].historyRound(count: readsPerRound, random: &random)
+            let read = try logs[index].historyRound(count: readsPerRound, budget: readBudget, random: &random)
+            readCounts[index] += read.reads
+            readSeconds[index] += read.seconds
         }
     }
-    func perSecond(_ count: Int, _ seconds: Double) -> Double { seconds > 0 ? Double(count * rounds) / seconds : 0 }
+    func milliseconds(_ seconds: Double, _ count: Int) -> String { String(format: "%.2f", seconds * 1000 / Double(max(count, 1))) }
+    growthNote("per append, ms: small \(milliseconds(appendSeconds[0], appendsPerRound * rounds)), "
+        + "large \(milliseconds(appendSeconds[1], appendsPerRound * rounds)); per history read, ms: small "
+        + "\(milliseconds(readSeconds[0], readCounts[0])) (\(readCounts[0]) reads), large \(milliseconds(readSeconds[1], readCounts[1])) "
+        + "(\(readCounts[1]) reads)")
+    func perSecond(_ count: Int, _ seconds: Double) -> Double { seconds > 0 ? Double(count) / seconds : 0 }
     func growth(_ name: String, _ unit: String, large: Double, small: Double, what: String) -> Measurement {
         var measurement = Measurement(bench: name, rate: large, unit: unit, baselineRate: small,
                                       baseline: "\(what) on a log of \(logs[0].events) events (the rate: on \(logs[1].events))")
@@ -189,10 +203,10 @@ func runGrowthBenchmarks() throws {
         measurement.baseline_events = logs[0].events
         return measurement
     }
-    emit(growth("growth_append_single", "events/s", large: perSecond(appendsPerRound, appendSeconds[1]),
-                small: perSecond(appendsPerRound, appendSeconds[0]), what: "the same single appends, 1 writer,"))
-    emit(growth("growth_history_read", "reads/s", large: perSecond(readsPerRound, readSeconds[1]),
-                small: perSecond(readsPerRound, readSeconds[0]), what: "the same device history reads (\(growthEventsPerDevice) events)"))
+    emit(growth("growth_append_single", "events/s", large: perSecond(appendsPerRound * rounds, appendSeconds[1]),
+                small: perSecond(appendsPerRound * rounds, appendSeconds[0]), what: "the same single appends, 1 writer,"))
+    emit(growth("growth_history_read", "reads/s", large: perSecond(readCounts[1], readSeconds[1]),
+                small: perSecond(readCounts[0], readSeconds[0]), what: "the same device history reads (\(growthEventsPerDevice) events)"))
 
     // The rebuilds, small first; the peak resident set is reset before each when allowed.
     var rebuildRates: [Double] = [], peaks: [Double] = []
