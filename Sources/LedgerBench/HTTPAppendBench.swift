@@ -242,8 +242,10 @@ func benchHTTPAppend(conninfo: String, plan: HTTPAppendPlan) async throws -> Mea
     let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     do {
         let measurement = try await withHTTPAppendServers(conninfo: conninfo, sends: plan.sends) { ledgerURL, bareURL in
+            // Four requests per connection and side: sessions, prepared statements, keep-alive.
             var warm = plan
-            warm.facts = plan.batch * plan.connections * warm.rounds * 4
+            warm.rounds = 1
+            warm.facts = plan.batch * plan.connections * 4
             for side in [HTTPAppendSide.ledger, .bare] {
                 let url = side == .ledger ? ledgerURL : bareURL
                 _ = try await runHTTPAppendRound(client: client, url: url, side: side,

@@ -4,6 +4,7 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
+// (some add optional fields: latency quantiles, queue depth, log sizes; see Measurement).
 // Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|aak_verify|event_encode|drain|append_encrypted|
 //   http_append|growth|pipeline]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
@@ -85,20 +86,21 @@ do {
     if wanted("drain") {
         try runDrainBenchmarksBlocking()
     }
-    // http_append (issue 37): facts through the HTTP API from 8 keep-alive connections, batches of
-    // 1 and 100, vs a bare Hummingbird route inserting the same rows. LEDGER_BENCH_HTTP_FACTS_1 and
-    // LEDGER_BENCH_HTTP_FACTS_100: facts per side (16,000 and 80,000).
+    // http_append: facts through the HTTP API from 8 keep-alive connections, batches of 1 and 100,
+    // vs a bare Hummingbird route inserting the same rows. LEDGER_BENCH_HTTP_FACTS_1 and
+    // LEDGER_BENCH_HTTP_FACTS_100: facts per side (16,000 and 80,000); LEDGER_BENCH_HTTP_SENDS=1:
+    // the app enables every provider, so each fact also requests its sends.
     if wanted("http_append") {
         let conninfo = database.conninfo
         try runBlocking { try await runHTTPAppendBenchmarks(conninfo: conninfo) }
     }
-    // growth (issue 37): append_single, a device history read and the SKAN rebuild on a log of
+    // growth: append_single, a device history read and the SKAN rebuild on a log of
     // LEDGER_BENCH_GROWTH_LARGE events (10,000,000) against LEDGER_BENCH_GROWTH_SMALL (100,000),
     // both loaded by COPY; and the large rebuild's peak RSS.
     if wanted("growth") {
         try runGrowthBenchmarks()
     }
-    // pipeline (issue 37): FirstOpen → its Apple token lookup → SendWorker → the decider's decision,
+    // pipeline: FirstOpen → its Apple token lookup → SendWorker → the decider's decision,
     // open loop at LEDGER_BENCH_PIPELINE_RATE facts/s (500) for LEDGER_BENCH_PIPELINE_SECONDS (60).
     if wanted("pipeline") {
         try runBlocking { try await runPipelineBenchmark() }
