@@ -27,12 +27,12 @@ private let pipelineApp = "com.example.app"
 private final class OfferTimes: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [UUID: Date] = [:]
-    private var failures = 0
+    private var failures: [any Error] = []
 
     func offered(_ id: UUID, at time: Date) { lock.withLock { times[id] = time } }
-    func failed() { lock.withLock { failures += 1 } }
+    func failed(_ error: any Error) { lock.withLock { failures.append(error) } }
     var count: Int { lock.withLock { times.count } }
-    var snapshot: (times: [UUID: Date], failures: Int) { lock.withLock { (times, failures) } }
+    var snapshot: (times: [UUID: Date], failures: [any Error]) { lock.withLock { (times, failures) } }
 }
 
 /// The largest values seen by the sampler.
@@ -51,11 +51,11 @@ private final class PipelineDepths: @unchecked Sendable {
 }
 
 enum PipelineBenchError: Error, CustomStringConvertible {
-    case appendsFailed(Int)
+    case appendsFailed(count: Int, first: String)
 
     var description: String {
         switch self {
-        case .appendsFailed(let count): "pipeline: \(count) appends failed"
+        case .appendsFailed(let count, let first): "pipeline: \(count) appends failed, the first with \(first)"
         }
     }
 }
@@ -143,7 +143,7 @@ func benchPipeline(rate: Double, seconds: Double) async throws -> Measurement {
                                                      id: id, occurredAt: offered)
                     offers.offered(id, at: scheduled)
                 } catch {
-                    offers.failed()
+                    offers.failed(error)
                 }
             }
         }
@@ -151,7 +151,7 @@ func benchPipeline(rate: Double, seconds: Double) async throws -> Measurement {
     }
     let offerSeconds = (ContinuousClock.now - start).timeInterval
     let (times, failures) = offers.snapshot
-    guard failures == 0 else { throw PipelineBenchError.appendsFailed(failures) }
+    if let first = failures.first { throw PipelineBenchError.appendsFailed(count: failures.count, first: "\(first)") }
     // Every fact's decision, or until two decider rounds and ten seconds pass with none new.
     var decided = try await decidedCount()
     var lastProgress = ContinuousClock.now
