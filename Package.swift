@@ -7,7 +7,7 @@
 //   LedgerCLI (ledger)          ─▶ LedgerConfiguration, LedgerHTTPTransport, LedgerFakeProviders,
 //                                  LedgerMigrations, LedgerPrivateCluster, LedgerLogging
 //   LedgerConfiguration         ─▶ LedgerHTTPAPI
-//   LedgerBench (ledger-bench)  ─▶ LedgerHTTPTransport, LedgerSKANPostbacks, LedgerFakeProviders,
+//   LedgerBench (ledger-bench)  ─▶ LedgerHTTPAPI, LedgerHTTPTransport, LedgerFakeProviders,
 //                                  LedgerTestSupport
 //   LedgerHTTPAPI               ─▶ AttributionLedger, LedgerTimeline
 //   AttributionLedger           ─▶ LedgerDecisions, LedgerSKANPostbacks
@@ -315,9 +315,12 @@ let package = Package(
             name: "LedgerBench",
             dependencies: [
                 "LedgerPostgres", "LedgerStore", "LedgerProjections", "LedgerFolds", "LedgerDomain", "LedgerTestSupport", "LedgerDispatch",
-                "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerSKANPostbacks",
+                "LedgerHTTPTransport", "LedgerFakeProviders", "LedgerSKANPostbacks", "LedgerDecisions", "AttributionLedger",
+                "LedgerHTTPAPI", "LedgerProviders",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

@@ -3,7 +3,8 @@ import LedgerPostgres
 import LedgerStore
 import LedgerTestSupport
 
-/// One measurement: the ledger's rate and the baseline's, measured in the same run.
+/// One measurement: the ledger's rate and the baseline's, measured in the same run. The optional
+/// fields are written only by the benchmarks that measure them (nil is left out of the JSON).
 struct Measurement: Encodable {
     var bench: String
     var rate: Double
@@ -11,6 +12,22 @@ struct Measurement: Encodable {
     var baseline_rate: Double
     var ratio: Double
     var baseline: String
+    /// Request (`http_append`) or append-to-decision (`pipeline`) latency, median and 99th percentile.
+    var p50_ms: Double?
+    var p99_ms: Double?
+    /// The baseline's request latency (`http_append`).
+    var baseline_p50_ms: Double?
+    var baseline_p99_ms: Double?
+    /// The most sends waiting in the queue at once (`pipeline`).
+    var max_queue_depth: Int?
+    /// The most facts appended but not yet decided at once (`pipeline`).
+    var max_undecided: Int?
+    /// The log's size a figure was measured on (`growth`: the large log's, the small one's).
+    var events: Int?
+    var baseline_events: Int?
+    /// Whether a peak RSS covers only the measured work (`growth_rebuild_peak_rss`: true when
+    /// `/proc/self/clear_refs` reset the peak before it) or the whole process until then.
+    var peak_reset: Bool?
 
     init(bench: String, rate: Double, unit: String, baselineRate: Double, baseline: String) {
         self.bench = bench
@@ -67,6 +84,18 @@ func timeOnThreads(_ threads: Int, _ work: @escaping @Sendable (Int) throws -> V
     group.wait()
     if let error = failures.first { throw error }
     return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+}
+
+/// Runs `body` on Swift's concurrency pool and blocks the calling (top-level) thread until it ends.
+func runBlocking(_ body: @escaping @Sendable () async throws -> Void) throws {
+    let failure = FailureBox()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { try await body() } catch { failure.record(error) }
+        done.signal()
+    }
+    done.wait()
+    if let error = failure.first { throw error }
 }
 
 final class FailureBox: @unchecked Sendable {

@@ -4,7 +4,9 @@ import LedgerTestSupport
 
 // ledger-bench [NAME…] — the ledger's benchmarks, each printed as one JSON line:
 //   {"bench": …, "rate": …, "unit": …, "baseline_rate": …, "ratio": …, "baseline": …}
-// Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|aak_verify|event_encode|drain|append_encrypted]
+// (some add optional fields: latency quantiles, queue depth, log sizes; see Measurement).
+// Run in release mode: swift run -c release ledger-bench [append_single|append_mixed|append_batch|projection_rebuild|skan_verify|aak_verify|event_encode|drain|append_encrypted|
+//   http_append|growth|pipeline]
 // Each run uses a fresh database of the private cluster (or of LEDGER_DATABASE_URL's server).
 // projection_rebuild loads LEDGER_BENCH_EVENTS events (default 1,000,000) into a database of its
 // own first; LEDGER_BENCH_ROUNDS (default 2) rounds alternate; LEDGER_BENCH_PROFILE=1 adds a
@@ -83,6 +85,25 @@ do {
     // drain (issue 6): 10,000 sends by 1 and 4 workers against the loopback fakes, vs a bare loop.
     if wanted("drain") {
         try runDrainBenchmarksBlocking()
+    }
+    // http_append: facts through the HTTP API from 8 keep-alive connections, batches of 1 and 100,
+    // vs a bare Hummingbird route inserting the same rows. LEDGER_BENCH_HTTP_FACTS_1 and
+    // LEDGER_BENCH_HTTP_FACTS_100: facts per side (16,000 and 80,000); LEDGER_BENCH_HTTP_SENDS=1:
+    // the app enables every provider, so each fact also requests its sends.
+    if wanted("http_append") {
+        let conninfo = database.conninfo
+        try runBlocking { try await runHTTPAppendBenchmarks(conninfo: conninfo) }
+    }
+    // growth: append_single, a device history read and the SKAN rebuild on a log of
+    // LEDGER_BENCH_GROWTH_LARGE events (10,000,000) against LEDGER_BENCH_GROWTH_SMALL (100,000),
+    // both loaded by COPY; and the large rebuild's peak RSS.
+    if wanted("growth") {
+        try runGrowthBenchmarks()
+    }
+    // pipeline: FirstOpen → its Apple token lookup → SendWorker → the decider's decision,
+    // open loop at LEDGER_BENCH_PIPELINE_RATE facts/s (500) for LEDGER_BENCH_PIPELINE_SECONDS (60).
+    if wanted("pipeline") {
+        try runBlocking { try await runPipelineBenchmark() }
     }
 } catch {
     FileHandle.standardError.write(Data("ledger-bench: \(error)\n".utf8))
