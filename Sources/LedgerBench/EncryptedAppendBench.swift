@@ -1,4 +1,5 @@
-import Dispatch
+// `timespec` reaches this module through Dispatch's C module once Hummingbird is linked.
+import CDispatch
 import Foundation
 import LedgerDomain
 import LedgerPostgres
