@@ -189,9 +189,13 @@ struct DeviceFactRecorder: Sendable {
     /// once is remembered: the first event of a stream never changes.
     func checkTenancy(of facts: [PlannedFact], on connection: PostgresConnection) throws {
         var checked = Set<String>()
-        for fact in facts where checked.insert(fact.stream.rawValue).inserted {
-            guard !verifiedStreams.contains(fact.stream.rawValue, app: fact.app.rawValue) else { continue }
-            guard let recorded = try EventStore.recordedApp(ofStream: fact.stream.rawValue, on: connection) else { continue }
+        let unverified = facts.filter { fact in
+            checked.insert(fact.stream.rawValue).inserted && !verifiedStreams.contains(fact.stream.rawValue, app: fact.app.rawValue)
+        }
+        // One statement for the whole batch's streams.
+        let recordedApps = try EventStore.recordedApps(ofStreams: unverified.map(\.stream.rawValue), on: connection)
+        for fact in unverified {
+            guard let recorded = recordedApps[fact.stream.rawValue] else { continue }
             guard recorded == fact.app.rawValue else {
                 logger.error("refused a write into a stream of another app", metadata: ["ledger.app": "\(fact.app)"])
                 throw TenancyViolation(stream: fact.stream.rawValue, app: fact.app.rawValue, recordedApp: recorded)
