@@ -91,14 +91,38 @@ public struct AttributionDecider: Service {
         let devices = try await store.pool.withConnection { [projection] in
             try projection.devicesWithDueTriggers(waitingSince: cutoff, on: $0)
         }
-        var made: [DecisionMade] = []
-        for device in devices {
-            made += try await decideDevice(device, now: now)
-        }
+        let made = try await decideDevices(devices, now: now)
         for device in try await devicesOwingGoogle() {
             _ = try await reportOpenObligations(device: device, now: now)
         }
         return made
+    }
+
+    /// Devices decided at once by ``decidePending(now:)``: each decision is a replay and a few
+    /// statements, mostly waiting on the database, so one device at a time left a busy ledger's
+    /// triggers waiting for rounds (`ledger-bench pipeline`). Devices are independent (each
+    /// decision stream takes its own lock); the store's pool bounds the sessions used.
+    public static let concurrentDevices = 4
+
+    /// ``decideDevice(_:now:)`` for every device, ``concurrentDevices`` at a time; the decisions
+    /// in the order of `devices`.
+    func decideDevices(_ devices: [String], now: Date) async throws -> [DecisionMade] {
+        try await withThrowingTaskGroup(of: (Int, [DecisionMade]).self) { group in
+            var made = [[DecisionMade]](repeating: [], count: devices.count)
+            var next = 0
+            func start() {
+                guard next < devices.count else { return }
+                let index = next, device = devices[index]
+                next += 1
+                group.addTask { (index, try await decideDevice(device, now: now)) }
+            }
+            for _ in 0..<Self.concurrentDevices { start() }
+            while let (index, decisions) = try await group.next() {
+                made[index] = decisions
+                start()
+            }
+            return made.flatMap { $0 }
+        }
     }
 
     /// Decides the due triggers of one device from a fresh replay of its history.
