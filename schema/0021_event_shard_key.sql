@@ -1,0 +1,59 @@
+-- 0021_event_shard_key.sql — every event names the shard it would live on: `shard_key`, the app
+-- and device its stream is about, so that a device's facts, the sends they cause and their
+-- decision can be distributed together (docs/scaling.md, "Past one primary").
+--
+-- A table partitioned or distributed on a column must be given that column by the INSERT
+-- itself: PostgreSQL refuses a generated column in a partition key, a column DEFAULT cannot read
+-- the row's other columns, and a BEFORE ROW trigger fires after the row was routed and may not
+-- move it to another partition. So the store's append statements write `shard_key`, computed in
+-- the statement by `ledger_shard_key` below (Sources/LedgerStore/EventStore+Append*.swift).
+--
+-- The column is nullable here: events stored before this migration are immutable and keep NULL
+-- (ops/sql/distribute-events-by-shard-key.sql derives theirs when it copies them). It is not part
+-- of an event's hash: where an event lives is not what it says.
+
+SET client_min_messages = warning;
+
+-- The shard key of an event of stream `p_stream` carrying `p_data`, given `p_previous`, the key
+-- of the stream's latest event (NULL for a stream's first event):
+--
+--   device-<app>/<device>, decision-<app>/<device>   <app>/<device>
+--   skan-<app>/…                                     <app>/skan  (an app's postbacks, rare, read alone)
+--   send-<uuid>                                      the key of its earlier events; for its first,
+--                                                    the device its SendRequested names
+--                                                    (`device_stream_id`), else the stream id
+--   any other stream                                 the key of its earlier events, else the stream id
+--
+-- A stream's key never changes after its first event, so a stream lives on one shard. A plain
+-- SQL CASE, IMMUTABLE, with each argument used once: the planner inlines it into the append
+-- statements, and for device, decision and skan streams never evaluates `p_previous`, so a
+-- statement may pass a sub-select there that runs only for send and other streams.
+CREATE FUNCTION ledger_shard_key(p_stream text, p_data jsonb, p_previous text) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT CASE
+        WHEN starts_with(p_stream, 'device-') OR starts_with(p_stream, 'decision-')
+            THEN substr(p_stream, strpos(p_stream, '-') + 1)
+        WHEN starts_with(p_stream, 'skan-')
+            THEN split_part(substr(p_stream, 6), '/', 1) || '/skan'
+        ELSE coalesce(p_previous,
+                      CASE WHEN starts_with(p_stream, 'send-') AND starts_with(p_data ->> 'device_stream_id', 'device-')
+                           THEN substr(p_data ->> 'device_stream_id', 8) END,
+                      p_stream)
+    END
+$$;
+COMMENT ON FUNCTION ledger_shard_key(text, jsonb, text) IS
+    'The shard key of an event: <app>/<device> for a device''s streams and its sends, <app>/skan for SKAN streams.';
+
+ALTER TABLE events ADD COLUMN shard_key text COLLATE "C";
+COMMENT ON COLUMN events.shard_key IS
+    'Where the event would live if events were distributed: <app>/<device> (ledger_shard_key). NULL for events stored before schema/0021.';
+
+-- The appends read the key of a stream's head with its version and hash (schema/0014).
+CREATE OR REPLACE VIEW event_key_rows AS
+    SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM events;
+
+-- As the event's other own columns (schema/0013): the application's role writes it; SELECT on
+-- events is on the whole table already (ledger_app, ledger_sealer).
+GRANT INSERT (shard_key) ON events TO ledger_app;
+
+RESET client_min_messages;
