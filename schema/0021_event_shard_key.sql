@@ -25,9 +25,9 @@ SET client_min_messages = warning;
 --   any other stream                                 the key of its earlier events, else the stream id
 --
 -- A stream's key never changes after its first event, so a stream lives on one shard. A plain
--- SQL CASE, IMMUTABLE, with each argument used once: the planner inlines it into the append
--- statements, and for device, decision and skan streams never evaluates `p_previous`, so a
--- statement may pass a sub-select there that runs only for send and other streams.
+-- SQL CASE, IMMUTABLE, using `p_data` and `p_previous` once each: the planner inlines it into
+-- the append statements even when they pass a sub-select for either, and evaluates those only
+-- for send and other streams (device, decision and skan streams take their key from the id).
 CREATE FUNCTION ledger_shard_key(p_stream text, p_data jsonb, p_previous text) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT CASE
@@ -36,8 +36,8 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         WHEN starts_with(p_stream, 'skan-')
             THEN split_part(substr(p_stream, 6), '/', 1) || '/skan'
         ELSE coalesce(p_previous,
-                      CASE WHEN starts_with(p_stream, 'send-') AND starts_with(p_data ->> 'device_stream_id', 'device-')
-                           THEN substr(p_data ->> 'device_stream_id', 8) END,
+                      CASE WHEN starts_with(p_stream, 'send-')
+                           THEN substring(p_data ->> 'device_stream_id' FROM '^device-(.+)$') END,
                       p_stream)
     END
 $$;
