@@ -48,9 +48,40 @@ ALTER TABLE events ADD COLUMN shard_key text COLLATE "C";
 COMMENT ON COLUMN events.shard_key IS
     'Where the event would live if events were distributed: <app>/<device> (ledger_shard_key). NULL for events stored before schema/0021.';
 
--- The appends read the key of a stream's head with its version and hash (schema/0014).
-CREATE OR REPLACE VIEW event_key_rows AS
-    SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM events;
+-- The appends read the key of a stream's head with its version and hash (schema/0014): from
+-- `events`, or on a ledger partitioned by time (ops/sql/partition-events-by-time.sql) from
+-- `event_keys`, which then keeps each event's key too, written by the same trigger.
+DO $$
+BEGIN
+    IF to_regclass('event_keys') IS NULL THEN
+        CREATE OR REPLACE VIEW event_key_rows AS
+            SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM events;
+        RETURN;
+    END IF;
+    ALTER TABLE event_keys ADD COLUMN shard_key text COLLATE "C";
+    CREATE OR REPLACE VIEW event_key_rows AS
+        SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM event_keys;
+    CREATE OR REPLACE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, public AS $body$
+    BEGIN
+        INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash, shard_key)
+        VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version, NEW.recorded_at, NEW.hash, NEW.shard_key)
+        ON CONFLICT DO NOTHING;
+        IF NOT FOUND THEN
+            RETURN NULL;
+        END IF;
+        IF NEW.event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled') THEN
+            INSERT INTO event_send_ends (stream_id) VALUES (NEW.stream_id) ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'send stream % already has its terminal event; % is refused', NEW.stream_id, NEW.event_type
+                    USING ERRCODE = 'LE004', TABLE = 'events';
+            END IF;
+        END IF;
+        RETURN NEW;
+    END
+    $body$;
+END
+$$;
 
 -- As the event's other own columns (schema/0013): the application's role writes it; SELECT on
 -- events is on the whole table already (ledger_app, ledger_sealer).
