@@ -83,6 +83,13 @@ BEGIN
 END
 $$;
 
+-- A send's queue row names its device's key too (its `device_stream_id`'s), so that a send
+-- lives with its device's events; the store's enqueue and the queue's rebuild write it
+-- (Sources/LedgerDispatch/Outbox). Rows queued before this migration keep NULL.
+ALTER TABLE send_queue ADD COLUMN shard_key text COLLATE "C";
+COMMENT ON COLUMN send_queue.shard_key IS
+    'The device''s shard key (ledger_shard_key of device_stream_id), as its send stream''s events name it. NULL for rows queued before schema/0021.';
+
 -- As the event's other own columns (schema/0013): the application's role writes it; SELECT on
 -- events is on the whole table already (ledger_app, ledger_sealer).
 GRANT INSERT (shard_key) ON events TO ledger_app;

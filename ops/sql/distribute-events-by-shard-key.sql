@@ -1,6 +1,7 @@
--- ops/sql/distribute-events-by-shard-key.sql — turns `events` into a table hash-partitioned on
--- `shard_key` (the app and device of each event, schema/0021), with the unique keys of the
--- Citus distribution design (docs/scaling.md, "Past one primary"), in one transaction.
+-- ops/sql/distribute-events-by-shard-key.sql — turns `events` and `send_queue` into tables
+-- hash-partitioned on `shard_key` (the app and device of each event and send, schema/0021), with
+-- the unique keys of the Citus distribution design (docs/scaling.md, "Past one primary"), in one
+-- transaction.
 --
 --   psql "$(ops/cluster url)" -v ON_ERROR_STOP=1 -1 -f ops/sql/distribute-events-by-shard-key.sql
 --
@@ -30,14 +31,19 @@
 --   still valid.
 -- - Immutability, the checks of each inserted event (schema/0016) and the application's rights
 --   (SELECT, and INSERT on an event's own columns and `shard_key`) are as before.
+-- - `send_queue` likewise (four partitions, co-located with `events` by the same key and
+--   modulus): primary key (shard_key, send_id), UNIQUE (shard_key, stream_id), plain indexes on
+--   send_id and stream_id for the worker's reads, which name no shard key. Rows queued before
+--   schema/0021 get their device's key here.
 
 SET LOCAL client_min_messages = warning;
 
-LOCK TABLE events IN ACCESS EXCLUSIVE MODE;
+LOCK TABLE events, send_queue IN ACCESS EXCLUSIVE MODE;
 
 DO $$
 BEGIN
-    IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) = 'p' THEN
+    IF (SELECT relkind FROM pg_class WHERE oid = 'events'::regclass) = 'p'
+       OR (SELECT relkind FROM pg_class WHERE oid = 'send_queue'::regclass) = 'p' THEN
         RAISE EXCEPTION 'events is partitioned already' USING ERRCODE = 'LE200';
     END IF;
     IF to_regprocedure('ledger_shard_key(text,jsonb,text)') IS NULL THEN
@@ -146,4 +152,48 @@ GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, d
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
 GRANT SELECT ON events TO ledger_sealer;
 
-ANALYZE events;
+-- The queue: its rows are the worker's state, not history, so they are updated in place, and
+-- each keeps its device's key (a row's key never changes: the device of a send does not).
+ALTER TABLE send_queue RENAME TO send_queue_unsharded;
+DO $$
+DECLARE
+    index_name text;
+BEGIN
+    FOR index_name IN SELECT indexname FROM pg_indexes WHERE schemaname = 'public' AND tablename = 'send_queue_unsharded' LOOP
+        EXECUTE format('ALTER INDEX %I RENAME TO %I', index_name,
+                       'send_queue_unsharded' || substr(index_name, length('send_queue') + 1));
+    END LOOP;
+END
+$$;
+UPDATE send_queue_unsharded SET shard_key = ledger_shard_key(device_stream_id, '{}', NULL) WHERE shard_key IS NULL;
+
+CREATE TABLE send_queue (
+    LIKE send_queue_unsharded INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+    CONSTRAINT send_queue_pkey PRIMARY KEY (shard_key, send_id),
+    CONSTRAINT send_queue_stream_id_key UNIQUE (shard_key, stream_id)
+) PARTITION BY HASH (shard_key);
+COMMENT ON TABLE send_queue IS
+    'Pending and running sends only; history lives in events (send-<uuid> streams). Hash-partitioned on shard_key, as events.';
+DO $$
+BEGIN
+    FOR remainder IN 0..3 LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF send_queue FOR VALUES WITH (MODULUS 4, REMAINDER %s)',
+                       'send_queue_shard_' || remainder, remainder);
+    END LOOP;
+END
+$$;
+INSERT INTO send_queue SELECT * FROM send_queue_unsharded;
+DROP TABLE send_queue_unsharded;
+
+CREATE INDEX send_queue_due ON send_queue (not_before, enqueued_position) WHERE state = 'pending';
+CREATE INDEX send_queue_lane ON send_queue (lane, enqueued_position) WHERE lane IS NOT NULL;
+CREATE INDEX send_queue_running ON send_queue (lease_expires_at) WHERE state = 'running';
+CREATE INDEX send_queue_parked ON send_queue (enqueued_position) WHERE state = 'parked';
+CREATE INDEX send_queue_device ON send_queue (device_stream_id);
+CREATE INDEX send_queue_send_id ON send_queue (send_id);
+CREATE INDEX send_queue_stream_id ON send_queue (stream_id);
+
+REVOKE ALL ON send_queue FROM PUBLIC;
+GRANT SELECT, INSERT, UPDATE, DELETE ON send_queue TO ledger_app;
+
+ANALYZE events, send_queue;
