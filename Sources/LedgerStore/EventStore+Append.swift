@@ -112,14 +112,16 @@ extension EventStore {
     /// the head's, and inserts without a hash: the database's check chains the event as it goes
     /// in (schema/0016). It inserts nothing when the expected version does not hold, the id is
     /// already stored or a concurrent append took the version (`ON CONFLICT DO NOTHING`); the
-    /// store then tells those apart. A second event that ends a send fails it with LE004.
+    /// store then tells those apart. A second event that ends a send fails it with LE004. The
+    /// event's `shard_key` (schema/0021) comes from the stream id, or for a send from the head's
+    /// key or its request's device (`ledger_shard_key`).
     static let appendOneSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                            occurred_at, recorded_at, hash)
+                            occurred_at, recorded_at, hash, shard_key)
         SELECT $1::text, coalesce(head.v, 0) + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb,
-               $8::timestamptz, greatest(clock.t, head.r), NULL::bytea
+               $8::timestamptz, greatest(clock.t, head.r), NULL::bytea, ledger_shard_key($1::text, $6::jsonb, head.k)
         FROM (SELECT clock_timestamp() AS t) AS clock
-        LEFT JOIN LATERAL (SELECT stream_version AS v, recorded_at AS r FROM event_key_rows
+        LEFT JOIN LATERAL (SELECT stream_version AS v, recorded_at AS r, shard_key AS k FROM event_key_rows
                            WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1) AS head ON true
         WHERE ($2::bigint IS NULL OR coalesce(head.v, 0) = $2::bigint)
           AND NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
@@ -153,12 +155,17 @@ extension EventStore {
     /// `(stream_id, stream_version)` and `ON CONFLICT DO NOTHING` then turn the stale hint into
     /// zero rows, as they do an event id already stored, without failing a caller's
     /// transaction, and the store runs ``appendOneSQL``, which reads the head and tells an
-    /// idempotent retry from a conflict. (Events that end a send never come here.)
+    /// idempotent retry from a conflict. (Events that end a send never come here.) The
+    /// `shard_key` (schema/0021) comes from the stream id; only for a send or another stream
+    /// whose key its id does not give does the statement read the hinted event's key (one index
+    /// probe, skipped by `ledger_shard_key`'s CASE otherwise).
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                            occurred_at, recorded_at)
+                            occurred_at, recorded_at, shard_key)
         VALUES ($1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
-                greatest(clock_timestamp(), $9::timestamptz))
+                greatest(clock_timestamp(), $9::timestamptz),
+                ledger_shard_key($1::text, $6::jsonb, (SELECT shard_key FROM event_key_rows
+                                                       WHERE stream_id = $1::text AND stream_version = $2::bigint)))
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text, recorded_at, hash
         """
@@ -169,6 +176,8 @@ extension EventStore {
     /// `input` takes each event's fields out of the batch once; `head` is the stream's last event;
     /// `chain` numbers the versions and stamps them; the rows go in in version order without a
     /// hash, and the database's check (schema/0016) chains each to the one before as it goes in.
+    /// Every row gets the stream's `shard_key` (schema/0021): the head's, or for a new stream the
+    /// one its first event gives (a send's request names its device).
     /// The INSERT stores nothing when the expected version does not hold or an id is
     /// already stored; a unique-key race with a concurrent append to the same stream skips rows
     /// (`ON CONFLICT DO NOTHING`), and if that left the batch partly stored,
@@ -176,7 +185,7 @@ extension EventStore {
     /// planner may evaluate it on `checked` alone, before joining the inserted rows.)
     static let appendSQL = """
         WITH
-          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
+          head AS MATERIALIZED (SELECT stream_version AS v, hash AS h, recorded_at AS r, shard_key AS k FROM event_key_rows
                                 WHERE stream_id = $1::text ORDER BY stream_version DESC LIMIT 1),
           clock AS MATERIALIZED (SELECT greatest(clock_timestamp(), (SELECT r FROM head)) AS t),
           input AS MATERIALIZED (
@@ -189,8 +198,9 @@ extension EventStore {
             FROM input AS i CROSS JOIN clock AS c LEFT JOIN head AS h ON true),
           ins AS (
             INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                                occurred_at, recorded_at, hash)
-            SELECT $1::text, v, id, type, sv, data, md, at, recorded_at, hash
+                                occurred_at, recorded_at, hash, shard_key)
+            SELECT $1::text, v, id, type, sv, data, md, at, recorded_at, hash,
+                   ledger_shard_key($1::text, (SELECT data FROM input WHERE n = 1), (SELECT k FROM head))
             FROM chain
             WHERE ($2::bigint IS NULL OR coalesce((SELECT v FROM head), 0) = $2::bigint)
               AND NOT EXISTS (SELECT 1 FROM input AS x JOIN event_key_rows AS ev ON ev.event_id = x.id)

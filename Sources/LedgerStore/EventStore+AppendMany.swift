@@ -231,7 +231,8 @@ extension EventStore {
     /// without a condition `$2` their number, with one the gate's arguments from `$2`.
     ///
     /// As ``appendSQL``, per stream: `head` is each stream's last event, `chain` numbers and
-    /// stamps the versions, partitioned by stream; the database's check chains the hashes.
+    /// stamps the versions, partitioned by stream; the database's check chains the hashes; each
+    /// stream's rows get its `shard_key` (its head's, or the one its part's first event gives).
     /// Without a condition, the INSERT stores nothing when any part's expected version does not
     /// hold or any id is already stored (the caller then appends part by part, which tells the
     /// cases apart); a unique-key race with a concurrent append skips rows, and
@@ -257,19 +258,21 @@ extension EventStore {
                 FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS t(e, n)
                 \(onlyAllowed)),
               head AS MATERIALIZED (
-                SELECT s.stream, s.expected, h.v, h.h, h.r
+                SELECT s.stream, s.expected, h.v, h.h, h.r, h.k
                 FROM (SELECT DISTINCT stream, expected FROM input) AS s
-                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r FROM event_key_rows
+                LEFT JOIN LATERAL (SELECT stream_version AS v, hash AS h, recorded_at AS r, shard_key AS k FROM event_key_rows
                                    WHERE stream_id = s.stream ORDER BY stream_version DESC LIMIT 1) AS h ON true),
               chain AS (
                 SELECT i.n, i.stream, i.id, i.type, i.sv, i.data, i.md, i.at, coalesce(h.v, 0) + i.k AS v,
-                       greatest(c.t, h.r) AS recorded_at,
+                       greatest(c.t, h.r) AS recorded_at, h.k AS head_shard_key,
                        NULL::bytea AS hash  -- chained by the database's check (schema/0016)
                 FROM input AS i CROSS JOIN clock AS c JOIN head AS h ON h.stream = i.stream),
               ins AS (
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                                    occurred_at, recorded_at, hash)
-                SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash
+                                    occurred_at, recorded_at, hash, shard_key)
+                SELECT stream, v, id, type, sv, data, md, at, recorded_at, hash,
+                       ledger_shard_key(stream, (SELECT f.data FROM input AS f WHERE f.stream = chain.stream AND f.k = 1),
+                                        head_shard_key)
                 FROM chain
                 WHERE NOT EXISTS (SELECT 1 FROM head WHERE expected IS NOT NULL AND coalesce(v, 0) <> expected)
                   AND NOT EXISTS (SELECT 1 FROM input AS x JOIN event_key_rows AS ev ON ev.event_id = x.id)

@@ -142,6 +142,13 @@ public enum TestDatabase {
     /// unchanged on the partitioned table (`ops/test` runs it so once more).
     public static let partitionsEvents = isSet("LEDGER_TEST_EVENTS_PARTITIONED")
 
+    /// True when `LEDGER_TEST_EVENTS_SHARDED` is set (to anything but `0` or nothing): every
+    /// migrated test database then has `events` hash-partitioned on `shard_key` with the keys of
+    /// the distribution design (`ops/sql/distribute-events-by-shard-key.sql`), so that the
+    /// store's tests show the ledger keeps working under the rule Citus imposes on unique keys
+    /// (`ops/test` runs them so). Ignored when ``partitionsEvents`` is set.
+    public static let shardsEvents = isSet("LEDGER_TEST_EVENTS_SHARDED") && !partitionsEvents
+
     /// Whether the environment variable `name` is set to anything but `0` or nothing.
     static func isSet(_ name: String) -> Bool { !["", "0"].contains(ProcessInfo.processInfo.environment[name] ?? "") }
 
@@ -149,6 +156,13 @@ public enum TestDatabase {
     public static func partitionScript() throws -> String {
         let path = URL(fileURLWithPath: Migration.defaultDirectory()).deletingLastPathComponent()
             .appendingPathComponent("ops/sql/partition-events-by-time.sql").path
+        return try String(contentsOfFile: path, encoding: .utf8)
+    }
+
+    /// The text of `ops/sql/distribute-events-by-shard-key.sql`, found beside `schema/`.
+    public static func shardScript() throws -> String {
+        let path = URL(fileURLWithPath: Migration.defaultDirectory()).deletingLastPathComponent()
+            .appendingPathComponent("ops/sql/distribute-events-by-shard-key.sql").path
         return try String(contentsOfFile: path, encoding: .utf8)
     }
 
@@ -237,13 +251,14 @@ public enum TestDatabase {
             let target = try DatabaseTarget.resolve(database: "postgres", logger: quietLogger)
             let migrator = try Migrator()
             var digest = migrator.migrations.map(\.checksum).joined(separator: ":")
-            let partitioning = try TestDatabase.partitionsEvents ? TestDatabase.partitionScript() : nil
-            if let partitioning { digest += ":partitioned:" + partitioning }
+            let layoutScript = try TestDatabase.partitionsEvents ? TestDatabase.partitionScript()
+                : TestDatabase.shardsEvents ? TestDatabase.shardScript() : nil
+            if let layoutScript { digest += ":layout:" + layoutScript }
             let templateName = "ledger_template_" + String(PrivateClusterNaming.shortHash(digest), radix: 16)
             let server = Server(adminConninfo: target.conninfo, cluster: target.cluster,
                                 external: target.cluster == nil ? target.conninfo : nil, templateName: templateName)
             try server.dropLeftovers()
-            try server.buildTemplate(migrator: migrator, partitioning: partitioning)
+            try server.buildTemplate(migrator: migrator, layoutScript: layoutScript)
             return server
         }
 
@@ -263,7 +278,7 @@ public enum TestDatabase {
 
         /// Builds the template once per schema version, under an advisory lock so that parallel
         /// test processes build it once between them.
-        private func buildTemplate(migrator: Migrator, partitioning: String?) throws {
+        private func buildTemplate(migrator: Migrator, layoutScript: String?) throws {
             let admin = try PostgresConnection(conninfo: adminConninfo, logger: quietLogger)
             try admin.execute("SELECT pg_advisory_lock(\(Int64(0x5445_4D50)))")
             defer { _ = try? admin.execute("SELECT pg_advisory_unlock(\(Int64(0x5445_4D50)))") }
@@ -275,7 +290,7 @@ public enum TestDatabase {
             do {
                 let connection = try PostgresConnection(conninfo: conninfo(database: building), logger: quietLogger)
                 try migrator.apply(on: connection)
-                if let partitioning { try connection.run(script: "BEGIN;\n" + partitioning + "\nCOMMIT;") }
+                if let layoutScript { try connection.run(script: "BEGIN;\n" + layoutScript + "\nCOMMIT;") }
             }
             try admin.run(script: "ALTER DATABASE \(PostgresQuery.quoteIdentifier(building)) RENAME TO \(PostgresQuery.quoteIdentifier(templateName))")
         }

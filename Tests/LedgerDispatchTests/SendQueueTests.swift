@@ -323,9 +323,9 @@ struct SendQueueTests {
             let direct = #expect(throws: PostgresError.self) {
                 try connection.execute("""
                     INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, occurred_at,
-                                        recorded_at, hash)
+                                        recorded_at, hash, shard_key)
                     SELECT stream_id, 2, id, 'SendCancelled', 1, '{}', now(), t,
-                           ledger_event_hash(hash, stream_id, 2, id, 'SendCancelled', 1, '{}', '{}', now(), t)
+                           ledger_event_hash(hash, stream_id, 2, id, 'SendCancelled', 1, '{}', '{}', now(), t), shard_key
                     FROM events, (SELECT \(UUID()) AS id, greatest(now(), max(recorded_at)) AS t FROM events
                                   WHERE stream_id = \(stream)) AS x
                     WHERE stream_id = \(stream) AND stream_version = 1

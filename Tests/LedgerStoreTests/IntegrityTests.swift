@@ -39,20 +39,20 @@ struct IntegrityTests {
         try await withStore { _, database throws in
             let connection = try PostgresConnection(conninfo: database.conninfo, logger: TestDatabase.quietLogger)
             try connection.run(script: "SET ROLE ledger_app")
-            let columns = "stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at, recorded_at, hash"
-            let values = "'device-app1/cols', 1, gen_random_uuid(), 'SessionStarted', 1, '{}', '{}', now(), now(), decode(repeat('00', 32), 'hex')"
+            let columns = "stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at, recorded_at, hash, shard_key"
+            let values = "'device-app1/cols', 1, gen_random_uuid(), 'SessionStarted', 1, '{}', '{}', now(), now(), decode(repeat('00', 32), 'hex'), 'app1/cols'"
             for (extra, value, overriding) in [("transaction_id", "'1'::xid8", ""), ("position", "1", " OVERRIDING SYSTEM VALUE")] {
                 let sql = "INSERT INTO events (\(extra), \(columns))\(overriding) VALUES (\(value), \(values))"
                 let error = #expect(throws: PostgresError.self) { try connection.execute(PostgresQuery(sql: sql)) }
                 #expect(error?.sqlState == SQLState.insufficientPrivilege, "\(extra)")
             }
             #expect(try eventCount(database) == 0)
-            // The event's own columns go in (hashed by the rule the database checks, schema/0016),
-            // and the database fills in the rest.
+            // The event's own columns and its shard key (schema/0021) go in (hashed by the rule the
+            // database checks, schema/0016), and the database fills in the rest.
             try connection.execute(PostgresQuery(sql: """
                 INSERT INTO events (\(columns))
                 SELECT 'device-app1/cols', 1, id, 'SessionStarted', 1, '{}', '{}', t, t,
-                       ledger_event_hash(NULL, 'device-app1/cols', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                       ledger_event_hash(NULL, 'device-app1/cols', 1, id, 'SessionStarted', 1, '{}', '{}', t, t), 'app1/cols'
                 FROM (SELECT gen_random_uuid() AS id, now() AS t) AS x
                 """))
             #expect(try eventCount(database) == 1)
@@ -95,7 +95,7 @@ struct IntegrityTests {
             try connection.run(script: "SET ROLE ledger_app")
             let valid: [String: String] = [
                 "stream_id": "'device-app1/x'", "stream_version": "1", "event_type": "'SessionStarted'", "schema_version": "1",
-                "data": "'{}'", "metadata": "'{}'", "hash": "decode(repeat('00', 32), 'hex')",
+                "data": "'{}'", "metadata": "'{}'", "hash": "decode(repeat('00', 32), 'hex')", "shard_key": "'app1/x'",
             ]
             let broken: [(column: String, value: String, rule: String)] = [
                 ("stream_id", "''", "events_stream_id_length"), ("stream_id", "repeat('s', 257)", "events_stream_id_length"),
@@ -117,9 +117,9 @@ struct IntegrityTests {
             // The valid row itself goes in, hashed by the rule the database checks (schema/0016).
             try connection.execute(PostgresQuery(sql: """
                 INSERT INTO events (event_id, occurred_at, recorded_at, stream_id, stream_version, event_type, schema_version,
-                                    data, metadata, hash)
+                                    data, metadata, hash, shard_key)
                 SELECT id, t, t, 'device-app1/x', 1, 'SessionStarted', 1, '{}', '{}',
-                       ledger_event_hash(NULL, 'device-app1/x', 1, id, 'SessionStarted', 1, '{}', '{}', t, t)
+                       ledger_event_hash(NULL, 'device-app1/x', 1, id, 'SessionStarted', 1, '{}', '{}', t, t), 'app1/x'
                 FROM (SELECT gen_random_uuid() AS id, now() AS t) AS x
                 """))
             #expect(try eventCount(database) == 1)

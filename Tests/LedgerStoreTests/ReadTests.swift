@@ -78,9 +78,10 @@ struct ReadTests {
             for (transaction, stream) in [(10, "device-app1/ten"), (9, "device-app1/nine")] {
                 try admin.execute("""
                     INSERT INTO events (transaction_id, stream_id, stream_version, event_id, event_type, schema_version,
-                                        data, occurred_at, recorded_at, hash)
+                                        data, occurred_at, recorded_at, hash, shard_key)
                     SELECT \(String(transaction))::xid8, \(stream)::text, 1, id, 'SessionStarted', 1, '{}', now(), now(),
-                           ledger_event_hash(NULL, \(stream)::text, 1, id, 'SessionStarted', 1, '{}', '{}', now(), now())
+                           ledger_event_hash(NULL, \(stream)::text, 1, id, 'SessionStarted', 1, '{}', '{}', now(), now()),
+                           ledger_shard_key(\(stream)::text, '{}', NULL)
                     FROM (SELECT \(UUID()) AS id) AS x
                     """)
             }

@@ -161,9 +161,10 @@ struct SingleAppendTests {
             for stream in ["device-app1/ahead", "device-app1/ahead2"] {
                 try connection.execute("""
                     INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
-                                        occurred_at, recorded_at, hash)
+                                        occurred_at, recorded_at, hash, shard_key)
                     SELECT \(stream)::text, 1, id, 'SessionStarted', 1, '{"n":0}', '{}', now(), t,
-                           ledger_event_hash(NULL, \(stream)::text, 1, id, 'SessionStarted', 1, '{"n":0}', '{}', now(), t)
+                           ledger_event_hash(NULL, \(stream)::text, 1, id, 'SessionStarted', 1, '{"n":0}', '{}', now(), t),
+                           ledger_shard_key(\(stream)::text, '{}', NULL)
                     FROM (SELECT gen_random_uuid() AS id,
                                  date_trunc('milliseconds', clock_timestamp()) + interval '1 hour' AS t) AS x
                     """)

@@ -131,8 +131,9 @@ struct TamperTests {
             """
         return PostgresQuery(sql: """
             INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
-                                recorded_at, hash)
-            SELECT '\(stream)', \(version), x.id, 'SessionStarted', 1, '{"n": 4}', '{}', x.t, x.t, \(hash ?? chained)
+                                recorded_at, hash, shard_key)
+            SELECT '\(stream)', \(version), x.id, 'SessionStarted', 1, '{"n": 4}', '{}', x.t, x.t, \(hash ?? chained),
+                   ledger_shard_key('\(stream)', '{}', p.shard_key)
             FROM (SELECT gen_random_uuid() AS id, \(recordedAt) AS t) AS x
             LEFT JOIN events AS p ON p.stream_id = '\(stream)' AND p.stream_version = \(version - 1)
             """)
@@ -231,9 +232,10 @@ struct TamperTests {
             let forged = UUID()
             try app.execute("""
                 INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
-                                    recorded_at, hash)
+                                    recorded_at, hash, shard_key)
                 SELECT \(stream)::text, 1, \(forged), \(type)::text, 1, \(data)::jsonb, '{}', t, t,
-                       ledger_event_hash(NULL, \(stream)::text, 1, \(forged), \(type)::text, 1, \(data)::jsonb, '{}', t, t)
+                       ledger_event_hash(NULL, \(stream)::text, 1, \(forged), \(type)::text, 1, \(data)::jsonb, '{}', t, t),
+                       ledger_shard_key(\(stream)::text, \(data)::jsonb, NULL)
                 FROM (SELECT clock_timestamp() AS t) AS x
                 """)
             let report = try await store.verify()

@@ -18,7 +18,7 @@
 -- - PostgreSQL keeps a partitioned table's unique keys only within each partition. The ledger's
 --   three move to unpartitioned tables that a BEFORE INSERT trigger on `events` writes: the event
 --   id and a stream's version to `event_keys`, one terminal event per send to `event_send_ends`.
---   Each key row also keeps its event's `recorded_at` and hash, so that the appends' two reads
+--   Each key row also keeps its event's `recorded_at`, hash and shard key, so that the appends' two reads
 --   about keys (a stream's head, whether an id is stored: the view `event_key_rows`,
 --   schema/0014) are answered from `event_keys` alone: read from `events`, each would probe
 --   every partition, and an append would slow down with every month added.
@@ -55,6 +55,10 @@ BEGIN
     IF to_regprocedure('ledger_check_appended_event()') IS NULL OR NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ledger_sealer') THEN
         RAISE EXCEPTION 'run ledger migrate first: schema/0017 is not applied' USING ERRCODE = 'LE200';
     END IF;
+    -- And the shard key the appends write and read (0021).
+    IF to_regprocedure('ledger_shard_key(text,jsonb,text)') IS NULL THEN
+        RAISE EXCEPTION 'run ledger migrate first: schema/0021 is not applied' USING ERRCODE = 'LE200';
+    END IF;
 END
 $$;
 
@@ -65,6 +69,7 @@ CREATE TABLE event_keys (
     stream_version  bigint NOT NULL,
     recorded_at     timestamptz NOT NULL,
     hash            bytea NOT NULL,
+    shard_key       text COLLATE "C",
     CONSTRAINT event_keys_stream_version_unique UNIQUE (stream_id, stream_version)
 );
 COMMENT ON TABLE event_keys IS
@@ -75,8 +80,8 @@ CREATE TABLE event_send_ends (
 COMMENT ON TABLE event_send_ends IS
     'One terminal event per send (SendSucceeded, SendFailed, SendCancelled): written by the trigger events_keys.';
 
-INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash)
-SELECT event_id, stream_id, stream_version, recorded_at, hash FROM events;
+INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash, shard_key)
+SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM events;
 INSERT INTO event_send_ends (stream_id)
 SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed', 'SendCancelled');
 
@@ -96,8 +101,8 @@ SELECT stream_id FROM events WHERE event_type IN ('SendSucceeded', 'SendFailed',
 CREATE FUNCTION ledger_claim_event_keys() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog, public AS $$
 BEGIN
-    INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash)
-    VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version, NEW.recorded_at, NEW.hash)
+    INSERT INTO event_keys (event_id, stream_id, stream_version, recorded_at, hash, shard_key)
+    VALUES (NEW.event_id, NEW.stream_id, NEW.stream_version, NEW.recorded_at, NEW.hash, NEW.shard_key)
     ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
         RETURN NULL;
@@ -118,7 +123,7 @@ $$;
 -- `ledger_app` needs none on the table.
 DROP VIEW event_key_rows;
 CREATE VIEW event_key_rows AS
-    SELECT event_id, stream_id, stream_version, recorded_at, hash FROM event_keys;
+    SELECT event_id, stream_id, stream_version, recorded_at, hash, shard_key FROM event_keys;
 COMMENT ON VIEW event_key_rows IS
     'The keys appends read (a stream''s head, stored ids): event_keys, since events is partitioned by time.';
 REVOKE ALL ON event_key_rows FROM PUBLIC;
@@ -161,6 +166,7 @@ BEGIN
         occurred_at     timestamptz NOT NULL,
         recorded_at     timestamptz NOT NULL,
         hash            ledger_hash NOT NULL,
+        shard_key       text COLLATE "C",
         PRIMARY KEY (position, recorded_at)
     ) PARTITION BY RANGE (recorded_at);
     ALTER SEQUENCE event_positions OWNED BY events.position;
@@ -243,7 +249,7 @@ SELECT ledger_add_event_partitions(3);
 REVOKE ALL ON events, event_keys, event_send_ends, event_positions FROM PUBLIC;
 GRANT SELECT ON events TO ledger_app;
 GRANT INSERT (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
-              recorded_at, hash) ON events TO ledger_app;
+              recorded_at, hash, shard_key) ON events TO ledger_app;
 GRANT USAGE ON SEQUENCE event_positions TO ledger_app;
 GRANT SELECT ON events TO ledger_sealer;
 

@@ -77,11 +77,12 @@ public enum Outbox {
             let lane = SendQueue.lane(provider: request.provider, deviceStreamID: request.deviceStreamID.rawValue)
             try connection.execute("""
                 INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                    enqueued_at, not_before, deadline, request)
+                    enqueued_at, not_before, deadline, request, shard_key)
                 VALUES (\(request.sendID), \(stream), \(request.provider.rawValue), \(request.kind.rawValue),
                     \(request.deviceStreamID.rawValue), \(lane), \(position), \(now), \(request.notBefore ?? now),
-                    \(now.addingTimeInterval(deadline)), \(PostgresValue.jsonb(String(decoding: data, as: UTF8.self))))
-                ON CONFLICT (send_id) DO NOTHING
+                    \(now.addingTimeInterval(deadline)), \(PostgresValue.jsonb(String(decoding: data, as: UTF8.self))),
+                    ledger_shard_key(\(request.deviceStreamID.rawValue)::text, '{}', NULL))
+                ON CONFLICT DO NOTHING
                 """)
             try connection.notify(channel: channel)
         }

@@ -49,7 +49,7 @@ extension SendQueue {
     private static func insert(_ sends: String, deadline: TimeInterval, on connection: PostgresConnection) throws -> Int {
         try connection.execute("""
             INSERT INTO send_queue (send_id, stream_id, provider, kind, device_stream_id, lane, enqueued_position,
-                enqueued_at, not_before, deadline, attempt, uncalled, request, state)
+                enqueued_at, not_before, deadline, attempt, uncalled, request, state, shard_key)
             SELECT (s.request ->> 'send_id')::uuid, s.stream_id, s.request ->> 'provider', s.request ->> 'kind',
                 s.request ->> 'device_stream_id',
                 CASE s.request ->> 'provider' WHEN 'branch' THEN s.request ->> 'device_stream_id'
@@ -59,7 +59,8 @@ extension SendQueue {
                          coalesce((SELECT max(t.n::timestamptz) FROM jsonb_array_elements_text(s.not_befores) AS t(n)),
                                   s.occurred_at)),
                 s.occurred_at + \(deadline) * interval '1 second', s.attempt, s.uncalled, s.request,
-                CASE WHEN s.parked THEN 'parked' ELSE 'pending' END
+                CASE WHEN s.parked THEN 'parked' ELSE 'pending' END,
+                ledger_shard_key(s.request ->> 'device_stream_id', '{}', NULL)
             FROM jsonb_to_recordset(\(sends)::jsonb) AS s(stream_id text, position bigint, occurred_at timestamptz,
                 request jsonb, not_befores jsonb, attempt integer, uncalled integer, parked boolean)
             """)
