@@ -173,9 +173,9 @@ struct TamperTests {
     static func multiRowInsert(stream: String, forged: Int64? = nil) -> PostgresQuery {
         PostgresQuery(sql: """
             INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata, occurred_at,
-                                recorded_at, hash)
+                                recorded_at, hash, shard_key)
             SELECT '\(stream)', v, gen_random_uuid(), 'SessionStarted', 1, '{"n": 4}', '{}', now(), now(),
-                   CASE WHEN v = \(forged ?? 0) THEN sha256('forged'::bytea) END
+                   CASE WHEN v = \(forged ?? 0) THEN sha256('forged'::bytea) END, ledger_shard_key('\(stream)', '{}', NULL)
             FROM generate_series(1::bigint, 3) AS v ORDER BY v
             """)
     }
@@ -195,7 +195,7 @@ struct TamperTests {
             #expect(try await store.readStream("device-app1/multi").map(\.streamVersion) == [1, 2, 3])
             // COPY is checked the same way: a forged second row stores neither.
             let columns = ["stream_id", "stream_version", "event_id", "event_type", "schema_version", "data", "metadata",
-                           "occurred_at", "recorded_at", "hash"]
+                           "occurred_at", "recorded_at", "hash", "shard_key"]
             let now = try app.query("SELECT now()").single().decode(Date.self, at: 0)
             let first = UUID()
             let firstHash = try app.query("""
@@ -203,7 +203,7 @@ struct TamperTests {
                 """).single().decode(Data.self, at: 0)
             func row(_ version: Int64, _ id: UUID, _ hash: Data) -> [PostgresValue] {
                 [.text("device-app1/copied"), .int64(version), .uuid(id), .text("SessionStarted"), .int32(1), .jsonb("{}"),
-                 .jsonb("{}"), .timestamptz(now), .timestamptz(now), .bytea(hash)]
+                 .jsonb("{}"), .timestamptz(now), .timestamptz(now), .bytea(hash), .text("app1/copied")]
             }
             let copied = #expect(throws: PostgresError.self) {
                 _ = try app.copyFrom(table: "events", columns: columns,
