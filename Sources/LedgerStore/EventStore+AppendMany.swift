@@ -157,6 +157,7 @@ extension EventStore {
         -> [String: AppendResult]
     {
         var placed: [UUID: AppendedEvent] = [:]
+        var shardKeys: [UUID: String?] = [:]  // each event's shard_key, for the stream hints
         placed.reserveCapacity(rows.count)
         for row in rows {
             // The statement's one row when it stored nothing has no event.
@@ -165,6 +166,7 @@ extension EventStore {
                 id: id, position: try row.decode(Int64.self, at: 1), streamVersion: try row.decode(Int64.self, at: 2),
                 transactionID: try row.decode(UInt64.self, at: 3),
                 recordedAt: try row.decode(Date.self, at: 4), hash: try row.decode(Data.self, at: 5))
+            shardKeys[id] = try row.decode(String?.self, at: 6)
         }
         guard !placed.isEmpty else { return [:] }
         try announceAppend(on: connection)
@@ -177,7 +179,7 @@ extension EventStore {
             }
             if let last = events.last {
                 heads.rememberCommitted(part.stream, version: last.streamVersion, recordedAt: last.recordedAt,
-                                        sessionsOpened: sessionsOpened,
+                                        shardKey: shardKeys[last.id] ?? nil, sessionsOpened: sessionsOpened,
                                         on: connection)
             }
             results[part.stream] = AppendResult(events: events, wasDuplicate: false)
@@ -279,10 +281,11 @@ extension EventStore {
                   AND \(refuseSecondTerminal(stream: "stream", type: "type"))
                 ORDER BY n
                 ON CONFLICT DO NOTHING
-                RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash
+                RETURNING event_id, position, stream_version, transaction_id, recorded_at, hash, shard_key
               ),
               checked AS (SELECT count(*) AS inserted FROM ins)
-            SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash
+            SELECT ins.event_id, ins.position, ins.stream_version, ins.transaction_id::text, ins.recorded_at, ins.hash,
+                   ins.shard_key
             FROM checked LEFT JOIN ins ON true
             WHERE \(accepted) OR ledger_batch_interrupted('(several)', checked.inserted, \(wanted))
             """

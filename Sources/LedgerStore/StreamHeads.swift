@@ -28,6 +28,9 @@ final class StreamHeads: Sendable {
         var version: Int64
         /// The event's `recorded_at`: the stream's next event is never recorded before it.
         var recordedAt: Date
+        /// The event's `shard_key` (schema/0021; nil for an event stored before it): a send's
+        /// next event takes the same.
+        var shardKey: String?
         /// ``PostgresConnection/sessionsOpened`` before the statement that stored the event.
         var sessionsOpened: UInt64
     }
@@ -82,9 +85,9 @@ final class StreamHeads: Sendable {
     /// outside a transaction (the statement committed it), after the commit of a transaction the
     /// wrapper manages, and not at all inside one it does not (a plain `BEGIN`), whose end it
     /// cannot see.
-    func rememberCommitted(_ stream: String, version: Int64, recordedAt: Date, sessionsOpened: UInt64,
+    func rememberCommitted(_ stream: String, version: Int64, recordedAt: Date, shardKey: String?, sessionsOpened: UInt64,
                            on connection: PostgresConnection) {
-        let head = Head(version: version, recordedAt: recordedAt, sessionsOpened: sessionsOpened)
+        let head = Head(version: version, recordedAt: recordedAt, shardKey: shardKey, sessionsOpened: sessionsOpened)
         guard connection.isInTransaction else { return remember(stream, head) }
         connection.afterCommit { [self] in remember(stream, head) }
     }
