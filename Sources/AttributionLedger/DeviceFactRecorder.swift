@@ -189,8 +189,9 @@ struct DeviceFactRecorder: Sendable {
     /// once is remembered: the first event of a stream never changes.
     func checkTenancy(of facts: [PlannedFact], on connection: PostgresConnection) throws {
         var checked = Set<String>()
-        let unverified = facts.filter { fact in
-            checked.insert(fact.stream.rawValue).inserted && !verifiedStreams.contains(fact.stream.rawValue, app: fact.app.rawValue)
+        var unverified: [PlannedFact] = []
+        for fact in facts where !verifiedStreams.contains(fact.stream.rawValue, app: fact.app.rawValue) {
+            if checked.insert(fact.stream.rawValue).inserted { unverified.append(fact) }
         }
         // One statement for the whole batch's streams.
         let recordedApps = try EventStore.recordedApps(ofStreams: unverified.map(\.stream.rawValue), on: connection)

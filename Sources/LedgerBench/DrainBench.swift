@@ -248,18 +248,6 @@ func benchDrain(conninfo: String, plan: DrainPlan, fakes: FakeProviders) async t
             + "the same HTTP call to the same fake, DELETE")
 }
 
-/// Runs ``runDrainBenchmarks()`` from synchronous top-level code, blocking until it is done.
-func runDrainBenchmarksBlocking() throws {
-    let failure = FailureBox()
-    let done = DispatchSemaphore(value: 0)
-    Task {
-        do { _ = try await runDrainBenchmarks() } catch { failure.record(error) }
-        done.signal()
-    }
-    done.wait()
-    if let error = failure.first { throw error }
-}
-
 /// The drain benchmark: 1 and 4 workers (LEDGER_BENCH_WORKERS, e.g. `1`, to run fewer), `sends`
 /// each (LEDGER_BENCH_SENDS, default 10,000).
 func runDrainBenchmarks() async throws -> [Measurement] {

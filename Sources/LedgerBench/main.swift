@@ -84,7 +84,7 @@ do {
     }
     // drain (issue 6): 10,000 sends by 1 and 4 workers against the loopback fakes, vs a bare loop.
     if wanted("drain") {
-        try runDrainBenchmarksBlocking()
+        try runBlocking { _ = try await runDrainBenchmarks() }
     }
     // http_append: facts through the HTTP API from 8 keep-alive connections, batches of 1 and 100,
     // vs a bare Hummingbird route inserting the same rows. LEDGER_BENCH_HTTP_FACTS_1 and

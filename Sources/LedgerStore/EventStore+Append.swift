@@ -321,8 +321,8 @@ extension EventStore {
                 transactionID: try row.decode(UInt64.self, at: 2),
                 recordedAt: try row.decode(Date.self, at: 3), hash: try row.decode(Data.self, at: 4))
         }, wasDuplicate: false)
-        if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }),
-           let row = zip(result.events, rows).first(where: { $0.0.streamVersion == last.streamVersion })?.1 {
+        // Every row of one stream's append carries the same shard key, so any row gives the head's.
+        if let last = result.events.max(by: { $0.streamVersion < $1.streamVersion }), let row = rows.first {
             heads.rememberCommitted(stream, version: last.streamVersion, recordedAt: last.recordedAt,
                                     shardKey: try row.decode(String?.self, at: 5), sessionsOpened: sessionsOpened,
                                     on: connection)

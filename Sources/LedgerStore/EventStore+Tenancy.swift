@@ -13,15 +13,12 @@ extension EventStore {
 
     /// ``recordedApp(ofStream:)`` on a connection the caller holds (inside its transaction, if open).
     public static func recordedApp(ofStream stream: String, on connection: PostgresConnection) throws -> String? {
-        let rows = try connection.query(
-            "SELECT metadata ->> 'app_id' FROM events WHERE stream_id = \(stream) AND stream_version = 1", prepare: true)
-        guard let row = rows.first else { return nil }
-        return try row.decode(String?.self, at: 0)
+        try recordedApps(ofStreams: [stream], on: connection)[stream]
     }
 
     /// The app each of `streams` was started by (its first event's metadata `app_id`), for those
-    /// that have events and name one: ``recordedApp(ofStream:on:)`` for a whole batch in one
-    /// statement, so that checking a batch's streams costs one round trip, not one per stream.
+    /// that have events and name one: one statement, so that checking a batch's streams costs one
+    /// round trip, not one per stream.
     public static func recordedApps(ofStreams streams: [String], on connection: PostgresConnection) throws -> [String: String] {
         guard !streams.isEmpty else { return [:] }
         var query = PostgresQuery(sql: "SELECT stream_id, metadata ->> 'app_id' FROM events WHERE stream_id = ANY(")

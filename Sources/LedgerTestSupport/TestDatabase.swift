@@ -153,16 +153,15 @@ public enum TestDatabase {
     static func isSet(_ name: String) -> Bool { !["", "0"].contains(ProcessInfo.processInfo.environment[name] ?? "") }
 
     /// The text of `ops/sql/partition-events-by-time.sql`, found beside `schema/`.
-    public static func partitionScript() throws -> String {
-        let path = URL(fileURLWithPath: Migration.defaultDirectory()).deletingLastPathComponent()
-            .appendingPathComponent("ops/sql/partition-events-by-time.sql").path
-        return try String(contentsOfFile: path, encoding: .utf8)
-    }
+    public static func partitionScript() throws -> String { try opsSQL("partition-events-by-time.sql") }
 
     /// The text of `ops/sql/distribute-events-by-shard-key.sql`, found beside `schema/`.
-    public static func shardScript() throws -> String {
+    public static func shardScript() throws -> String { try opsSQL("distribute-events-by-shard-key.sql") }
+
+    /// The text of the operator's script `ops/sql/<name>`, found beside `schema/`.
+    static func opsSQL(_ name: String) throws -> String {
         let path = URL(fileURLWithPath: Migration.defaultDirectory()).deletingLastPathComponent()
-            .appendingPathComponent("ops/sql/distribute-events-by-shard-key.sql").path
+            .appendingPathComponent("ops/sql").appendingPathComponent(name).path
         return try String(contentsOfFile: path, encoding: .utf8)
     }
 
