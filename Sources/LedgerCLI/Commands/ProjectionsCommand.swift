@@ -130,7 +130,13 @@ struct ProjectionsCommand: AsyncParsableCommand {
         @Flag(help: "Rebuild every projection, one after the other.")
         var all = false
 
+        @Option(help: ArgumentHelp(
+            "The most device states held in memory; past it they are written to the shadow tables and read back when needed (about 3 KB each).",
+            valueName: "count"))
+        var maxStatesInMemory = 30_000
+
         func validate() throws {
+            if maxStatesInMemory < 1 { throw ValidationError("--max-states-in-memory must be at least 1.") }
             if all, name != nil { throw ValidationError("Give a projection name or --all, not both.") }
             if !all, name == nil { throw ValidationError("Give the projection to rebuild, or --all.") }
         }
@@ -151,7 +157,8 @@ struct ProjectionsCommand: AsyncParsableCommand {
                 let target = try database.resolve(logger: logger)
                 let pool = PostgresPool(conninfo: target.conninfo, maxConnections: 1, logger: logger)
                 defer { pool.close() }
-                let rebuilder = ProjectionRebuilder(store: EventStore(pool: pool, logger: logger), logger: logger)
+                let rebuilder = ProjectionRebuilder(store: EventStore(pool: pool, logger: logger),
+                                                    maxStatesInMemory: maxStatesInMemory, logger: logger)
                 for projection in projections {
                     let bar = ProgressBar(label: "rebuild \(projection.name)", unit: "events")
                     let report = try await projectionFailures {
@@ -163,7 +170,8 @@ struct ProjectionsCommand: AsyncParsableCommand {
                     let rate = report.seconds > 0 ? Double(report.events) / report.seconds : 0
                     print("rebuilt \(report.projection) (version \(report.version)): \(report.events) events in "
                         + String(format: "%.2f", report.seconds) + " s (\(Int(rate)) events/s), checkpoint position "
-                        + "\(report.checkpoint.position)")
+                        + "\(report.checkpoint.position)"
+                        + (report.spills > 0 ? ", states written out \(report.spills) times to stay within memory" : ""))
                 }
             }
         }

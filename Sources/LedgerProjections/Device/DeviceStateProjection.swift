@@ -93,39 +93,64 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
     public func apply(_ records: [RecordedEvent], to tables: ProjectionTables, on connection: PostgresConnection) throws {
         let events = records.map(LoggedEvent.init)
         var fold = DeviceFold(reducer: reducer)
-        let unknown = fold.unknownSendStreams(in: events)
-        if !unknown.isEmpty {
-            let rows = try connection.query("""
-                SELECT send_stream_id, device_stream_id, request::text FROM \(unescaped: tables.quoted(sendsTable))
-                WHERE send_stream_id = ANY(\(PostgresQuery.textArrayLiteral(unknown.sorted()))::text[])
-                """)
-            for row in rows {
-                let request = try fold.decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 2).utf8))
-                fold.links[try row.decode(String.self, at: 0)] = SendLink(deviceStreamID: try row.decode(String.self, at: 1),
-                                                                          request: request)
-            }
-        }
+        try loadLinks(fold.unknownSendStreams(in: events), into: &fold, from: tables, on: connection)
         // Load the stored states of every device the batch touches, in one query.
         var devices = Set<String>()
         var probe = fold
         for event in events {
             if let (device, _) = try probe.route(event) { devices.insert(device) }
         }
-        var stored: [String: Reducer.State] = [:]
-        if !devices.isEmpty {
-            let rows = try connection.query("""
-                SELECT device_stream_id, state::text FROM \(unescaped: tables.quoted(name))
-                WHERE device_stream_id = ANY(\(PostgresQuery.textArrayLiteral(devices.sorted()))::text[])
-                """)
-            for row in rows {
-                stored[try row.decode(String.self, at: 0)] = try fold.decoder.decode(
-                    Reducer.State.self, from: Data(try row.decode(String.self, at: 1).utf8))
-            }
-        }
+        let stored = try storedStates(of: devices, in: tables, removing: false, decoder: fold.decoder, on: connection)
         for event in events {
             try fold.fold(event) { stored[$0] }
         }
         try write(fold, to: tables, replacing: true, on: connection)
+    }
+
+    /// Reads into `fold` the links of `sendStreams` that `tables` store (the others are sends this
+    /// projection does not follow).
+    func loadLinks(_ sendStreams: Set<String>, into fold: inout DeviceFold<Reducer>, from tables: ProjectionTables,
+                   on connection: PostgresConnection) throws
+    {
+        guard !sendStreams.isEmpty else { return }
+        let rows = try connection.query("""
+            SELECT send_stream_id, device_stream_id, request::text FROM \(unescaped: tables.quoted(sendsTable))
+            WHERE send_stream_id = ANY(\(PostgresQuery.textArrayLiteral(sendStreams.sorted()))::text[])
+            """)
+        for row in rows {
+            let request = try fold.decoder.decode(SendRequested.self, from: Data(try row.decode(String.self, at: 2).utf8))
+            fold.links[try row.decode(String.self, at: 0)] = SendLink(deviceStreamID: try row.decode(String.self, at: 1),
+                                                                      request: request)
+        }
+    }
+
+    /// The states `tables` store for `devices` (those it has). With `removing`, their rows (main
+    /// and detail) are deleted by the same statements: the states are then the caller's alone,
+    /// to write back once folded further.
+    func storedStates(of devices: Set<String>, in tables: ProjectionTables, removing: Bool, decoder: JSONDecoder,
+                      on connection: PostgresConnection) throws -> [String: Reducer.State]
+    {
+        guard !devices.isEmpty else { return [:] }
+        let list = PostgresQuery.textArrayLiteral(devices.sorted())
+        let rows = removing
+            ? try connection.query("""
+                DELETE FROM \(unescaped: tables.quoted(name)) WHERE device_stream_id = ANY(\(list)::text[])
+                RETURNING device_stream_id, state::text
+                """)
+            : try connection.query("""
+                SELECT device_stream_id, state::text FROM \(unescaped: tables.quoted(name))
+                WHERE device_stream_id = ANY(\(list)::text[])
+                """)
+        if removing, hasDetail {
+            try connection.execute(
+                "DELETE FROM \(unescaped: tables.quoted(rowsTable)) WHERE device_stream_id = ANY(\(list)::text[])")
+        }
+        var stored: [String: Reducer.State] = [:]
+        for row in rows {
+            stored[try row.decode(String.self, at: 0)] = try decoder.decode(
+                Reducer.State.self, from: Data(try row.decode(String.self, at: 1).utf8))
+        }
+        return stored
     }
 
     /// Writes the folded states, detail rows and new links; with `replacing`, first deletes the
@@ -168,10 +193,16 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
 
     public func makeBulkBuilder() -> any ProjectionBulkBuilder { Builder(projection: self) }
 
-    /// The rebuild's bulk path: one fold over the whole log, written once.
+    /// The rebuild's bulk path: one fold over the whole log, written once, or, when it holds too
+    /// many devices, written in parts (``fold(_:holdingAtMost:spillingInto:on:)``).
     struct Builder: ProjectionBulkBuilder {
         let projection: DeviceStateProjection
         var fold: DeviceFold<Reducer>
+        /// The hash values of the devices whose states were written out and not read back since:
+        /// a device whose hash is not here has no rows in the shadow tables, so the common case
+        /// (no spill yet, or a new device) asks the server nothing. A device whose hash is here
+        /// may have rows, and is asked for.
+        var spilled = Set<Int>()
 
         init(projection: DeviceStateProjection) {
             self.projection = projection
@@ -180,6 +211,45 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
 
         mutating func fold(_ events: [RecordedEvent]) throws {
             for event in events { try fold.fold(LoggedEvent(event)) }
+        }
+
+        /// Before a spill this is ``fold(_:)``. After one, the chunk's links and devices that were
+        /// written out are read back first, as an incremental step reads them, and the devices'
+        /// rows are deleted as they are read, so the final write inserts every device once.
+        /// A spill writes every state and new link held, in one transaction, and starts an empty
+        /// fold: on a log where devices come and go (most of them: a device's events cluster
+        /// around its install) few are read back.
+        mutating func fold(_ records: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
+                           on connection: PostgresConnection) throws -> Bool
+        {
+            guard !spilled.isEmpty else {
+                try fold(records)
+                return try spillIfOver(limit, into: tables, on: connection)
+            }
+            let events = records.map(LoggedEvent.init)
+            try projection.loadLinks(fold.unknownSendStreams(in: events), into: &fold, from: tables, on: connection)
+            var written = Set<String>()
+            var probe = fold
+            for event in events {
+                guard let (device, _) = try probe.route(event), fold.states.index(forKey: device) == nil,
+                      spilled.contains(device.hashValue) else { continue }
+                written.insert(device)
+            }
+            let stored = try projection.storedStates(of: written, in: tables, removing: true, decoder: fold.decoder,
+                                                     on: connection)
+            for event in events { try fold.fold(event) { stored[$0] } }
+            return try spillIfOver(limit, into: tables, on: connection)
+        }
+
+        /// Writes everything held and starts an empty fold, when more than `limit` devices are held.
+        mutating func spillIfOver(_ limit: Int, into tables: ProjectionTables, on connection: PostgresConnection) throws -> Bool {
+            guard fold.states.count > limit else { return false }
+            try connection.transaction { [fold, projection] in
+                try projection.write(fold, to: tables, replacing: false, on: $0)
+            }
+            for device in fold.states.keys { spilled.insert(device.hashValue) }
+            fold = DeviceFold(reducer: projection.reducer)
+            return true
         }
 
         func write(to tables: ProjectionTables, on connection: PostgresConnection) throws {

@@ -43,6 +43,14 @@ extension Projection {
 public protocol ProjectionBulkBuilder {
     /// Folds `events` (in log order) into the builder's state.
     mutating func fold(_ events: [RecordedEvent]) throws
+    /// Folds `events` as ``fold(_:)`` does, but holds at most about `limit` states in memory
+    /// (devices, for a per-device projection): past it, the builder writes what it holds into
+    /// `tables` (a rebuild's shadow tables, empty at the start) on `connection`, which is not in
+    /// a transaction, and reads a state back, taking its rows out again, when a later event needs
+    /// it. Returns whether it wrote. This is what bounds a rebuild's memory on a large log; the
+    /// default folds everything in memory and never writes.
+    mutating func fold(_ events: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
+                       on connection: PostgresConnection) throws -> Bool
     /// Writes the folded state into `tables` (empty when this is called).
     func write(to tables: ProjectionTables, on connection: PostgresConnection) throws
     /// ``write(to:on:)`` for a rebuild into shadow tables, which may also write part of the rows
@@ -55,6 +63,13 @@ public protocol ProjectionBulkBuilder {
 }
 
 extension ProjectionBulkBuilder {
+    public mutating func fold(_ events: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
+                              on connection: PostgresConnection) throws -> Bool
+    {
+        try fold(events)
+        return false
+    }
+
     public func write(to tables: ProjectionTables, on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws {
         try write(to: tables, on: connection)
     }

@@ -10,6 +10,9 @@ import Logging
 /// 1. Shadow tables (`<table>__shadow`) are created empty, beside the live ones.
 /// 2. Bulk phase: the log is scanned with `COPY … TO STDOUT` in chunks and folded in memory by
 ///    the projection's ``ProjectionBulkBuilder``, which writes the result with `COPY … FROM STDIN`.
+///    Past ``maxStatesInMemory`` states, the builder writes what it holds into the shadow tables
+///    and goes on with an empty memory, reading a state back when a later event needs it: a
+///    rebuild's memory does not grow with the log.
 /// 3. Catch-up phase: batches are applied to the shadow tables as the runner would, until the
 ///    shadow is nearly at the head.
 /// 4. Swap, in one transaction under the projection's lock (so no live step interleaves): the last
@@ -44,6 +47,9 @@ public struct ProjectionRebuilder: Sendable {
         public var checkpoint: GlobalCheckpoint
         /// Wall time, in seconds.
         public var seconds: Double
+        /// How many times the bulk phase wrote its states out to stay within
+        /// ``ProjectionRebuilder/maxStatesInMemory`` (0: it held them all).
+        public var spills: Int = 0
     }
 
     /// The store whose log is read.
@@ -52,14 +58,19 @@ public struct ProjectionRebuilder: Sendable {
     public var chunkSize: Int
     /// Events per batch in the catch-up phase.
     public var batchSize: Int
+    /// The most states (devices, for the per-device projections) the bulk phase holds in memory
+    /// before it writes them out. A device's SKAN state takes about 3 KB in memory, so the
+    /// default, 30,000, keeps a rebuild of any log near 100 MiB of states.
+    public var maxStatesInMemory: Int
     let logger: Logger
 
     /// A rebuilder over `store`'s log.
-    public init(store: EventStore, chunkSize: Int = 10_000, batchSize: Int = 1000,
+    public init(store: EventStore, chunkSize: Int = 10_000, batchSize: Int = 1000, maxStatesInMemory: Int = 30_000,
                 logger: Logger = Logger(label: "ledger.projections.rebuild")) {
         self.store = store
         self.chunkSize = chunkSize
         self.batchSize = batchSize
+        self.maxStatesInMemory = max(1, maxStatesInMemory)
         self.logger = logger
     }
 
@@ -100,12 +111,15 @@ public struct ProjectionRebuilder: Sendable {
         var builder = projection.makeBulkBuilder()
         var checkpoint = GlobalCheckpoint.start
         var done: Int64 = 0
+        var spills = 0
         let reader = ChunkPrefetcher(store: store, types: projection.eventTypes, selection: projection.personalFieldsRead,
                                      chunkSize: chunkSize)
         reader.start()
         defer { reader.cancel() }
         while let chunk = try reader.next(), let last = chunk.last {
-            try builder.fold(chunk)
+            if try builder.fold(chunk, holdingAtMost: maxStatesInMemory, spillingInto: .shadow, on: connection) {
+                spills += 1
+            }
             checkpoint = last.checkpoint
             done += Int64(chunk.count)
             progress(Progress(phase: "bulk", eventsDone: done, eventsTotal: max(total, done)))
@@ -144,9 +158,10 @@ public struct ProjectionRebuilder: Sendable {
         let seconds = elapsed.timeInterval
         logger.info("rebuilt projection", metadata: [
             "ledger.projection": "\(projection.name)", "ledger.events": "\(done)", "ledger.seconds": "\(seconds)",
+            "ledger.spills": "\(spills)",
         ])
         return Report(projection: projection.name, version: projection.version, events: done, checkpoint: checkpoint,
-                      seconds: seconds)
+                      seconds: seconds, spills: spills)
     }
 
     /// Drops the live tables and gives the shadow tables (and their indexes and constraints)
