@@ -14,6 +14,10 @@ import LedgerTestSupport
 // of one device's history (`EventStore.readHistory`, ~20 events, devices drawn at random), rounds
 // alternating between the two logs; and a rebuild of the SKAN projection from position 0, small
 // first. Each figure is large / small; the large rebuild's peak RSS is a figure of its own.
+// With LEDGER_BENCH_GROWTH_KEEP=1 the two logs are kept between runs (databases
+// `ledger_kept_growth_<events>_…`, loaded once, dropped by `ledger-bench growth_drop`): a run
+// then measures in minutes, where loading 10 M events takes a quarter of an hour here. Each run
+// adds its appends (3,100 events) to the logs it measures.
 
 /// Events per device history in the growth logs: what a device history read returns.
 private let growthEventsPerDevice = 20
@@ -81,10 +85,32 @@ private struct GrowthLog {
     var conninfo: String { database.conninfo }
     var devices: Int { (events + growthEventsPerDevice - 1) / growthEventsPerDevice }
 
-    init(events: Int) throws {
-        database = try TestDatabase.make()
+    /// A log of `events` events: loaded into a new database, or with `keep`, into a kept one
+    /// that a run before this one may have loaded already (a table `bench_growth_log` records
+    /// a finished load; a database without it is loaded afresh).
+    init(events: Int, keep: Bool) throws {
         self.events = events
-        try loadLogByCopy(conninfo: database.conninfo, total: events)
+        guard keep else {
+            database = try TestDatabase.make()
+            try loadLogByCopy(conninfo: database.conninfo, total: events)
+            append = storeAppend(conninfo: database.conninfo)
+            store = EventStore(pool: PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger),
+                               logger: TestDatabase.quietLogger)
+            return
+        }
+        var kept = try TestDatabase.kept("growth_\(events)")
+        let connection = try PostgresConnection(conninfo: kept.conninfo, logger: TestDatabase.quietLogger)
+        let loaded = try connection.query("SELECT to_regclass('bench_growth_log') IS NOT NULL").single().decode(Bool.self, at: 0)
+        if loaded {
+            growthNote("reusing the kept log of \(events) events (\(kept.name))")
+        } else {
+            kept.dropNow()
+            kept = try TestDatabase.kept("growth_\(events)")
+            try loadLogByCopy(conninfo: kept.conninfo, total: events)
+            let loader = try PostgresConnection(conninfo: kept.conninfo, logger: TestDatabase.quietLogger)
+            try loader.execute("CREATE TABLE bench_growth_log AS SELECT \(Int64(events))::bigint AS events_loaded")
+        }
+        database = kept
         append = storeAppend(conninfo: database.conninfo)
         store = EventStore(pool: PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger),
                            logger: TestDatabase.quietLogger)
@@ -95,7 +121,7 @@ private struct GrowthLog {
         let conninfo = conninfo, append = append
         return try timeOnThreads(1) { _ in
             let connection = try PostgresConnection(conninfo: conninfo, logger: TestDatabase.quietLogger)
-            for n in 0..<count { try append(connection, "device-bench-growth-r\(round)-d\(n % 50)", n) }
+            for n in 0..<count { try append(connection, "device-bench-growth-\(getpid())-r\(round)-d\(n % 50)", n) }
         }
     }
 
@@ -166,10 +192,11 @@ func runGrowthBenchmarks() throws {
     func size(_ name: String, _ fallback: Int) -> Int {
         environment[name].flatMap { Int($0.replacingOccurrences(of: "_", with: "")) }.map { max(growthEventsPerDevice, $0) } ?? fallback
     }
-    let small = try GrowthLog(events: size("LEDGER_BENCH_GROWTH_SMALL", 100_000))
-    defer { small.database.dropNow() }
-    let large = try GrowthLog(events: size("LEDGER_BENCH_GROWTH_LARGE", 10_000_000))
-    defer { large.database.dropNow() }
+    let keep = ["1", "true", "yes"].contains(environment["LEDGER_BENCH_GROWTH_KEEP"] ?? "")
+    let small = try GrowthLog(events: size("LEDGER_BENCH_GROWTH_SMALL", 100_000), keep: keep)
+    defer { if !keep { small.database.dropNow() } }
+    let large = try GrowthLog(events: size("LEDGER_BENCH_GROWTH_LARGE", 10_000_000), keep: keep)
+    defer { if !keep { large.database.dropNow() } }
     let logs = [small, large]
 
     // Appends and history reads: five rounds, the two logs in turn (the small one first in even

@@ -100,6 +100,10 @@ do {
     if wanted("growth") {
         try runGrowthBenchmarks()
     }
+    // growth_drop: drops the logs LEDGER_BENCH_GROWTH_KEEP=1 kept (named only, never by default).
+    if selected.contains("growth_drop") {
+        for name in try TestDatabase.dropKept(labelPrefix: "growth_") { print("dropped \(name)") }
+    }
     // pipeline: FirstOpen → its Apple token lookup → SendWorker → the decider's decision,
     // open loop at LEDGER_BENCH_PIPELINE_RATE facts/s (500) for LEDGER_BENCH_PIPELINE_SECONDS (60).
     if wanted("pipeline") {
