@@ -133,7 +133,7 @@ struct ProjectionsCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp(
             "The most device states held in memory; past it they are written to the shadow tables and read back when needed (about 3 KB each).",
             valueName: "count"))
-        var maxStatesInMemory = 30_000
+        var maxStatesInMemory = 20_000
 
         func validate() throws {
             if maxStatesInMemory < 1 { throw ValidationError("--max-states-in-memory must be at least 1.") }

@@ -194,7 +194,7 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
     public func makeBulkBuilder() -> any ProjectionBulkBuilder { Builder(projection: self) }
 
     /// The rebuild's bulk path: one fold over the whole log, written once, or, when it holds too
-    /// many devices, written in parts (``fold(_:holdingAtMost:spillingInto:on:)``).
+    /// many devices, written in parts (``fold(_:holdingAtMost:spillingInto:on:sessionsFrom:)``).
     struct Builder: ProjectionBulkBuilder {
         let projection: DeviceStateProjection
         var fold: DeviceFold<Reducer>
@@ -220,11 +220,11 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
         /// fold: on a log where devices come and go (most of them: a device's events cluster
         /// around its install) few are read back.
         mutating func fold(_ records: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
-                           on connection: PostgresConnection) throws -> Bool
+                           on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws -> Bool
         {
             guard !spilled.isEmpty else {
                 try fold(records)
-                return try spillIfOver(limit, into: tables, on: connection)
+                return try spillIfOver(limit, into: tables, on: connection, sessionsFrom: pool)
             }
             let events = records.map(LoggedEvent.init)
             try projection.loadLinks(fold.unknownSendStreams(in: events), into: &fold, from: tables, on: connection)
@@ -238,14 +238,17 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
             let stored = try projection.storedStates(of: written, in: tables, removing: true, decoder: fold.decoder,
                                                      on: connection)
             for event in events { try fold.fold(event) { stored[$0] } }
-            return try spillIfOver(limit, into: tables, on: connection)
+            return try spillIfOver(limit, into: tables, on: connection, sessionsFrom: pool)
         }
 
-        /// Writes everything held and starts an empty fold, when more than `limit` devices are held.
-        mutating func spillIfOver(_ limit: Int, into tables: ProjectionTables, on connection: PostgresConnection) throws -> Bool {
+        /// Writes everything held and starts an empty fold, when more than `limit` devices are held:
+        /// as the final write does, the back half of the devices on a session of its own.
+        mutating func spillIfOver(_ limit: Int, into tables: ProjectionTables, on connection: PostgresConnection,
+                                  sessionsFrom pool: PostgresPool) throws -> Bool
+        {
             guard fold.states.count > limit else { return false }
             try connection.transaction { [fold, projection] in
-                try projection.write(fold, to: tables, replacing: false, on: $0)
+                try projection.write(fold, to: tables, replacing: false, on: $0, sessionsFrom: pool)
             }
             for device in fold.states.keys { spilled.insert(device.hashValue) }
             fold = DeviceFold(reducer: projection.reducer)

@@ -46,11 +46,12 @@ public protocol ProjectionBulkBuilder {
     /// Folds `events` as ``fold(_:)`` does, but holds at most about `limit` states in memory
     /// (devices, for a per-device projection): past it, the builder writes what it holds into
     /// `tables` (a rebuild's shadow tables, empty at the start) on `connection`, which is not in
-    /// a transaction, and reads a state back, taking its rows out again, when a later event needs
-    /// it. Returns whether it wrote. This is what bounds a rebuild's memory on a large log; the
-    /// default folds everything in memory and never writes.
+    /// a transaction (and may write part of it on a session of its own from `pool`, as
+    /// ``write(to:on:sessionsFrom:)`` does), and reads a state back, taking its rows out again,
+    /// when a later event needs it. Returns whether it wrote. This is what bounds a rebuild's
+    /// memory on a large log; the default folds everything in memory and never writes.
     mutating func fold(_ events: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
-                       on connection: PostgresConnection) throws -> Bool
+                       on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws -> Bool
     /// Writes the folded state into `tables` (empty when this is called).
     func write(to tables: ProjectionTables, on connection: PostgresConnection) throws
     /// ``write(to:on:)`` for a rebuild into shadow tables, which may also write part of the rows
@@ -64,7 +65,7 @@ public protocol ProjectionBulkBuilder {
 
 extension ProjectionBulkBuilder {
     public mutating func fold(_ events: [RecordedEvent], holdingAtMost limit: Int, spillingInto tables: ProjectionTables,
-                              on connection: PostgresConnection) throws -> Bool
+                              on connection: PostgresConnection, sessionsFrom pool: PostgresPool) throws -> Bool
     {
         try fold(events)
         return false

@@ -60,12 +60,12 @@ public struct ProjectionRebuilder: Sendable {
     public var batchSize: Int
     /// The most states (devices, for the per-device projections) the bulk phase holds in memory
     /// before it writes them out. A device's SKAN state takes about 3 KB in memory, so the
-    /// default, 30,000, keeps a rebuild of any log near 100 MiB of states.
+    /// default, 20,000, keeps a rebuild of any log near 60 MiB of states.
     public var maxStatesInMemory: Int
     let logger: Logger
 
     /// A rebuilder over `store`'s log.
-    public init(store: EventStore, chunkSize: Int = 10_000, batchSize: Int = 1000, maxStatesInMemory: Int = 30_000,
+    public init(store: EventStore, chunkSize: Int = 10_000, batchSize: Int = 1000, maxStatesInMemory: Int = 20_000,
                 logger: Logger = Logger(label: "ledger.projections.rebuild")) {
         self.store = store
         self.chunkSize = chunkSize
@@ -117,7 +117,8 @@ public struct ProjectionRebuilder: Sendable {
         reader.start()
         defer { reader.cancel() }
         while let chunk = try reader.next(), let last = chunk.last {
-            if try builder.fold(chunk, holdingAtMost: maxStatesInMemory, spillingInto: .shadow, on: connection) {
+            if try builder.fold(chunk, holdingAtMost: maxStatesInMemory, spillingInto: .shadow, on: connection,
+                                sessionsFrom: store.pool) {
                 spills += 1
             }
             checkpoint = last.checkpoint
