@@ -133,6 +133,9 @@ struct DeviceFactRecorder: Sendable {
                 return try await store.pool.withTransaction { [self] connection in
                     if queued { try Self.lockStreams(planned.map(\.stream.rawValue), on: connection) }
                     try checkTenancy(of: planned, on: connection)
+                    if planned.count > 1, let recorded = try appendTogether(planned, now: now, on: connection) {
+                        return recorded
+                    }
                     return try planned.map { try append($0, now: now, on: connection) }
                 }
             } catch let error where attempt < maximumAttempts && Self.isLostRace(error) {
@@ -169,6 +172,38 @@ struct DeviceFactRecorder: Sendable {
         }
         for request in requests { try request.validate() }
         return PlannedFact(id: item.id, app: item.app, stream: stream, event: event, requests: requests)
+    }
+
+    /// Appends a batch's facts in one statement, a part per device stream with its facts in
+    /// order, then the sends each causes: one round trip for the facts where one append each took
+    /// as many. Nil, with nothing written, when the statement stopped: a fact already stored (a
+    /// retry, which ``append(_:now:on:)`` then answers fact by fact, as a duplicate or a
+    /// conflict) or an id given twice.
+    func appendTogether(_ facts: [PlannedFact], now: Date, on connection: PostgresConnection) throws -> [RecordedFact]? {
+        var parts: [StreamAppend] = []
+        var partOfStream: [String: Int] = [:]
+        for fact in facts {
+            if let index = partOfStream[fact.stream.rawValue] {
+                parts[index].events.append(fact.event)
+            } else {
+                partOfStream[fact.stream.rawValue] = parts.count
+                parts.append(StreamAppend([fact.event], to: fact.stream.rawValue))
+            }
+        }
+        guard let results = try store.appendAllOrNothing(parts, on: connection) else { return nil }
+        var positions: [UUID: Int64] = [:]
+        for event in results.lazy.flatMap(\.events) { positions[event.id] = event.position }
+        return try facts.map { fact in
+            guard let position = positions[fact.id] else {
+                throw PostgresError(code: .unexpectedResponse, message: "the append returned no row for a fact of the batch")
+            }
+            var sends: [UUID] = []
+            for request in fact.requests {
+                let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
+                if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
+            }
+            return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false, sends: sends)
+        }
     }
 
     func append(_ fact: PlannedFact, now: Date, on connection: PostgresConnection) throws -> RecordedFact {

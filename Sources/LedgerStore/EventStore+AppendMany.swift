@@ -45,19 +45,41 @@ extension EventStore {
         case 1: return [try appendSealing(appends[0].events, to: appends[0].stream, expected: appends[0].expected, on: connection)]
         default: break
         }
+        guard let stored = try appendAllOrNothing(appends, on: connection) else {
+            return try appendEachPart(appends, on: connection)
+        }
+        return stored
+    }
+
+    /// Appends every part in one statement, or nothing: nil when a rule stopped the statement (a
+    /// part's expected version, an id already stored) or a part names a stream or an id that
+    /// another part names too. Nothing is then stored and the caller's transaction is intact, so
+    /// it can decide each part its own way (``append(_:on:)`` appends them one by one; the
+    /// facade, which answers each fact of a batch as a duplicate or not, records fact by fact).
+    /// Runs inside the caller's transaction if one is open, else in one of its own.
+    ///
+    /// - Returns: one result per part, in order, none of them a duplicate; nil as above.
+    /// - Throws: ``EventStoreError/wrongExpectedVersion(stream:expected:actual:)`` with stream
+    ///   `(several)` and actual -1 when a concurrent append took versions the statement needed
+    ///   (the transaction is then spoilt: retry it whole); ``EventStoreError`` for an invalid
+    ///   part; ``PostgresError`` otherwise.
+    public func appendAllOrNothing(_ appends: [StreamAppend], on connection: PostgresConnection) throws -> [AppendResult]? {
+        guard connection.isInTransaction else {
+            return try connection.transaction { connection in try appendAllOrNothing(appends, on: connection) }
+        }
+        guard !appends.isEmpty else { return [] }
         var streams = Set<String>()
         var ids = Set<UUID>()
         let distinct = appends.allSatisfy { part in
             streams.insert(part.stream).inserted && part.events.allSatisfy { ids.insert($0.id).inserted }
         }
-        // A stream named twice, or an id used twice: the parts' own appends tell what that means.
-        guard distinct else { return try appendEachPart(appends, on: connection) }
+        guard distinct else { return nil }
         let events = appends.reduce(0) { $0 + $1.events.count }
-        let stored = try traced(events: events, streams: appends.count) { () throws -> [AppendResult]? in
+        return try traced(events: events, streams: appends.count) { () throws -> [AppendResult]? in
             let statement = try prepareMany(appends, condition: nil, on: connection)
             let sessionsOpened = PostgresConnection.sessionsOpened
             let rows = try executeMany(statement.query, appends, on: connection)
-            // Nothing stored: a part's version or an id stopped the statement; each part decides.
+            // Nothing stored: a part's version or an id stopped the statement.
             guard try Self.storedRows(rows) == statement.total else { return nil }
             let placed = try manyAppended(appends, rows: rows, sessionsOpened: sessionsOpened, on: connection)
             return try appends.map { part in
@@ -67,8 +89,6 @@ extension EventStore {
                 return result
             }
         }
-        guard let stored else { return try appendEachPart(appends, on: connection) }
-        return stored
     }
 
     /// Appends the parts whose streams `condition` allows, in one statement that also runs the

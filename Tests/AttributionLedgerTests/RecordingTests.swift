@@ -172,4 +172,43 @@ import Testing
             #expect(results[1].position > results[0].position)
         }
     }
+    // Issue 37: a batch over several devices is stored by one statement, in one transaction:
+    // each device's facts in the batch's order with consecutive versions, a device's facts side
+    // by side in the log, and every fact with the sends it causes. Retried whole, every fact
+    // answers as a duplicate at its first position.
+    @Test func aBatchOverSeveralDevicesIsStoredByOneStatement() async throws {
+        try await withLedger { ledger, _ in
+            let a = try DeviceRef(app: testApp, device: "batch-a")
+            let b = try DeviceRef(app: testApp, device: "batch-b")
+            let c = try DeviceRef(app: testApp, device: "batch-c")
+            let facts = [
+                try ledger.prepare(try firstOpen(), for: a, id: UUID(), occurredAt: testEpoch),
+                try ledger.prepare(try firstOpen(), for: b, id: UUID(), occurredAt: testEpoch),
+                try ledger.prepare(SKANRegistered(), for: a, id: UUID(), occurredAt: testEpoch),
+                try ledger.prepare(SKANConversionValueUpdated(fineValue: 3), for: a, id: UUID(), occurredAt: testEpoch),
+                try ledger.prepare(SKANRegistered(), for: c, id: UUID(), occurredAt: testEpoch),
+            ]
+            let recorded = try await ledger.recordBatch(facts)
+            #expect(recorded.allSatisfy { !$0.wasDuplicate })
+            #expect(recorded.map(\.sendIDs.count) == [3, 3, 0, 0, 0])
+            var stored: [RecordedEvent] = []
+            for fact in facts { stored.append(try #require(try await ledger.store.event(id: fact.id))) }
+            #expect(stored.map(\.position) == recorded.map(\.position))
+            #expect(Set(stored.map(\.transactionID)).count == 1, "one transaction")
+            #expect(stored.map(\.streamVersion) == [1, 1, 2, 3, 1])
+            // One statement, a part per device in the order the batch first names them: a's three
+            // facts lie before b's, though b's came second (fact by fact, b's would lie between).
+            let positions = [stored[0], stored[2], stored[3], stored[1], stored[4]].map(\.position)
+            #expect(positions == positions.sorted())
+            for send in recorded.flatMap(\.sendIDs) {
+                let requested = try #require(try await ledger.store.readStream(StreamID.send(id: send).rawValue).first)
+                #expect(requested.type == SendRequested.eventType)
+                #expect(requested.transactionID == stored[0].transactionID)
+            }
+
+            let again = try await ledger.recordBatch(facts)
+            #expect(again.allSatisfy { $0.wasDuplicate })
+            #expect(again.map(\.position) == recorded.map(\.position))
+        }
+    }
 }
