@@ -44,6 +44,9 @@ struct FactToRecord: Sendable {
     public var occurredAt: Date
     /// The envelope's metadata; its `app_id` must be `app`.
     public var metadata: EventMetadata
+    /// The fact's canonical JSON when the catalog checked it from JSON
+    /// (`EventCatalog.validateEncoding`): then it is not checked and encoded a second time.
+    var canonical: Data?
 
     /// A fact to record.
     public init(_ fact: any LedgerEvent, app: AppID, device: DeviceID, id: UUID, occurredAt: Date, metadata: EventMetadata) {
@@ -164,7 +167,9 @@ struct DeviceFactRecorder: Sendable {
         }
         let stream = try StreamID.device(app: item.app, device: item.device)
         let meta = try EventCatalog.standard.encode(metadata: item.metadata)
-        let event = try NewEvent(item.fact, id: item.id, metadata: meta, occurredAt: item.occurredAt)
+        let event = try item.canonical.map {
+            NewEvent(validated: item.fact, canonical: $0, id: item.id, metadata: meta, occurredAt: item.occurredAt)
+        } ?? NewEvent(item.fact, id: item.id, metadata: meta, occurredAt: item.occurredAt)
         let requests = SendPlanner(settings: settings.forApp(item.app.rawValue)).plan(item.fact, eventID: item.id).map { send in
             SendRequested(
                 sendID: Outbox.sendID(forKey: send.key), provider: send.provider, kind: send.kind, causeEventID: item.id,

@@ -95,6 +95,14 @@ extension AttributionLedger {
     public func prepare<Fact: LedgerEvent>(
         _ fact: Fact, for device: DeviceRef, id: UUID, occurredAt: Date, options: RecordingOptions = RecordingOptions()
     ) throws(AttributionLedgerError) -> PreparedFact {
+        try prepare(fact, canonical: nil, for: device, id: id, occurredAt: occurredAt, options: options)
+    }
+
+    /// ``prepare(_:for:id:occurredAt:options:)`` for a fact the catalog checked from JSON, with
+    /// the canonical JSON that check made (nil: the fact is encoded here).
+    func prepare<Fact: LedgerEvent>(
+        _ fact: Fact, canonical: Data?, for device: DeviceRef, id: UUID, occurredAt: Date, options: RecordingOptions
+    ) throws(AttributionLedgerError) -> PreparedFact {
         guard Fact.category == .device, Fact.streamCategory == .device else {
             throw .invalid(
                 eventType: Fact.eventType, field: "type", rule: "device_fact",
@@ -115,7 +123,8 @@ extension AttributionLedger {
         let metadata = EventMetadata(
             correlationID: options.correlationID, causationID: options.causationID, actor: options.actor ?? defaultActor,
             appID: device.app, traceparent: TraceContext.traceParent() ?? options.traceparent)
-        let item = FactToRecord(fact, app: device.app, device: device.device, id: id, occurredAt: occurredAt, metadata: metadata)
+        var item = FactToRecord(fact, app: device.app, device: device.device, id: id, occurredAt: occurredAt, metadata: metadata)
+        item.canonical = canonical
         do {
             return PreparedFact(fact: fact, device: device, id: id, occurredAt: occurredAt, metadata: metadata,
                                 planned: try recorder.plan(item))
@@ -153,13 +162,15 @@ extension AttributionLedger {
                 eventType: type, field: "type", rule: "device_fact",
                 message: "Only device facts are recorded through this API (sends, decisions and postbacks are the ledger's own).")
         }
-        let fact: any LedgerEvent
+        let checked: (event: any LedgerEvent, canonical: Data)
         do {
-            fact = try EventCatalog.standard.validate(type: entry.eventType, schemaVersion: entry.schemaVersion, data: data)
+            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
+                                                                 data: data)
         } catch {
             throw AttributionLedgerError(error)
         }
-        return try prepare(fact, for: device, id: id, occurredAt: occurredAt, options: options)
+        return try prepare(checked.event, canonical: checked.canonical, for: device, id: id, occurredAt: occurredAt,
+                           options: options)
     }
 
     /// Records a prepared fact through the attribution layer's recorder (the fact and the sends it

@@ -47,6 +47,20 @@ public struct NewEvent: Sendable, Hashable {
                                     data: data)
     }
 
+    /// An event `catalog` checked from JSON: `canonical` is what
+    /// ``LedgerDomain/EventCatalog/validateEncoding(type:schemaVersion:data:)`` returned with
+    /// `event`, so the store trusts it as it trusts ``init(_:catalog:id:metadata:occurredAt:)``'s
+    /// bytes, and nothing is checked or encoded twice. Within the package only: the bytes must be
+    /// that call's.
+    package init(validated event: any LedgerEvent, canonical: Data, catalog: EventCatalog = .standard, id: UUID,
+                 metadata: Data, occurredAt: Date) {
+        let type = Swift.type(of: event)
+        self.init(id: id, type: type.eventType, schemaVersion: type.schemaVersion, data: canonical, metadata: metadata,
+                  occurredAt: occurredAt)
+        encodedBy = CatalogEncoding(catalog: catalog.identity, type: type.eventType, schemaVersion: type.schemaVersion,
+                                    data: canonical)
+    }
+
     /// True when `catalog` made exactly this type, version and payload.
     func wasEncoded(by catalog: EventCatalog) -> Bool {
         guard let encodedBy else { return false }

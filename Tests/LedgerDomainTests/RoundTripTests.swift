@@ -29,6 +29,11 @@ struct RoundTripTests {
         #expect(same(event, decoded))
         // Canonical: encoding the decoded value gives the same bytes.
         #expect(try catalog.encode(validated) == data)
+        // The canonical JSON validation returns is those bytes too, from input spaced otherwise.
+        let spaced = Data(" \n".utf8) + data + Data("\n ".utf8)
+        let checked = try catalog.validateEncoding(type: Event.eventType, schemaVersion: Event.schemaVersion, data: spaced)
+        #expect(same(event, checked.event))
+        #expect(checked.canonical == data, "\(Event.eventType): validateEncoding's canonical JSON is encode's")
     }
 
     @Test("the samples cover every type of the standard catalog")

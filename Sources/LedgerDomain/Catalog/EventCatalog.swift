@@ -89,6 +89,15 @@ public struct EventCatalog: Sendable {
     /// Store the bytes of ``encode(_:)`` of the result, not the bytes received: they are canonical.
     /// - Throws: an ``EventValidationError`` naming the type, the field and the rule.
     public func validate(type: String, schemaVersion: Int, data: Data) throws(EventValidationError) -> any LedgerEvent {
+        try validateEncoding(type: type, schemaVersion: schemaVersion, data: data).event
+    }
+
+    /// ``validate(type:schemaVersion:data:)``, returning also the event's canonical JSON, which
+    /// checking it computed: the bytes ``encode(_:)`` returns for that event, without its rules
+    /// checked and its JSON encoded a second time.
+    public func validateEncoding(type: String, schemaVersion: Int, data: Data) throws(EventValidationError)
+        -> (event: any LedgerEvent, canonical: Data)
+    {
         let entry = try lookUp(type: type, schemaVersion: schemaVersion)
         return try validated(entry.swiftType, data: data)
     }
@@ -156,10 +165,13 @@ public struct EventCatalog: Sendable {
         return entry
     }
 
-    private func validated<Event: LedgerEvent>(_ type: Event.Type, data: Data) throws(EventValidationError) -> any LedgerEvent {
-        try Self.checkedDecode(type, name: Event.eventType, data: data) { (event: Event) throws(RuleViolation) in
+    private func validated<Event: LedgerEvent>(_ type: Event.Type, data: Data) throws(EventValidationError)
+        -> (event: any LedgerEvent, canonical: Data)
+    {
+        let checked = try Self.checkedDecodeEncoding(type, name: Event.eventType, data: data) { (event: Event) throws(RuleViolation) in
             try event.validate()
         }
+        return (checked.value, checked.canonical)
     }
 
     private func decoded<Event: LedgerEvent>(_ type: Event.Type, data: Data) throws(EventValidationError) -> any LedgerEvent {
@@ -181,6 +193,13 @@ public struct EventCatalog: Sendable {
     static func checkedDecode<Value: Codable>(
         _ type: Value.Type, name: String, data: Data, rules: (Value) throws(RuleViolation) -> Void
     ) throws(EventValidationError) -> Value {
+        try checkedDecodeEncoding(type, name: name, data: data, rules: rules).value
+    }
+
+    /// ``checkedDecode(_:name:data:rules:)``, returning also the value's canonical JSON.
+    static func checkedDecodeEncoding<Value: Codable>(
+        _ type: Value.Type, name: String, data: Data, rules: (Value) throws(RuleViolation) -> Void
+    ) throws(EventValidationError) -> (value: Value, canonical: Data) {
         if data.count > maximumDataSize {
             throw EventValidationError(
                 .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
@@ -210,7 +229,7 @@ public struct EventCatalog: Sendable {
         if let problem = JSONShape.firstProblem(input: input, canonical: canonicalTree) {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
-        return value
+        return (value, canonical)
     }
 
     /// Encodes canonically and enforces the size limit and the U+0000 rule on the result.

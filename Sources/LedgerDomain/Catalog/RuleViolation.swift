@@ -61,8 +61,15 @@ enum FieldPath {
     /// The path segment for an object key: the key itself when it is made of letters, digits, `_`
     /// and `-`; otherwise quoted in brackets (`custom_data["a.b"]`) so the path stays unambiguous.
     static func key(_ base: String, _ key: String) -> String {
-        let plain = !key.isEmpty && key.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || scalar == "_" || scalar == "-")
+        // By byte: an ASCII letter is alphabetic, no other ASCII byte is, and a byte of a
+        // multi-byte character is never ASCII (asking the scalars' Unicode properties was a
+        // visible part of checking every fact's keys).
+        let plain = !key.isEmpty && key.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+            default: false
+            }
         }
         if plain { return join(base, key) }
         let escaped = key.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
