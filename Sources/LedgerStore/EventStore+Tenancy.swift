@@ -23,7 +23,7 @@ extension EventStore {
         guard !streams.isEmpty else { return [:] }
         var query = PostgresQuery(sql: "SELECT stream_id, metadata ->> 'app_id' FROM events WHERE stream_id = ANY(")
         query.append(bind: PostgresQuery.textArrayLiteral(streams))
-        query.append(sql: "::text[]) AND stream_version = 1 AND metadata ? 'app_id'")
+        query.append(sql: "::text[]) AND stream_version = 1 AND metadata ->> 'app_id' IS NOT NULL")
         var apps: [String: String] = [:]
         for row in try connection.query(query, prepare: true) {
             apps[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)

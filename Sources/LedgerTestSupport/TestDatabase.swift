@@ -128,14 +128,19 @@ public enum TestDatabase {
     /// A database kept between processes, `ledger_kept_<label>_<schema>`: made from the migrated
     /// template the first time, and found again by later processes while the schema is the same.
     /// For benchmarks whose set-up takes far longer than what they measure (the growth benchmark's
-    /// 10 M-event log); it is never dropped at exit (``Handle/dropNow()`` drops it). A kept
-    /// database of an older schema is dropped when a process starts.
+    /// 10 M-event log); it is never dropped at exit (``Handle/dropNow()`` drops it). Making it
+    /// drops the label's copies made with another schema.
     public static func kept(_ label: String) throws -> Handle {
         if refusesDatabases { throw DatabasesRefused() }
         let server = try server.get()
         let name = "ledger_kept_\(label)_" + server.templateName.dropFirst("ledger_template_".count)
         let admin = try PostgresConnection(conninfo: server.adminConninfo, logger: quietLogger)
         if try admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)").count == 0 {
+            // This label's copies of another schema (or layout) are stale: a kept log is large.
+            let stale = try admin.query(
+                "SELECT datname FROM pg_database WHERE starts_with(datname, \("ledger_kept_\(label)_")) AND datname <> \(name)")
+                .map { try $0.decode(String.self, at: 0) }
+            dropInLanes(stale.map { Handle(conninfo: "", name: $0, admin: server.adminConninfo) })
             try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(name)) TEMPLATE \(PostgresQuery.quoteIdentifier(server.templateName))")
         }
         return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
@@ -298,13 +303,8 @@ public enum TestDatabase {
                     guard parts.count >= 4, let pid = Int32(parts[2]), pid != getpid() else { return false }
                     return kill(pid, 0) != 0 && errno == ESRCH
                 }
-            // Kept databases (``TestDatabase/kept(_:)``) of another schema.
-            let schema = templateName.dropFirst("ledger_template_".count)
-            let stale = try admin.query("SELECT datname FROM pg_database WHERE datname LIKE 'ledger\\_kept\\_%'")
-                .map { try $0.decode(String.self, at: 0) }
-                .filter { !$0.hasSuffix("_" + schema) }
             // A killed run leaves hundreds: dropped in lanes, as at exit.
-            TestDatabase.dropInLanes((names + stale).map { Handle(conninfo: "", name: $0, admin: adminConninfo) })
+            TestDatabase.dropInLanes(names.map { Handle(conninfo: "", name: $0, admin: adminConninfo) })
         }
 
         /// Builds the template once per schema version, under an advisory lock so that parallel

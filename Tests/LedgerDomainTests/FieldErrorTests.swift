@@ -21,6 +21,25 @@ struct FieldErrorTests {
         #expect(error.field == "device.platform")
     }
 
+    // Where a key repeats, the tree the input check reads and the decoded value need not hold the
+    // same string: the canonical JSON validation returns (what the store is given as checked) is
+    // checked for U+0000 itself, as encode(_:) checks it.
+    @Test("the canonical JSON validation returns never holds U+0000, also behind a repeated key")
+    func canonicalHoldsNoNUL() throws {
+        let sample = InAppEventRecorded(device: Samples.iosDevice, name: "x", customData: ["k": .string("v")])
+        let text = String(decoding: try EventCatalog.standard.encode(sample), as: UTF8.self)
+        #expect(text.contains(#""k":"v""#))
+        for repeated in [#""k":"a\u0000","k":"v""#, #""k":"v","k":"a\u0000""#] {
+            let data = Data(text.replacingOccurrences(of: #""k":"v""#, with: repeated).utf8)
+            do {
+                let checked = try EventCatalog.standard.validateEncoding(type: "InAppEventRecorded", schemaVersion: 1, data: data)
+                #expect(!checked.canonical.contains(EventCatalog.escapedNUL))
+            } catch {
+                #expect(error.rule == "no_nul_character")
+            }
+        }
+    }
+
     @Test("a required field set to null counts as missing")
     func nullRequired() throws {
         let data = try JSONEditing.data(Samples.firstOpen(), setting: NSNull(), at: [.key("device"), .key("os_version")])

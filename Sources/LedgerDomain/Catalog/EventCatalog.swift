@@ -223,8 +223,10 @@ public struct EventCatalog: Sendable {
         } catch {
             throw ErrorMapping.ruleViolation(error, eventType: name)
         }
-        // Only the input needs the U+0000 check (below): the canonical form holds nothing but its strings.
-        let canonical = try encodedWithinLimit(value, name: name)
+        // The canonical form is checked for U+0000 as ``encode(_:)`` checks it (one scan for the
+        // escape): the decoder and the tree below need not read the same value where a key repeats,
+        // and these bytes are what the store is given as checked.
+        let canonical = try canonicalData(value, name: name)
         let canonicalTree = try? JSONSerialization.jsonObject(with: canonical, options: [.fragmentsAllowed])
         if let problem = JSONShape.firstProblem(input: input, canonical: canonicalTree) {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
