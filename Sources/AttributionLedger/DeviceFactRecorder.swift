@@ -202,12 +202,16 @@ struct DeviceFactRecorder: Sendable {
             guard let position = positions[fact.id] else {
                 throw PostgresError(code: .unexpectedResponse, message: "the append returned no row for a fact of the batch")
             }
-            var sends: [UUID] = []
-            for request in fact.requests {
-                let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
-                if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
-            }
-            return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false, sends: sends)
+            return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false,
+                                sends: try enqueueSends(of: fact, now: now, on: connection))
+        }
+    }
+
+    /// Enqueues the sends `fact` causes (the outbox), returning the ids of those not enqueued before.
+    func enqueueSends(of fact: PlannedFact, now: Date, on connection: PostgresConnection) throws -> [UUID] {
+        try fact.requests.compactMap { request in
+            let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
+            return enqueued.wasDuplicate ? nil : enqueued.sendID
         }
     }
 
@@ -217,12 +221,8 @@ struct DeviceFactRecorder: Sendable {
         guard !result.wasDuplicate else {
             return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: true, sends: [])
         }
-        var sends: [UUID] = []
-        for request in fact.requests {
-            let enqueued = try Outbox.enqueue(request, store: store, now: now, on: connection)
-            if !enqueued.wasDuplicate { sends.append(enqueued.sendID) }
-        }
-        return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false, sends: sends)
+        return RecordedFact(eventID: fact.id, position: position, streamID: fact.stream, wasDuplicate: false,
+                            sends: try enqueueSends(of: fact, now: now, on: connection))
     }
 
     /// Refuses the batch when a stream it writes was started by another app. A stream checked

@@ -90,30 +90,33 @@ private struct GrowthLog {
     /// a finished load; a database without it is loaded afresh).
     init(events: Int, keep: Bool) throws {
         self.events = events
-        guard keep else {
-            database = try TestDatabase.make()
-            try loadLogByCopy(conninfo: database.conninfo, total: events)
-            append = storeAppend(conninfo: database.conninfo)
-            store = EventStore(pool: PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger),
-                               logger: TestDatabase.quietLogger)
-            return
-        }
-        var kept = try TestDatabase.kept("growth_\(events)")
-        let connection = try PostgresConnection(conninfo: kept.conninfo, logger: TestDatabase.quietLogger)
-        let loaded = try connection.query("SELECT to_regclass('bench_growth_log') IS NOT NULL").single().decode(Bool.self, at: 0)
-        if loaded {
-            growthNote("reusing the kept log of \(events) events (\(kept.name))")
-        } else {
-            kept.dropNow()
-            kept = try TestDatabase.kept("growth_\(events)")
-            try loadLogByCopy(conninfo: kept.conninfo, total: events)
-            let loader = try PostgresConnection(conninfo: kept.conninfo, logger: TestDatabase.quietLogger)
-            try loader.execute("CREATE TABLE bench_growth_log AS SELECT \(Int64(events))::bigint AS events_loaded")
-        }
-        database = kept
+        database = try keep ? Self.keptLog(events: events) : Self.newLog(events: events)
         append = storeAppend(conninfo: database.conninfo)
         store = EventStore(pool: PostgresPool(conninfo: database.conninfo, logger: TestDatabase.quietLogger),
                            logger: TestDatabase.quietLogger)
+    }
+
+    /// A new database holding a log of `events` events.
+    static func newLog(events: Int) throws -> TestDatabase.Handle {
+        let database = try TestDatabase.make()
+        try loadLogByCopy(conninfo: database.conninfo, total: events)
+        return database
+    }
+
+    /// The kept database of a log of `events` events, loaded now unless a run before loaded it.
+    static func keptLog(events: Int) throws -> TestDatabase.Handle {
+        let kept = try TestDatabase.kept("growth_\(events)")
+        let connection = try PostgresConnection(conninfo: kept.conninfo, logger: TestDatabase.quietLogger)
+        if try connection.query("SELECT to_regclass('bench_growth_log') IS NOT NULL").single().decode(Bool.self, at: 0) {
+            growthNote("reusing the kept log of \(events) events (\(kept.name))")
+            return kept
+        }
+        kept.dropNow()
+        let fresh = try TestDatabase.kept("growth_\(events)")
+        try loadLogByCopy(conninfo: fresh.conninfo, total: events)
+        let loader = try PostgresConnection(conninfo: fresh.conninfo, logger: TestDatabase.quietLogger)
+        try loader.execute("CREATE TABLE bench_growth_log AS SELECT \(Int64(events))::bigint AS events_loaded")
+        return fresh
     }
 
     /// Seconds for `count` single appends to 50 new streams on a new session (round `round`).

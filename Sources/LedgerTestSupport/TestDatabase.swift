@@ -137,22 +137,20 @@ public enum TestDatabase {
         let admin = try PostgresConnection(conninfo: server.adminConninfo, logger: quietLogger)
         if try admin.query("SELECT 1 FROM pg_database WHERE datname = \(name)").count == 0 {
             // This label's copies of another schema (or layout) are stale: a kept log is large.
-            let stale = try admin.query(
-                "SELECT datname FROM pg_database WHERE starts_with(datname, \("ledger_kept_\(label)_")) AND datname <> \(name)")
-                .map { try $0.decode(String.self, at: 0) }
-            dropInLanes(stale.map { Handle(conninfo: "", name: $0, admin: server.adminConninfo) })
+            _ = try dropKept(labelPrefix: label + "_", except: name)
             try admin.run(script: "CREATE DATABASE \(PostgresQuery.quoteIdentifier(name)) TEMPLATE \(PostgresQuery.quoteIdentifier(server.templateName))")
         }
         return Handle(conninfo: server.conninfo(database: name), name: name, admin: server.adminConninfo)
     }
 
     /// Drops the kept databases (``kept(_:)``) whose label starts with `labelPrefix`, of any
-    /// schema, and returns their names.
-    public static func dropKept(labelPrefix: String) throws -> [String] {
+    /// schema, but the one named `except`, and returns their names.
+    public static func dropKept(labelPrefix: String, except: String = "") throws -> [String] {
         let server = try server.get()
         let admin = try PostgresConnection(conninfo: server.adminConninfo, logger: quietLogger)
-        let names = try admin.query("SELECT datname FROM pg_database WHERE starts_with(datname, \("ledger_kept_" + labelPrefix))")
-            .map { try $0.decode(String.self, at: 0) }
+        let names = try admin.query("""
+            SELECT datname FROM pg_database WHERE starts_with(datname, \("ledger_kept_" + labelPrefix)) AND datname <> \(except)
+            """).map { try $0.decode(String.self, at: 0) }
         dropInLanes(names.map { Handle(conninfo: "", name: $0, admin: server.adminConninfo) })
         return names
     }

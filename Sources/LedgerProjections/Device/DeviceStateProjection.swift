@@ -198,10 +198,10 @@ public struct DeviceStateProjection<Reducer: DeviceStateStorage>: Projection {
     struct Builder: ProjectionBulkBuilder {
         let projection: DeviceStateProjection
         var fold: DeviceFold<Reducer>
-        /// The hash values of the devices whose states were written out and not read back since:
-        /// a device whose hash is not here has no rows in the shadow tables, so the common case
-        /// (no spill yet, or a new device) asks the server nothing. A device whose hash is here
-        /// may have rows, and is asked for.
+        /// The hash values of the devices whose states were ever written out: a device whose hash
+        /// is not here has no rows in the shadow tables, so the common case (no spill yet, or a
+        /// new device) asks the server nothing. A device whose hash is here may have rows (not
+        /// once they were read back, or for another device of the same hash), and is asked for.
         var spilled = Set<Int>()
 
         init(projection: DeviceStateProjection) {
