@@ -7,9 +7,11 @@ import Logging
 
 extension AttributionLedger {
     /// Records a batch of prepared facts, in order, **all or nothing**: the facts and the sends
-    /// they cause commit in one transaction, or none of them does. A batch with the same id twice,
-    /// or with an id already recorded with other content, is refused before anything is written;
-    /// facts already recorded with the same content answer as duplicates, so retrying a batch
+    /// they cause commit in one transaction, or none of them does. A batch with the same id twice
+    /// is refused before anything is sent; one with an id already recorded with other content is
+    /// refused by its append, and nothing of the batch is stored. Facts already recorded with the
+    /// same content answer as duplicates (the store compares them with personal fields opened and
+    /// the trace aside, ``EventStore``'s idempotency), so retrying a batch
     /// whose answer was lost is safe. Concurrent batches to the same devices queue (see
     /// `DeviceFactRecorder`); none fails because another got there first.
     ///
@@ -27,15 +29,6 @@ extension AttributionLedger {
                 metrics.refused(type: fact.eventType, rule: error.rule)
                 throw error
             }
-        }
-        if let (index, conflict) = try await firstConflict(in: facts) {
-            var error = AttributionLedgerError(
-                .idConflict, eventType: facts[index].eventType, field: "id", rule: "same_id_same_content",
-                message: "This id was already recorded with other content or for another device; use a new id for a new fact.",
-                eventID: conflict)
-            error.index = index
-            metrics.refused(type: facts[index].eventType, rule: error.rule)
-            throw error
         }
         guard !facts.isEmpty else { return [] }
         let started = ContinuousClock.now
@@ -78,41 +71,5 @@ extension AttributionLedger {
     static func errorKind(_ error: any Error) -> String {
         if let error = error as? PostgresError { return "PostgresError \(error.sqlState ?? "-")" }
         return String(describing: type(of: error))
-    }
-
-    /// The first fact whose id is already stored with other content (another stream, type, data,
-    /// metadata or time): the append would refuse it, so the batch is refused up front. Stored
-    /// events are read through the store, so sealed personal fields are compared opened.
-    func firstConflict(in facts: [PreparedFact]) async throws -> (Int, UUID)? {
-        guard !facts.isEmpty else { return nil }
-        let storedIDs = try await store.storedIDs(facts.map(\.id))
-        for (index, fact) in facts.enumerated() where storedIDs.contains(fact.id) {
-            guard let existing = try await store.event(id: fact.id) else { continue }
-            let same = existing.streamID == fact.device.streamID.rawValue && existing.type == fact.eventType
-                && existing.schemaVersion == type(of: fact.fact).schemaVersion
-                && Self.sameFact(existing.data, as: fact) && Self.sameMetadata(existing.metadata, as: fact.metadata)
-                && abs(existing.occurredAt.timeIntervalSince(fact.occurredAt)) < 0.000_001
-            if !same { return (index, fact.id) }
-        }
-        return nil
-    }
-
-    /// Whether stored data decodes to the same typed fact (typed values compare exactly, where
-    /// Foundation's JSON objects compare numbers by their boxes).
-    static func sameFact(_ stored: Data, as prepared: PreparedFact) -> Bool {
-        let type = Swift.type(of: prepared.fact)
-        guard let decoded = try? EventCatalog.standard.decode(type: type.eventType, schemaVersion: type.schemaVersion, data: stored)
-        else { return false }
-        return AnyHashable(decoded) == AnyHashable(prepared.fact)
-    }
-
-    /// Whether stored metadata decodes to `metadata`, but for the trace: a retry from another
-    /// trace is the same fact (the first trace stays recorded).
-    static func sameMetadata(_ stored: Data, as metadata: EventMetadata) -> Bool {
-        guard var decoded = try? LedgerJSON.makeDecoder().decode(EventMetadata.self, from: stored) else { return false }
-        var metadata = metadata
-        decoded.traceparent = nil
-        metadata.traceparent = nil
-        return decoded == metadata
     }
 }

@@ -127,12 +127,23 @@ struct DeviceFactRecorder: Sendable {
     /// Records facts ``plan(_:)`` checked and encoded, as ``record(_:now:)`` does: a caller that
     /// must refuse a whole batch before writing any of it (the Swift API) plans each fact first,
     /// and nothing is checked or encoded twice.
+    ///
+    /// A lone fact that causes no send, to a stream already checked to be its app's, is one
+    /// append statement outside any transaction: one statement is atomic by itself, and `BEGIN`
+    /// and `COMMIT` would add two round trips that change nothing.
     public func record(planned: [PlannedFact], now: Date) async throws -> [RecordedFact] {
         var attempt = 0
         while true {
             attempt += 1
             let queued = attempt > 1
             do {
+                if !queued, let lone = planned.first, planned.count == 1, lone.requests.isEmpty,
+                    verifiedStreams.contains(lone.stream.rawValue, app: lone.app.rawValue)
+                {
+                    return [try await store.pool.withConnection { [self] connection in
+                        try append(lone, now: now, on: connection)
+                    }]
+                }
                 return try await store.pool.withTransaction { [self] connection in
                     if queued { try Self.lockStreams(planned.map(\.stream.rawValue), on: connection) }
                     try checkTenancy(of: planned, on: connection)

@@ -58,6 +58,50 @@ import Testing
         }
     }
 
+    // Issue 37: a lone fact that causes no send, to a device already checked to be the app's,
+    // is one append outside a transaction. The append itself must then answer a retry as a
+    // duplicate, refuse other content under the same id, and let concurrent facts of one device
+    // take consecutive versions.
+    @Test func aLoneFactToAKnownDeviceKeepsItsRulesOutsideATransaction() async throws {
+        try await withLedger { ledger, pool in
+            let device = try DeviceRef(app: testApp, device: "install-lone")
+            // The first fact starts the stream; the second finds it the app's (tenancy checked).
+            try await ledger.registerSKAN(for: device, id: UUID(), occurredAt: testEpoch)
+            try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 1), for: device, id: UUID(),
+                                                       occurredAt: testEpoch)
+            let id = UUID()
+            let first = try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 5), for: device, id: id,
+                                                                   occurredAt: testEpoch)
+            let again = try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 5), for: device, id: id,
+                                                                   occurredAt: testEpoch)
+            #expect(!first.wasDuplicate)
+            #expect(again.wasDuplicate)
+            #expect(again.position == first.position)
+            let before = try await eventCount(pool)
+            let conflict = try await #require(throws: AttributionLedgerError.self) {
+                try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: 6), for: device, id: id,
+                                                           occurredAt: testEpoch)
+            }
+            #expect(conflict.code == .idConflict)
+            #expect(conflict.eventID == id)
+            #expect(try await eventCount(pool) == before)
+            let concurrent = try await withThrowingTaskGroup(of: Recorded.self) { group in
+                for value in 0..<8 {
+                    group.addTask {
+                        try await ledger.updateSKANConversionValue(SKANConversionValueUpdated(fineValue: value), for: device,
+                                                                   id: UUID(), occurredAt: testEpoch)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(concurrent.allSatisfy { !$0.wasDuplicate })
+            let versions = try await pool.query("""
+                SELECT stream_version FROM events WHERE stream_id = \(device.streamID.rawValue) ORDER BY stream_version
+                """).map { try $0.decode(Int64.self, at: 0) }
+            #expect(versions == Array(1...11))
+        }
+    }
+
     @Test func invalidFactNamesTheFieldAndRuleAndWritesNothing() async throws {
         try await withLedger { ledger, pool in
             let device = try DeviceRef(app: testApp, device: "install-4")
