@@ -24,6 +24,13 @@ import Foundation
 public enum CanonicalJSONEncoder {
     /// The canonical JSON of `value`.
     public static func encode<Value: Encodable>(_ value: Value) throws -> Data {
+        try encodeWithTree(value).data
+    }
+
+    /// The canonical JSON of `value` and the tree it was written from, whose objects hold exactly
+    /// the keys written: what the catalog compares a caller's JSON with, without parsing the
+    /// output again (``JSONShape``).
+    static func encodeWithTree<Value: Encodable>(_ value: Value) throws -> (data: Data, tree: CanonicalNode) {
         let state = EncodingState()
         let root = try state.box(value, at: [])
         var output = [UInt8]()
@@ -35,7 +42,7 @@ public enum CanonicalJSONEncoder {
                 value, EncodingError.Context(codingPath: [], debugDescription: "Unable to encode the given top-level value to JSON.",
                                              underlyingError: error))
         }
-        return Data(output)
+        return (Data(output), root)
     }
 }
 

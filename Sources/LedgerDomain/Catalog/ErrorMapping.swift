@@ -91,43 +91,70 @@ enum JSONShape {
         var message: String
     }
 
+    /// One step of the path to a value: an object's key or an array's index.
+    private enum Step {
+        case key(String)
+        case index(Int)
+    }
+
     /// The first key (in sorted order, depth first) of `input` that the canonical form does not
     /// have although its value is not `null` — a field the type does not know — or the first
     /// string or key holding U+0000, which PostgreSQL's `jsonb` cannot store.
-    /// Pass `canonical: nil` to check only for U+0000.
-    static func firstProblem(input: Any, canonical: Any?, path: String = "") -> Problem? {
+    /// `canonical` is the encoder's tree of the canonical form (its objects hold the keys it
+    /// wrote); pass `nil` to check only for U+0000.
+    static func firstProblem(input: Any, canonical: CanonicalNode?) -> Problem? {
+        var path: [Step] = []
+        return firstProblem(input: input, canonical: canonical, path: &path)
+    }
+
+    /// The walk: `path` is the way to `input`, made a text only for the problem found (every
+    /// fact's keys are walked, and almost none has a problem).
+    private static func firstProblem(input: Any, canonical: CanonicalNode?, path: inout [Step]) -> Problem? {
         if let text = input as? String {
-            return text.unicodeScalars.contains("\u{0}") ? nul(path) : nil
+            return text.utf8.contains(0) ? nul(field(path)) : nil
         }
         if let object = input as? [String: Any] {
-            let canonicalObject = canonical as? [String: Any]
+            var canonicalObject: CanonicalObject?
+            if case .object(let found)? = canonical { canonicalObject = found }
             for key in object.keys.sorted() {
-                let field = FieldPath.key(path, key)
-                if key.unicodeScalars.contains("\u{0}") { return nul(field) }
+                path.append(.key(key))
+                defer { path.removeLast() }
+                if key.utf8.contains(0) { return nul(field(path)) }
                 guard let value = object[key] else { continue }
-                var canonicalValue: Any?
+                var canonicalValue: CanonicalNode?
                 if let canonicalObject {
-                    canonicalValue = canonicalObject[key]
+                    canonicalValue = canonicalObject.value(for: key)
                     if canonicalValue == nil, !(value is NSNull) {
                         return Problem(
-                            kind: .unknownField, field: field, rule: "unknown_field",
+                            kind: .unknownField, field: field(path), rule: "unknown_field",
                             message: "The type has no such field (a new field needs a new schema version).")
                     }
                 }
-                if let problem = firstProblem(input: value, canonical: canonicalValue, path: field) { return problem }
+                if let problem = firstProblem(input: value, canonical: canonicalValue, path: &path) { return problem }
             }
             return nil
         }
         if let array = input as? [Any] {
-            let canonicalArray = canonical as? [Any]
+            var canonicalItems: [CanonicalNode]?
+            if case .array(let found)? = canonical { canonicalItems = found.items }
             for (index, value) in array.enumerated() {
-                let counterpart = canonicalArray.flatMap { index < $0.count ? $0[index] : nil }
-                if let problem = firstProblem(input: value, canonical: counterpart, path: FieldPath.index(path, index)) {
-                    return problem
-                }
+                let counterpart = canonicalItems.flatMap { index < $0.count ? $0[index] : nil }
+                path.append(.index(index))
+                defer { path.removeLast() }
+                if let problem = firstProblem(input: value, canonical: counterpart, path: &path) { return problem }
             }
         }
         return nil
+    }
+
+    /// The field path of `path`: `device.idfa`, `custom_data["a.b"]`, `candidates[2]`.
+    private static func field(_ path: [Step]) -> String {
+        path.reduce(into: "") { text, step in
+            switch step {
+            case .key(let key): text = FieldPath.key(text, key)
+            case .index(let index): text = FieldPath.index(text, index)
+            }
+        }
     }
 
     private static func nul(_ field: String) -> Problem {

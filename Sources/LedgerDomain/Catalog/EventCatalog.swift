@@ -224,10 +224,10 @@ public struct EventCatalog: Sendable {
             throw ErrorMapping.ruleViolation(error, eventType: name)
         }
         // The canonical form is checked for U+0000 as ``encode(_:)`` checks it (one scan for the
-        // escape): the decoder and the tree below need not read the same value where a key repeats,
-        // and these bytes are what the store is given as checked.
-        let canonical = try canonicalData(value, name: name)
-        let canonicalTree = try? JSONSerialization.jsonObject(with: canonical, options: [.fragmentsAllowed])
+        // escape): the decoder and the input's tree need not read the same value where a key
+        // repeats, and these bytes are what the store is given as checked. The input is compared
+        // with the tree the encoder wrote them from, which has the keys the bytes have.
+        let (canonical, canonicalTree) = try canonicalDataAndTree(value, name: name)
         if let problem = JSONShape.firstProblem(input: input, canonical: canonicalTree) {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
@@ -236,16 +236,23 @@ public struct EventCatalog: Sendable {
 
     /// Encodes canonically and enforces the size limit and the U+0000 rule on the result.
     static func canonicalData(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {
-        let data = try encodedWithinLimit(value, name: name)
+        try canonicalDataAndTree(value, name: name).data
+    }
+
+    /// ``canonicalData(_:name:)`` and the encoder's tree of it.
+    private static func canonicalDataAndTree(_ value: some Encodable, name: String) throws(EventValidationError)
+        -> (data: Data, tree: CanonicalNode)
+    {
+        let (data, tree) = try encodedWithinLimit(value, name: name)
         // The encoder writes U+0000 as `\u0000`: bytes without that sequence hold none, and need
         // no second parse (which cost as much as the encoding itself).
-        guard holdsEscapedNUL(data) else { return data }
-        if let tree = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-            let problem = JSONShape.firstProblem(input: tree, canonical: nil)
+        guard holdsEscapedNUL(data) else { return (data, tree) }
+        if let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+            let problem = JSONShape.firstProblem(input: parsed, canonical: nil)
         {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
-        return data
+        return (data, tree)
     }
 
     /// Whether the JSON text `data` holds the escape `\u0000`: the six bytes, their backslash not
@@ -266,10 +273,13 @@ public struct EventCatalog: Sendable {
     package static let escapedNUL = ByteNeedle(Array("\\u0000".utf8))
 
     /// Encodes canonically and enforces the size limit.
-    private static func encodedWithinLimit(_ value: some Encodable, name: String) throws(EventValidationError) -> Data {
+    private static func encodedWithinLimit(_ value: some Encodable, name: String) throws(EventValidationError)
+        -> (data: Data, tree: CanonicalNode)
+    {
         let data: Data
+        let tree: CanonicalNode
         do {
-            data = try CanonicalJSONEncoder.encode(value)
+            (data, tree) = try CanonicalJSONEncoder.encodeWithTree(value)
         } catch let error as EncodingError {
             throw ErrorMapping.encoding(error, eventType: name)
         } catch {
@@ -280,6 +290,6 @@ public struct EventCatalog: Sendable {
                 .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
                 message: "The encoded data is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
         }
-        return data
+        return (data, tree)
     }
 }
