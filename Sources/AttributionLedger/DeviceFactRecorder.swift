@@ -177,10 +177,10 @@ struct DeviceFactRecorder: Sendable {
                                 message: "The metadata's app_id must be the app of the device the fact is recorded for.")
         }
         let stream = try StreamID.device(app: item.app, device: item.device)
-        let meta = try EventCatalog.standard.encode(metadata: item.metadata)
-        let event = try item.canonical.map {
-            NewEvent(validated: item.fact, canonical: $0, id: item.id, metadata: meta, occurredAt: item.occurredAt)
-        } ?? NewEvent(item.fact, id: item.id, metadata: meta, occurredAt: item.occurredAt)
+        var event = try item.canonical.map {
+            NewEvent(validated: item.fact, canonical: $0, id: item.id, occurredAt: item.occurredAt)
+        } ?? NewEvent(item.fact, id: item.id, occurredAt: item.occurredAt)
+        try event.setMetadata(item.metadata)
         let requests = SendPlanner(settings: settings.forApp(item.app.rawValue)).plan(item.fact, eventID: item.id).map { send in
             SendRequested(
                 sendID: Outbox.sendID(forKey: send.key), provider: send.provider, kind: send.kind, causeEventID: item.id,

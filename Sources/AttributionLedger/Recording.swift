@@ -149,6 +149,39 @@ extension AttributionLedger {
         type: String, schemaVersion: Int? = nil, data: Data, for device: DeviceRef, id: UUID, occurredAt: Date,
         options: RecordingOptions = RecordingOptions()
     ) throws(AttributionLedgerError) -> PreparedFact {
+        let entry = try deviceFactEntry(type: type, schemaVersion: schemaVersion)
+        let checked: (event: any LedgerEvent, canonical: Data)
+        do {
+            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
+                                                                 data: data)
+        } catch {
+            throw AttributionLedgerError(error)
+        }
+        return try prepare(checked.event, canonical: checked.canonical, for: device, id: id, occurredAt: occurredAt,
+                           options: options)
+    }
+
+    /// ``prepare(type:schemaVersion:data:for:id:occurredAt:options:)`` for a fact's JSON already
+    /// parsed (an object with no key twice, as the HTTP API reads a request): the same rules,
+    /// without writing it out as text and parsing it again.
+    public func prepare(
+        type: String, schemaVersion: Int? = nil, json: JSONValue, for device: DeviceRef, id: UUID, occurredAt: Date,
+        options: RecordingOptions = RecordingOptions()
+    ) throws(AttributionLedgerError) -> PreparedFact {
+        let entry = try deviceFactEntry(type: type, schemaVersion: schemaVersion)
+        let checked: (event: any LedgerEvent, canonical: Data)
+        do {
+            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
+                                                                 json: json)
+        } catch {
+            throw AttributionLedgerError(error)
+        }
+        return try prepare(checked.event, canonical: checked.canonical, for: device, id: id, occurredAt: occurredAt,
+                           options: options)
+    }
+
+    /// The catalog's entry of a device fact type (its newest version when `schemaVersion` is nil).
+    private func deviceFactEntry(type: String, schemaVersion: Int?) throws(AttributionLedgerError) -> EventCatalog.Entry {
         guard let entry = schemaVersion.map({ EventCatalog.standard.entry(named: type, schemaVersion: $0) })
             ?? EventCatalog.standard.entry(named: type)
         else {
@@ -162,15 +195,7 @@ extension AttributionLedger {
                 eventType: type, field: "type", rule: "device_fact",
                 message: "Only device facts are recorded through this API (sends, decisions and postbacks are the ledger's own).")
         }
-        let checked: (event: any LedgerEvent, canonical: Data)
-        do {
-            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
-                                                                 data: data)
-        } catch {
-            throw AttributionLedgerError(error)
-        }
-        return try prepare(checked.event, canonical: checked.canonical, for: device, id: id, occurredAt: occurredAt,
-                           options: options)
+        return entry
     }
 
     /// Records a prepared fact through the attribution layer's recorder (the fact and the sends it

@@ -120,18 +120,12 @@ struct AppendRequest {
         }
         guard let dataValue = event["data"], dataValue != .null else { throw refuse("data", "required", "The field is required.") }
         guard case .object = dataValue else { throw refuse("data", "json_object", "The event's data must be a JSON object.") }
-        let data: Data
-        do {
-            data = try LedgerJSON.makeEncoder().encode(dataValue)
-        } catch {
-            throw refuse("data", "encodable", "The event's data cannot be re-encoded as JSON.")
-        }
         let options = RecordingOptions(
             actor: try string("actor", required: false) ?? "http-api", correlationID: try uuid("correlation_id", required: false),
             causationID: try uuid("causation_id", required: false), traceparent: traceparent)
         do {
-            return try ledger.prepare(type: type, schemaVersion: schemaVersion, data: data, for: device, id: id, occurredAt: occurredAt,
-                                      options: options)
+            return try ledger.prepare(type: type, schemaVersion: schemaVersion, json: dataValue, for: device, id: id,
+                                      occurredAt: occurredAt, options: options)
         } catch {
             throw eventError(error, index: index)
         }

@@ -10,7 +10,8 @@ extension EventStore {
     /// ``EventMetadata`` (its field named as `metadata.<field>`).
     public static func catalogValidator(_ catalog: EventCatalog = .standard) -> EventValidator {
         { index, event in
-            if !isEmptyObject(event.metadata) {
+            // Metadata this catalog wrote from a checked EventMetadata (NewEvent.setMetadata) is trusted likewise.
+            if !event.metadataWasEncoded(by: catalog), !isEmptyObject(event.metadata) {
                 do {
                     _ = try catalog.validateMetadata(event.metadata)
                 } catch let error as EventValidationError {

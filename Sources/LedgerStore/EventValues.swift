@@ -19,6 +19,9 @@ public struct NewEvent: Sendable, Hashable {
     /// Set by ``init(_:catalog:id:metadata:occurredAt:)``: the catalog that made `data` from a
     /// typed event. Not part of the event's value (equality ignores it).
     var encodedBy: CatalogEncoding?
+    /// Set by ``setMetadata(_:catalog:)``: the catalog that wrote `metadata` from an
+    /// ``EventMetadata`` it checked, and the bytes it wrote. Not part of the event's value.
+    var metadataEncodedBy: MetadataEncoding?
 
     /// An event whose payload the caller encoded; the store's validator checks it.
     public init(id: UUID = .randomVersion4(), type: String, schemaVersion: Int = 1, data: Data, metadata: Data = Data("{}".utf8),
@@ -53,12 +56,28 @@ public struct NewEvent: Sendable, Hashable {
     /// bytes, and nothing is checked or encoded twice. Within the package only: the bytes must be
     /// that call's.
     package init(validated event: any LedgerEvent, canonical: Data, catalog: EventCatalog = .standard, id: UUID,
-                 metadata: Data, occurredAt: Date) {
+                 metadata: Data = Data("{}".utf8), occurredAt: Date) {
         let type = Swift.type(of: event)
         self.init(id: id, type: type.eventType, schemaVersion: type.schemaVersion, data: canonical, metadata: metadata,
                   occurredAt: occurredAt)
         encodedBy = CatalogEncoding(catalog: catalog.identity, type: type.eventType, schemaVersion: type.schemaVersion,
                                     data: canonical)
+    }
+
+    /// Sets the envelope to `metadata` as `catalog` encodes it (its rules checked), so that a store
+    /// whose validator is that catalog's trusts the bytes rather than parsing and checking them
+    /// again. Within the package only, as ``init(validated:canonical:catalog:id:metadata:occurredAt:)``.
+    /// - Throws: ``EventValidationError`` naming the metadata's field and rule.
+    package mutating func setMetadata(_ metadata: EventMetadata, catalog: EventCatalog = .standard) throws(EventValidationError) {
+        let encoded = try catalog.encode(metadata: metadata)
+        self.metadata = encoded
+        metadataEncodedBy = MetadataEncoding(catalog: catalog.identity, metadata: encoded)
+    }
+
+    /// True when `catalog` wrote exactly this metadata (``setMetadata(_:catalog:)``).
+    func metadataWasEncoded(by catalog: EventCatalog) -> Bool {
+        guard let metadataEncodedBy else { return false }
+        return metadataEncodedBy.catalog == catalog.identity && metadataEncodedBy.metadata == metadata
     }
 
     /// True when `catalog` made exactly this type, version and payload.
@@ -89,6 +108,12 @@ struct CatalogEncoding: Sendable {
     var type: String
     var schemaVersion: Int
     var data: Data
+}
+
+/// What a catalog wrote as a ``NewEvent``'s metadata, kept to recognise the bytes unchanged.
+struct MetadataEncoding: Sendable {
+    var catalog: UUID
+    var metadata: Data
 }
 
 /// What an append may assume about the stream's current version.

@@ -4,12 +4,25 @@ import Testing
 
 /// Runs `validate` and returns the error it must throw.
 func validationError(_ type: String, version: Int = 1, _ data: Data) -> EventValidationError? {
+    let fromBytes: EventValidationError?
     do {
         _ = try EventCatalog.standard.validate(type: type, schemaVersion: version, data: data)
-        return nil
+        fromBytes = nil
     } catch {
-        return error
+        fromBytes = error
     }
+    // The same JSON already parsed (as the HTTP API gives it) must meet the same refusal.
+    if let json = try? JSONDecoder().decode(JSONValue.self, from: data), case .object = json {
+        var fromJSON: EventValidationError?
+        do {
+            _ = try EventCatalog.standard.validateEncoding(type: type, schemaVersion: version, json: json)
+        } catch {
+            fromJSON = error
+        }
+        #expect(fromJSON?.kind == fromBytes?.kind && fromJSON?.field == fromBytes?.field && fromJSON?.rule == fromBytes?.rule,
+                "\(type): from bytes \(String(describing: fromBytes)), from parsed JSON \(String(describing: fromJSON))")
+    }
+    return fromBytes
 }
 
 @Suite("The catalog's gate: envelope-level rules")

@@ -34,6 +34,11 @@ struct RoundTripTests {
         let checked = try catalog.validateEncoding(type: Event.eventType, schemaVersion: Event.schemaVersion, data: spaced)
         #expect(same(event, checked.event))
         #expect(checked.canonical == data, "\(Event.eventType): validateEncoding's canonical JSON is encode's")
+        // And from the same JSON already parsed, as the HTTP API reads it.
+        let parsed = try JSONDecoder().decode(JSONValue.self, from: data)
+        let fromJSON = try catalog.validateEncoding(type: Event.eventType, schemaVersion: Event.schemaVersion, json: parsed)
+        #expect(same(event, fromJSON.event))
+        #expect(fromJSON.canonical == data, "\(Event.eventType): the parsed JSON's canonical JSON is encode's")
     }
 
     @Test("the samples cover every type of the standard catalog")

@@ -102,6 +102,16 @@ public struct EventCatalog: Sendable {
         return try validated(entry.swiftType, data: data)
     }
 
+    /// ``validateEncoding(type:schemaVersion:data:)`` for an event's JSON already parsed, as the
+    /// HTTP API reads a request (an object with no key twice): the same rules, without writing the
+    /// value out as text and parsing it back into a tree.
+    public func validateEncoding(type: String, schemaVersion: Int, json: JSONValue) throws(EventValidationError)
+        -> (event: any LedgerEvent, canonical: Data)
+    {
+        let entry = try lookUp(type: type, schemaVersion: schemaVersion)
+        return try validated(entry.swiftType, json: json)
+    }
+
     /// Decodes a stored event, for reading. Unlike ``validate(type:schemaVersion:data:)`` it does not
     /// apply the domain rules, the size limit or the unknown-field check: stored history is read as
     /// it is, even if a rule was later fixed. A personal field that is absent (erased) decodes as `nil`.
@@ -174,6 +184,15 @@ public struct EventCatalog: Sendable {
         return (checked.value, checked.canonical)
     }
 
+    private func validated<Event: LedgerEvent>(_ type: Event.Type, json: JSONValue) throws(EventValidationError)
+        -> (event: any LedgerEvent, canonical: Data)
+    {
+        let checked = try Self.checkedDecodeEncoding(type, name: Event.eventType, json: json) { (event: Event) throws(RuleViolation) in
+            try event.validate()
+        }
+        return (checked.value, checked.canonical)
+    }
+
     private func decoded<Event: LedgerEvent>(_ type: Event.Type, data: Data) throws(EventValidationError) -> any LedgerEvent {
         try Self.decodeMapped(type, name: Event.eventType, data: data)
     }
@@ -200,11 +219,7 @@ public struct EventCatalog: Sendable {
     static func checkedDecodeEncoding<Value: Codable>(
         _ type: Value.Type, name: String, data: Data, rules: (Value) throws(RuleViolation) -> Void
     ) throws(EventValidationError) -> (value: Value, canonical: Data) {
-        if data.count > maximumDataSize {
-            throw EventValidationError(
-                .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
-                message: "The data is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
-        }
+        try checkSize(data, name: name)
         guard String(validating: data, as: UTF8.self) != nil else {
             throw EventValidationError(.invalidUTF8, eventType: name, rule: "utf8", message: "The data is not valid UTF-8.")
         }
@@ -214,9 +229,32 @@ public struct EventCatalog: Sendable {
         } catch {
             throw EventValidationError(.malformedJSON, eventType: name, rule: "json_syntax", message: "The data is not JSON.")
         }
-        guard input is [String: Any] else {
-            throw EventValidationError(.notAnObject, eventType: name, rule: "json_object", message: "The data must be a JSON object.")
+        guard input is [String: Any] else { throw notAnObject(name) }
+        return try checkedDecodeEncoding(type, name: name, data: data, input: FoundationJSONNode(input), rules: rules)
+    }
+
+    /// ``checkedDecodeEncoding(_:name:data:rules:)`` for JSON already parsed (as the HTTP API reads
+    /// a request): its bytes are written by the canonical encoder, which is also what a caller's
+    /// `JSONEncoder` with the ledger's settings writes, and are not parsed into a second tree.
+    static func checkedDecodeEncoding<Value: Codable>(
+        _ type: Value.Type, name: String, json: JSONValue, rules: (Value) throws(RuleViolation) -> Void
+    ) throws(EventValidationError) -> (value: Value, canonical: Data) {
+        guard case .object = json else { throw notAnObject(name) }
+        let data: Data
+        do {
+            data = try CanonicalJSONEncoder.encode(json)
+        } catch {
+            throw EventValidationError(.invalidValue, eventType: name, rule: "encodable", message: "The value cannot be encoded.")
         }
+        try checkSize(data, name: name)
+        return try checkedDecodeEncoding(type, name: name, data: data, input: json, rules: rules)
+    }
+
+    /// Decode, domain rules, canonical encoding, then unknown fields and U+0000 by comparing
+    /// `input` (the parsed `data`) with the canonical form.
+    private static func checkedDecodeEncoding<Value: Codable>(
+        _ type: Value.Type, name: String, data: Data, input: some ShapeNode, rules: (Value) throws(RuleViolation) -> Void
+    ) throws(EventValidationError) -> (value: Value, canonical: Data) {
         let value = try decodeMapped(type, name: name, data: data)
         do {
             try rules(value)
@@ -232,6 +270,18 @@ public struct EventCatalog: Sendable {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
         return (value, canonical)
+    }
+
+    private static func checkSize(_ data: Data, name: String) throws(EventValidationError) {
+        if data.count > maximumDataSize {
+            throw EventValidationError(
+                .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
+                message: "The data is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
+        }
+    }
+
+    private static func notAnObject(_ name: String) -> EventValidationError {
+        EventValidationError(.notAnObject, eventType: name, rule: "json_object", message: "The data must be a JSON object.")
     }
 
     /// Encodes canonically and enforces the size limit and the U+0000 rule on the result.
