@@ -80,6 +80,32 @@ struct CatalogTests {
         }
     }
 
+    @Test("metadata the catalog wrote from a checked EventMetadata is trusted; changed bytes are checked again")
+    func encodedMetadataIsCheckedOnce() async throws {
+        try await withCatalogStore { store, database throws in
+            let stream = "device-com.example.game/install-1"
+            var event = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
+            try event.setMetadata(EventMetadata(actor: "importer", appID: try AppID("com.example.game")))
+            #expect(event.metadataWasEncoded(by: .standard))
+            #expect(!event.metadataWasEncoded(by: EventCatalog([SessionStarted.self])))
+            try await store.append([event], to: stream)
+            // The bytes changed afterwards: the store checks them, and refuses the unknown field.
+            var changed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
+            try changed.setMetadata(EventMetadata(actor: "importer"))
+            changed.metadata = Data(#"{"actor":"importer","who":"x"}"#.utf8)
+            #expect(!changed.metadataWasEncoded(by: .standard))
+            let error = await #expect(throws: EventStoreError.self) { try await store.append([changed], to: stream) }
+            guard case .invalidEvent(0, SessionStarted.eventType, "metadata.who", _, _)? = error else {
+                Issue.record("expected the changed metadata to be checked, got \(String(describing: error))")
+                return
+            }
+            // A metadata rule is checked when the catalog writes it.
+            var unnamed = try NewEvent(SessionStarted(device: Self.device), occurredAt: Date())
+            #expect(throws: EventValidationError.self) { try unnamed.setMetadata(EventMetadata(actor: "")) }
+            #expect(try eventCount(database) == 1)
+        }
+    }
+
     @Test("a typed event the catalog encoded is trusted as is; changed bytes, or another catalog's, are checked again")
     func typedEventsAreCheckedOnce() async throws {
         try await withCatalogStore { store, database throws in
