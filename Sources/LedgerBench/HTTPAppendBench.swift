@@ -61,6 +61,14 @@ private struct HTTPAppendTally {
     var facts = 0
     var seconds = 0.0
     var latencies: [Double] = []
+    /// CPU seconds of this process (server, client and all) and of PostgreSQL during the rounds.
+    var cpu: (client: Double, server: Double) = (0, 0)
+
+    /// Microseconds of CPU per fact: this process's, PostgreSQL's.
+    var microsecondsPerFact: (client: Int, server: Int) {
+        guard facts > 0 else { return (0, 0) }
+        return (Int(cpu.client / Double(facts) * 1e6), Int(cpu.server / Double(facts) * 1e6))
+    }
 
     var rate: Double { seconds > 0 ? Double(facts) / seconds : 0 }
 
@@ -255,14 +263,21 @@ func benchHTTPAppend(conninfo: String, plan: HTTPAppendPlan) async throws -> Mea
             for round in 0..<plan.rounds {
                 for side in [HTTPAppendSide.ledger, .bare] {
                     let bodies = httpAppendBodies(tag: "\(side)-b\(plan.batch)r\(round)", plan: plan)
+                    let before = CPUUsage.now()
                     let result = try await runHTTPAppendRound(client: client, url: side == .ledger ? ledgerURL : bareURL, side: side,
                                                               bodies: bodies)
+                    let cpu = CPUUsage.now().since(before)
                     tallies[side]!.facts += plan.connections * plan.requestsPerConnection * plan.batch
                     tallies[side]!.seconds += result.seconds
                     tallies[side]!.latencies += result.latencies
+                    tallies[side]!.cpu.client += cpu.client
+                    tallies[side]!.cpu.server += cpu.server
                 }
+                let ledger = tallies[.ledger]!, bare = tallies[.bare]!
                 FileHandle.standardError.write(Data(("http_append_\(plan.batch): after round \(round + 1), ledger "
-                    + "\(Int(tallies[.ledger]!.rate)) facts/s, bare \(Int(tallies[.bare]!.rate)) facts/s\n").utf8))
+                    + "\(Int(ledger.rate)) facts/s, bare \(Int(bare.rate)) facts/s (CPU per fact: ledger's process "
+                    + "\(ledger.microsecondsPerFact.client) µs, PostgreSQL \(ledger.microsecondsPerFact.server) µs; bare's "
+                    + "\(bare.microsecondsPerFact.client) µs, \(bare.microsecondsPerFact.server) µs)\n").utf8))
             }
             let ledger = tallies[.ledger]!, bare = tallies[.bare]!
             var measurement = Measurement(
