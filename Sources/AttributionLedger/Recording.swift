@@ -149,16 +149,10 @@ extension AttributionLedger {
         type: String, schemaVersion: Int? = nil, data: Data, for device: DeviceRef, id: UUID, occurredAt: Date,
         options: RecordingOptions = RecordingOptions()
     ) throws(AttributionLedgerError) -> PreparedFact {
-        let entry = try deviceFactEntry(type: type, schemaVersion: schemaVersion)
-        let checked: (event: any LedgerEvent, canonical: Data)
-        do {
-            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
-                                                                 data: data)
-        } catch {
-            throw AttributionLedgerError(error)
+        try prepareChecked(type: type, schemaVersion: schemaVersion, for: device, id: id, occurredAt: occurredAt,
+                           options: options) { entry throws(EventValidationError) in
+            try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion, data: data)
         }
-        return try prepare(checked.event, canonical: checked.canonical, for: device, id: id, occurredAt: occurredAt,
-                           options: options)
     }
 
     /// ``prepare(type:schemaVersion:data:for:id:occurredAt:options:)`` for a fact's JSON already
@@ -168,11 +162,21 @@ extension AttributionLedger {
         type: String, schemaVersion: Int? = nil, json: JSONValue, for device: DeviceRef, id: UUID, occurredAt: Date,
         options: RecordingOptions = RecordingOptions()
     ) throws(AttributionLedgerError) -> PreparedFact {
+        try prepareChecked(type: type, schemaVersion: schemaVersion, for: device, id: id, occurredAt: occurredAt,
+                           options: options) { entry throws(EventValidationError) in
+            try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion, json: json)
+        }
+    }
+
+    /// A device fact of the type named, checked by `check` against the type's catalog entry.
+    private func prepareChecked(
+        type: String, schemaVersion: Int?, for device: DeviceRef, id: UUID, occurredAt: Date, options: RecordingOptions,
+        check: (EventCatalog.Entry) throws(EventValidationError) -> (event: any LedgerEvent, canonical: Data)
+    ) throws(AttributionLedgerError) -> PreparedFact {
         let entry = try deviceFactEntry(type: type, schemaVersion: schemaVersion)
         let checked: (event: any LedgerEvent, canonical: Data)
         do {
-            checked = try EventCatalog.standard.validateEncoding(type: entry.eventType, schemaVersion: entry.schemaVersion,
-                                                                 json: json)
+            checked = try check(entry)
         } catch {
             throw AttributionLedgerError(error)
         }
