@@ -145,9 +145,11 @@ extension EventStore {
         return "CASE WHEN \(type) IN (\(types)) THEN ledger_refuse_second_terminal(\(stream), \(type)) ELSE true END"
     }
 
-    /// The cached-head insert: one event after a known head, a plain `INSERT … VALUES` that
-    /// reads nothing. `$2` the version of a committed event the stream is known to have
-    /// (``StreamHeads``), or 0 for a stream's first event; `$9` that event's `recorded_at` (NULL
+    /// The cached-head insert: one event after a known head. It reads no head, only whether the
+    /// id is stored in any stream (one index probe: `events` hash-partitioned on `shard_key` keeps
+    /// an id unique per device alone, docs/scaling.md, and the facade's lone facts come this way
+    /// with no look-up of their own). `$2` the version of a committed event the stream is known
+    /// to have (``StreamHeads``), or 0 for a stream's first event; `$9` that event's `recorded_at` (NULL
     /// for a first event), which the new one is never stamped before; the other parameters as in
     /// ``appendOneSQL``. The hash is left to the database's check, which reads the previous
     /// version and chains the event as it goes in (schema/0016), and which would compute it to
@@ -163,9 +165,10 @@ extension EventStore {
     static let appendNextSQL = """
         INSERT INTO events (stream_id, stream_version, event_id, event_type, schema_version, data, metadata,
                             occurred_at, recorded_at, shard_key)
-        VALUES ($1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
-                greatest(clock_timestamp(), $9::timestamptz),
-                ledger_shard_key($1::text, $6::jsonb, $10::text))
+        SELECT $1::text, $2::bigint + 1, $3::uuid, $4::text, $5::integer, $6::jsonb, $7::jsonb, $8::timestamptz,
+               greatest(clock_timestamp(), $9::timestamptz),
+               ledger_shard_key($1::text, $6::jsonb, $10::text)
+        WHERE NOT EXISTS (SELECT 1 FROM event_key_rows WHERE event_id = $3::uuid)
         ON CONFLICT DO NOTHING
         RETURNING position, stream_version, transaction_id::text, recorded_at, hash, shard_key
         """

@@ -166,12 +166,14 @@ extension EventStore {
     }
 
     /// Events by id, in the order of `ids` (missing ones left out), their sealed fields opened.
+    /// An id stored twice (possible only where `events` is hash-partitioned on `shard_key` and
+    /// two appends to two devices raced with it, docs/scaling.md) gives its first stored event.
     static func fetchByIDs(_ ids: [UUID], privacy: PersonalDataProtection, on connection: PostgresConnection) throws
         -> [RecordedEvent]
     {
         var events = try storedEvents(withIDs: ids, on: connection)
         try privacy.reveal(&events, on: connection)
-        let byID = Dictionary(uniqueKeysWithValues: events.map { ($0.id, $0) })
+        let byID = Dictionary(events.map { ($0.id, $0) }, uniquingKeysWith: { $0.position <= $1.position ? $0 : $1 })
         return ids.compactMap { byID[$0] }
     }
 

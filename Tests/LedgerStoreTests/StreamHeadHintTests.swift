@@ -143,9 +143,9 @@ struct StreamHeadHintTests {
         }
     }
 
-    @Test("a lone first event (.noStream) whose id another device's stream holds is an id conflict, nothing stored",
-          .disabled(if: TestDatabase.shardsEvents,
-                    "events hash-partitioned on shard_key keep an event id unique per device only (docs/scaling.md), and this path reads no keys"))
+    // Also where events are hash-partitioned on shard_key, whose keys hold an id unique per device
+    // only (docs/scaling.md): the cached inserts read whether the id is stored anywhere.
+    @Test("a lone first event (.noStream) whose id another device's stream holds is an id conflict, nothing stored")
     func firstEventIDClashOnAnotherDevice() async throws {
         try await withStore { store, database throws in
             let first = sampleEvent(1)
@@ -157,6 +157,21 @@ struct StreamHeadHintTests {
                 try await other.append([clash], to: "device-app1/other", expected: .noStream)
             }
             #expect(try eventCount(database) == 1)
+        }
+    }
+
+    @Test("an event after a known head whose id another device's stream holds is an id conflict, nothing stored")
+    func hintedEventIDClashOnAnotherDevice() async throws {
+        try await withStore { store, database throws in
+            let first = sampleEvent(1)
+            try await store.append([first], to: "device-app1/first")
+            try await store.append([sampleEvent(2)], to: "device-app1/other")
+            #expect(store.heads.head(of: "device-app1/other")?.version == 1)  // the next append goes after the hint
+            let clash = NewEvent(id: first.id, type: first.type, data: Data(#"{"n":99}"#.utf8), occurredAt: first.occurredAt)
+            await #expect(throws: EventStoreError.eventIDConflict(eventID: first.id)) {
+                try await store.append([clash], to: "device-app1/other")
+            }
+            #expect(try eventCount(database) == 2)
         }
     }
 
