@@ -12,10 +12,10 @@ import Logging
 /// database's check of each inserted event chains its hash (schema/0016). A single event takes
 /// one of two statements: the cached-head insert (``appendNextSQL``), a plain insert after the
 /// head this process last saw committed (``StreamHeads``) or as a stream's first event, which
-/// reads nothing; and, when there is no usable hint or the insert stored nothing, the general
-/// statement (``appendOneSQL``), which reads the head. No lock is shared between writers: two
-/// appends to one stream race on its `(stream_id, stream_version)` key and one loses; appends to
-/// different streams never wait.
+/// reads no head (only whether the id is stored); and, when there is no usable hint or the
+/// insert stored nothing, the general statement (``appendOneSQL``), which reads the head. No
+/// lock is shared between writers: two appends to one stream race on its
+/// `(stream_id, stream_version)` key and one loses; appends to different streams never wait.
 public struct EventStore: Sendable {
     /// The largest payload (`data`) accepted, in bytes of JSON.
     public static let maximumPayloadBytes = 1_048_576
