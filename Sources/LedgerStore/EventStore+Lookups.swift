@@ -5,19 +5,6 @@ import LedgerPostgres
 /// (docs/architecture.md, "The event store"). Each answers on a connection the caller holds,
 /// so that it can take part in the caller's transaction; none opens personal fields.
 extension EventStore {
-    /// The ids among `ids` that are stored, in any stream.
-    public static func storedIDs(_ ids: [UUID], on connection: PostgresConnection) throws -> Set<UUID> {
-        guard !ids.isEmpty else { return [] }
-        let literal = "{" + ids.map { $0.uuidString.lowercased() }.joined(separator: ",") + "}"
-        return Set(try connection.query("SELECT event_id FROM event_key_rows WHERE event_id = ANY(\(literal)::uuid[])")
-            .map { try $0.decode(UUID.self, at: 0) })
-    }
-
-    /// The ids among `ids` that are stored, in any stream.
-    public func storedIDs(_ ids: [UUID]) async throws -> Set<UUID> {
-        try await pool.withConnection { try Self.storedIDs(ids, on: $0) }
-    }
-
     /// Whether the database answers and holds the log (the `events` table): a readiness probe's
     /// question.
     /// - Throws: `PostgresError` when the database cannot be reached.
