@@ -99,7 +99,7 @@ public struct EventCatalog: Sendable {
         -> (event: any LedgerEvent, canonical: Data)
     {
         let entry = try lookUp(type: type, schemaVersion: schemaVersion)
-        return try validated(entry.swiftType, data: data)
+        return try validated(entry.swiftType, .bytes(data))
     }
 
     /// ``validateEncoding(type:schemaVersion:data:)`` for an event's JSON already parsed, as the
@@ -109,7 +109,7 @@ public struct EventCatalog: Sendable {
         -> (event: any LedgerEvent, canonical: Data)
     {
         let entry = try lookUp(type: type, schemaVersion: schemaVersion)
-        return try validated(entry.swiftType, json: json)
+        return try validated(entry.swiftType, .parsed(json))
     }
 
     /// Decodes a stored event, for reading. Unlike ``validate(type:schemaVersion:data:)`` it does not
@@ -175,20 +175,19 @@ public struct EventCatalog: Sendable {
         return entry
     }
 
-    private func validated<Event: LedgerEvent>(_ type: Event.Type, data: Data) throws(EventValidationError)
-        -> (event: any LedgerEvent, canonical: Data)
-    {
-        let checked = try Self.checkedDecodeEncoding(type, name: Event.eventType, data: data) { (event: Event) throws(RuleViolation) in
-            try event.validate()
-        }
-        return (checked.value, checked.canonical)
+    /// An event's JSON as a caller gives it: text, or already parsed.
+    private enum Input {
+        case bytes(Data)
+        case parsed(JSONValue)
     }
 
-    private func validated<Event: LedgerEvent>(_ type: Event.Type, json: JSONValue) throws(EventValidationError)
+    private func validated<Event: LedgerEvent>(_ type: Event.Type, _ input: Input) throws(EventValidationError)
         -> (event: any LedgerEvent, canonical: Data)
     {
-        let checked = try Self.checkedDecodeEncoding(type, name: Event.eventType, json: json) { (event: Event) throws(RuleViolation) in
-            try event.validate()
+        let rules = { (event: Event) throws(RuleViolation) in try event.validate() }
+        let checked = switch input {
+        case .bytes(let data): try Self.checkedDecodeEncoding(type, name: Event.eventType, data: data, rules: rules)
+        case .parsed(let json): try Self.checkedDecodeEncoding(type, name: Event.eventType, json: json, rules: rules)
         }
         return (checked.value, checked.canonical)
     }
@@ -219,7 +218,7 @@ public struct EventCatalog: Sendable {
     static func checkedDecodeEncoding<Value: Codable>(
         _ type: Value.Type, name: String, data: Data, rules: (Value) throws(RuleViolation) -> Void
     ) throws(EventValidationError) -> (value: Value, canonical: Data) {
-        try checkSize(data, name: name)
+        try checkSize(data, name: name, described: "The data")
         guard String(validating: data, as: UTF8.self) != nil else {
             throw EventValidationError(.invalidUTF8, eventType: name, rule: "utf8", message: "The data is not valid UTF-8.")
         }
@@ -246,7 +245,7 @@ public struct EventCatalog: Sendable {
         } catch {
             throw EventValidationError(.invalidValue, eventType: name, rule: "encodable", message: "The value cannot be encoded.")
         }
-        try checkSize(data, name: name)
+        try checkSize(data, name: name, described: "The data")
         return try checkedDecodeEncoding(type, name: name, data: data, input: json, rules: rules)
     }
 
@@ -272,11 +271,12 @@ public struct EventCatalog: Sendable {
         return (value, canonical)
     }
 
-    private static func checkSize(_ data: Data, name: String) throws(EventValidationError) {
+    /// Refuses more than ``maximumDataSize`` bytes; `described` names them in the message.
+    private static func checkSize(_ data: Data, name: String, described: String) throws(EventValidationError) {
         if data.count > maximumDataSize {
             throw EventValidationError(
                 .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
-                message: "The data is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
+                message: "\(described) is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
         }
     }
 
@@ -298,7 +298,7 @@ public struct EventCatalog: Sendable {
         // no second parse (which cost as much as the encoding itself).
         guard holdsEscapedNUL(data) else { return (data, tree) }
         if let parsed = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-            let problem = JSONShape.firstProblem(input: parsed, canonical: nil)
+            let problem = JSONShape.firstProblem(input: FoundationJSONNode(parsed), canonical: nil)
         {
             throw EventValidationError(problem.kind, eventType: name, field: problem.field, rule: problem.rule, message: problem.message)
         }
@@ -335,11 +335,7 @@ public struct EventCatalog: Sendable {
         } catch {
             throw EventValidationError(.invalidValue, eventType: name, rule: "encodable", message: "The value cannot be encoded.")
         }
-        if data.count > maximumDataSize {
-            throw EventValidationError(
-                .tooLarge, eventType: name, rule: "max_\(maximumDataSize)_bytes",
-                message: "The encoded data is \(data.count) bytes; the limit is \(maximumDataSize) bytes (1 MiB).")
-        }
+        try checkSize(data, name: name, described: "The encoded data")
         return (data, tree)
     }
 }

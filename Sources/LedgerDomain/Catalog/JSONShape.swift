@@ -27,11 +27,6 @@ enum JSONShape {
         return firstProblem(input: input, canonical: canonical, path: &path)
     }
 
-    /// ``firstProblem(input:canonical:)`` for a tree of `JSONSerialization`.
-    static func firstProblem(input: Any, canonical: CanonicalNode?) -> Problem? {
-        firstProblem(input: FoundationJSONNode(input), canonical: canonical)
-    }
-
     /// The walk: `path` is the way to `input`, made a text only for the problem found (every
     /// fact's keys are walked, and almost none has a problem).
     private static func firstProblem<Node: ShapeNode>(input: Node, canonical: CanonicalNode?, path: inout [Step]) -> Problem? {
